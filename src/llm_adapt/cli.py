@@ -1,0 +1,142 @@
+"""The `llm-adapt` command. Each subcommand is thin: parse, call one library function, print.
+
+Heavy libraries (torch, transformers, vLLM) are imported inside the handlers, so `--help`
+and bad-input errors are instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from llm_adapt import __version__
+from llm_adapt.cli_args import OneLineParser, fraction, memory_gib, positive_int
+from llm_adapt.errors import AdaptError
+
+EPILOG_INSPECT = """examples:
+  llm-adapt inspect default
+  llm-adapt inspect ./Llama-3.1-8B-Instruct --platform npu --device-memory 64 --devices 8
+  llm-adapt inspect model.gguf --platform cuda --device-memory 24 --json
+"""
+
+EPILOG_MODELS = """examples:
+  llm-adapt models
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="llm-adapt", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"llm-adapt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    _add_models(sub)
+    _add_inspect(sub)
+    return parser
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=36)
+
+
+def _add_models(sub) -> None:
+    p = sub.add_parser("models", help="list the default model and the converted-model cache",
+                       description="List the bundled default model and the models converted so far.",
+                       epilog=EPILOG_MODELS, formatter_class=_formatter)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_models)
+
+
+def add_plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--platform", choices=["cpu", "cuda", "npu"], help="target platform (default: detected)")
+    p.add_argument("--device-memory", type=memory_gib, metavar="GIB", help="memory per device, e.g. 64 or 64GiB")
+    p.add_argument("--devices", type=positive_int, metavar="N", help="devices per node (default: those present, else 8)")
+    p.add_argument("--nodes", type=positive_int, metavar="N", help="at most this many nodes (default: as many as needed)")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="serving dtype (default bf16)")
+    p.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
+                   help="KV-cache dtype (default: the serving dtype)")
+    p.add_argument("--max-model-len", type=positive_int, metavar="N", help="context length (default: longest that fits)")
+    p.add_argument("--max-num-seqs", type=positive_int, metavar="N", help="concurrent sequences (default 16 on CPU, 256 elsewhere)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, metavar="N", help="tokens per scheduler step")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9, metavar="F", help="fraction of device memory (default 0.9)")
+    p.add_argument("--kv-cache-space", type=positive_int, metavar="GIB", help="CPU: VLLM_CPU_KVCACHE_SPACE in GiB (default: up to 4)")
+    p.add_argument("--host", default="127.0.0.1", help="address the server binds (default 127.0.0.1)")
+    p.add_argument("--port", type=positive_int, default=8000, help="port in the plan's commands (default 8000)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
+
+
+def _add_inspect(sub) -> None:
+    p = sub.add_parser("inspect", help="architecture support, operators, memory/KV math and the deployment plan",
+                       description="Check a model against vLLM and plan its deployment on a platform.",
+                       epilog=EPILOG_INSPECT, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--out", type=Path, metavar="DIR", help="also write inspect.json into DIR")
+    p.set_defaults(handler=cmd_inspect)
+
+
+def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821
+    from llm_adapt.inspect.plan import PlanOptions
+
+    return PlanOptions(
+        model_path=str(source.path), served_model_name=source.name, dtype=args.dtype, kv_dtype=args.kv_dtype,
+        max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens, gpu_memory_utilization=args.gpu_memory_utilization,
+        device_memory_gib=args.device_memory, devices_per_node=args.devices, max_nodes=args.nodes,
+        kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port,
+        trust_remote_code=args.trust_remote_code,
+    )
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.inspect.summary import print_inspect
+    from llm_adapt.models.source import resolve_model
+
+    source = resolve_model(args.model)
+    result = run_inspect(source, plan_options_from(args, source), args.platform)
+    if args.out:
+        result.save(args.out / "inspect.json")
+    if args.json:
+        print(result.to_json())
+    else:
+        print_inspect(result, Console())
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from llm_adapt.models.source import cached_models, default_gguf
+
+    try:
+        default = {"name": "default", "path": str(default_gguf()), "installed": True}
+    except AdaptError as exc:
+        default = {"name": "default", "path": None, "installed": False, "hint": str(exc)}
+    rows = cached_models()
+    if args.json:
+        print(json.dumps({"default": default, "cached": rows}, indent=2))
+        return 0
+    print(f"default  SmolLM2-135M-Instruct  {default['path'] or 'not installed: ' + default['hint']}")
+    for row in rows:
+        print(f"cached   {row['name']}  {int(row['bytes']) / 1024**2:.0f} MiB  {row['path']}  (from {row['source']})")
+    if not rows:
+        print("(no converted models yet; they appear after first use of a .gguf or 'default')")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except AdaptError as exc:
+        sys.stderr.write(f"llm-adapt {args.command}: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"llm-adapt {args.command}: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

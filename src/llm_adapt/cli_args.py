@@ -1,0 +1,51 @@
+"""argparse pieces shared by the subcommands: an ArgumentParser that fails in one line, and typed values."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit code 2, instead of argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
+    return value
+
+
+def memory_gib(text: str) -> float:
+    """GiB as a number, or with a unit: 64, 64G, 64GiB, 512M, 512MiB."""
+    raw = text.strip().lower().removesuffix("ib").removesuffix("b")
+    scale = {"g": 1.0, "m": 1 / 1024, "t": 1024.0}.get(raw[-1:], None)
+    number = raw[:-1] if scale is not None else raw
+    value = positive_float(number) if number else positive_float(text)
+    return value * (scale or 1.0)

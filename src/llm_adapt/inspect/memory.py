@@ -1,0 +1,134 @@
+"""Memory and KV-cache arithmetic. Pure functions of a ModelSpec and a few numbers.
+
+The KV figures follow vLLM's own accounting (vllm/v1/core/kv_cache_utils.py):
+blocks = floor(pool / (block_size * bytes_per_token)); tokens = blocks * block_size;
+max concurrency = blocks / ceil(max_model_len / block_size).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from llm_adapt.models.spec import ModelSpec
+
+GIB = 1024**3
+
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4, "float32": 4,
+    "bf16": 2, "bfloat16": 2,
+    "fp16": 2, "float16": 2, "half": 2,
+    "int8": 1, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
+    "int4": 0.5,
+}
+
+# Short names used throughout (CLI, plan, report).
+CANONICAL_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
+
+
+def canonical_dtype(name: str) -> str:
+    return CANONICAL_DTYPE.get(name, name)
+
+
+def dtype_bytes(name: str) -> float:
+    try:
+        return DTYPE_BYTES[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; use one of fp32, bf16, fp16, int8, fp8, int4") from None
+
+
+@dataclass(frozen=True)
+class ParamBreakdown:
+    embedding: int
+    attention: int  # all layers
+    mlp: int  # all layers (experts and router included)
+    norms: int
+    lm_head: int  # 0 when tied to the embedding
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.attention + self.mlp + self.norms + self.lm_head
+
+    def to_dict(self) -> dict[str, int]:
+        return {**asdict(self), "total": self.total}
+
+
+def attention_params(spec: ModelSpec) -> int:
+    """q, k, v and o projections of one layer, with biases when the config asks for them."""
+    weights = spec.hidden_size * (spec.q_size + 2 * spec.kv_size) + spec.q_size * spec.hidden_size
+    bias = (spec.q_size + 2 * spec.kv_size) if spec.attention_bias else 0
+    return weights + bias
+
+
+def mlp_params(spec: ModelSpec) -> int:
+    """Gated MLP of one layer (gate, up, down); for MoE all experts plus the router."""
+    width = (spec.moe_intermediate_size or spec.intermediate_size) if spec.is_moe else spec.intermediate_size
+    one = 3 * spec.hidden_size * width + ((2 * width + spec.hidden_size) if spec.mlp_bias else 0)
+    if not spec.is_moe:
+        return one
+    return one * int(spec.num_experts or 0) + spec.hidden_size * int(spec.num_experts or 0)
+
+
+def parameter_breakdown(spec: ModelSpec) -> ParamBreakdown:
+    """Parameters from the config's shapes (Llama family layout: two RMSNorms per layer + final norm)."""
+    embedding = spec.vocab_size * spec.hidden_size
+    return ParamBreakdown(
+        embedding=embedding,
+        attention=spec.num_layers * attention_params(spec),
+        mlp=spec.num_layers * mlp_params(spec),
+        norms=(2 * spec.num_layers + 1) * spec.hidden_size,
+        lm_head=0 if spec.tie_word_embeddings else embedding,
+    )
+
+
+def weight_bytes(params: int, dtype: str) -> int:
+    return int(math.ceil(params * dtype_bytes(dtype)))
+
+
+def kv_heads_per_device(spec: ModelSpec, tensor_parallel: int) -> int:
+    """vLLM splits KV heads across TP ranks and replicates them when TP exceeds their number."""
+    return max(1, spec.num_kv_heads // tensor_parallel)
+
+
+def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str, tensor_parallel: int = 1, pipeline_parallel: int = 1) -> int:
+    """K and V for every layer a device holds, for one token, on one device."""
+    layers = math.ceil(spec.num_layers / pipeline_parallel)
+    heads = kv_heads_per_device(spec, tensor_parallel)
+    return int(2 * layers * heads * spec.head_dim * dtype_bytes(kv_dtype))
+
+
+def kv_cache_blocks(pool_bytes: int, bytes_per_token: int, block_size: int) -> int:
+    if pool_bytes <= 0 or bytes_per_token <= 0:
+        return 0
+    return pool_bytes // (bytes_per_token * block_size)
+
+
+def kv_cache_tokens(pool_bytes: int, bytes_per_token: int, block_size: int) -> int:
+    """The token count vLLM logs as 'KV cache size: N tokens'."""
+    return kv_cache_blocks(pool_bytes, bytes_per_token, block_size) * block_size
+
+
+def max_concurrency(num_blocks: int, max_model_len: int, block_size: int) -> float:
+    """vLLM's 'Maximum concurrency for L tokens per request: X'."""
+    per_request = math.ceil(max_model_len / block_size)
+    return num_blocks / per_request if per_request else 0.0
+
+
+def longest_context(kv_tokens: int, max_position_embeddings: int) -> int:
+    """The longest max-model-len one request can use: bounded by the pool and the model."""
+    return max(0, min(kv_tokens, max_position_embeddings))
+
+
+def activation_reserve_bytes(
+    spec: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, act_dtype: str, tensor_parallel: int = 1
+) -> int:
+    """Peak memory outside weights and KV during vLLM's profiling run (an estimate).
+
+    One prefill step of `max_num_batched_tokens` tokens holds the residual stream, the q/k/v
+    and MLP intermediates of one layer at a time, plus fp32 logits for the sampled rows.
+    """
+    act = dtype_bytes(act_dtype)
+    per_token = (4 * spec.hidden_size + (spec.q_size + 2 * spec.kv_size) / tensor_parallel
+                 + 3 * spec.intermediate_size / tensor_parallel) * act
+    logits = max_num_seqs * spec.vocab_size * 4 * 2  # logits and their softmax in fp32
+    return int(max_num_batched_tokens * per_token + logits)

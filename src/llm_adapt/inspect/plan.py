@@ -1,0 +1,289 @@
+"""The deployment plan: how many devices, how much KV cache, and the exact commands.
+
+Pure: `make_plan` takes a ModelSpec, a parameter count, a Platform and PlanOptions.
+On CPU the KV pool is VLLM_CPU_KVCACHE_SPACE exactly, so the token figures equal vLLM's log.
+On CUDA / Ascend the pool is what remains of memory x utilization after weights, an
+activation estimate and runtime overhead: an estimate, and labelled as one.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import asdict, dataclass, field
+
+from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt.inspect import memory as mem
+from llm_adapt.models.spec import ModelSpec
+from llm_adapt.platforms import Platform
+
+TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+KV_DTYPE_FLAGS = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
+MIN_USEFUL_CONTEXT = 4096  # smallest context we plan for when the user sets none
+CPU_DEFAULT_KV_GIB = 4
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    model_path: str
+    served_model_name: str
+    dtype: str = "bf16"
+    kv_dtype: str | None = None  # None: same as dtype (vLLM's "auto")
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float = 0.9
+    device_memory_gib: float | None = None
+    devices_per_node: int | None = None
+    max_nodes: int | None = None
+    kv_cache_space_gib: int | None = None  # CPU only
+    cpu_cores: int = 1  # CPU only: cores to bind vLLM's worker to
+    host: str = "127.0.0.1"
+    port: int = 8000
+    trust_remote_code: bool = False
+
+
+@dataclass
+class DeployPlan:
+    platform: str
+    dtype: str
+    kv_dtype: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    nodes: int
+    devices_per_node: int
+    device_memory_gib: float
+    device_memory_assumed: bool
+    memory_utilization: float
+    weight_bytes_per_device: int
+    activation_reserve_bytes: int
+    runtime_overhead_bytes: int
+    kv_pool_bytes: int
+    kv_pool_exact: bool  # True on CPU, where the pool is set, not inferred
+    kv_bytes_per_token: int  # per device
+    block_size: int
+    kv_cache_blocks: int
+    kv_cache_tokens: int  # as vLLM logs it
+    max_model_len: int
+    longest_max_model_len: int
+    max_concurrency: float
+    max_num_seqs: int
+    env: dict[str, str]
+    commands: dict[str, str]
+    argv: dict[str, list[str]]
+    ray: dict[str, str] | None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    tp: int
+    pp: int
+    nodes: int
+    pool_bytes: int
+    weights_bytes: int
+    reserve_bytes: int
+
+
+def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOptions) -> DeployPlan:
+    _check_options(spec, opts)
+    kv_dtype = opts.kv_dtype or opts.dtype
+    seqs = opts.max_num_seqs or (16 if platform.name == "cpu" else 256)
+    batched = opts.max_num_batched_tokens or (4096 if platform.name == "cpu" else 8192)
+    memory_gib, assumed = _device_memory(platform, opts)
+    layout = _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched)
+    per_token = mem.kv_bytes_per_token(spec, kv_dtype, layout.tp, layout.pp)
+    blocks = mem.kv_cache_blocks(layout.pool_bytes, per_token, platform.block_size)
+    longest = mem.longest_context(blocks * platform.block_size, spec.max_position_embeddings)
+    mml = _max_model_len(opts, longest, spec, layout.pool_bytes, per_token)
+    concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
+    env = _env(platform, opts, layout)
+    argv = {mode: _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
+            for mode in ("eager", "graph")}
+    return DeployPlan(
+        platform=platform.name, dtype=opts.dtype, kv_dtype=kv_dtype,
+        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, nodes=layout.nodes,
+        devices_per_node=layout.tp, device_memory_gib=round(memory_gib, 2), device_memory_assumed=assumed,
+        memory_utilization=opts.gpu_memory_utilization if platform.name != "cpu" else 1.0,
+        weight_bytes_per_device=layout.weights_bytes, activation_reserve_bytes=layout.reserve_bytes,
+        runtime_overhead_bytes=int(platform.runtime_overhead_gib * mem.GIB),
+        kv_pool_bytes=layout.pool_bytes, kv_pool_exact=platform.name == "cpu",
+        kv_bytes_per_token=per_token, block_size=platform.block_size, kv_cache_blocks=blocks,
+        kv_cache_tokens=int(concurrency * mml), max_model_len=mml, longest_max_model_len=longest,
+        max_concurrency=round(concurrency, 2), max_num_seqs=seqs, env=env,
+        commands={mode: render_command(env, args) for mode, args in argv.items()}, argv=argv,
+        ray=_ray_commands(layout) if layout.nodes > 1 else None,
+        warnings=_warnings(spec, opts, platform, assumed, concurrency, seqs),
+    )
+
+
+def _check_options(spec: ModelSpec, opts: PlanOptions) -> None:
+    for name in ("dtype",):
+        if getattr(opts, name) not in TORCH_DTYPE_NAMES:
+            raise UsageError(f"--{name} {getattr(opts, name)!r}: use fp32, bf16 or fp16")
+    if opts.kv_dtype is not None and opts.kv_dtype not in (*TORCH_DTYPE_NAMES, *KV_DTYPE_FLAGS):
+        raise UsageError(f"--kv-dtype {opts.kv_dtype!r}: use fp32, bf16, fp16, fp8, fp8_e4m3 or fp8_e5m2")
+    if not 0 < opts.gpu_memory_utilization <= 1:
+        raise UsageError(f"--gpu-memory-utilization {opts.gpu_memory_utilization}: must be in (0, 1]")
+    if opts.max_model_len is not None and opts.max_model_len > spec.max_position_embeddings:
+        raise UsageError(f"--max-model-len {opts.max_model_len} exceeds the model's max_position_embeddings "
+                         f"({spec.max_position_embeddings}); lower it")
+    for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "devices_per_node", "max_nodes",
+                 "kv_cache_space_gib"):
+        value = getattr(opts, name)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: must be a positive number")
+    if opts.device_memory_gib is not None and opts.device_memory_gib <= 0:
+        raise UsageError(f"--device-memory {opts.device_memory_gib}: must be a positive number of GiB")
+
+
+def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
+    if opts.device_memory_gib is not None:
+        return opts.device_memory_gib, False
+    from llm_adapt.platforms import local_device_memory_gib
+
+    local = local_device_memory_gib(platform.name)
+    if local is not None:
+        return local, False
+    return float(platform.assumed_device_memory_gib or 0), True
+
+
+def _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched) -> _Layout:
+    weights = mem.weight_bytes(params, opts.dtype)
+    if platform.name == "cpu":
+        return _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched)
+    per_node = opts.devices_per_node or 8
+    want_tokens = opts.max_model_len or min(spec.max_position_embeddings, MIN_USEFUL_CONTEXT)
+    for pp in range(1, spec.num_layers + 1):
+        if opts.max_nodes is not None and pp > opts.max_nodes:
+            break
+        for tp in _tp_candidates(spec, per_node):
+            layout = _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched, tp, pp)
+            need = mem.kv_bytes_per_token(spec, kv_dtype, tp, pp) * want_tokens
+            if layout.pool_bytes >= need:
+                return layout
+    raise AdaptError(
+        f"{params / 1e9:.2f}B parameters in {opts.dtype} ({weights / mem.GIB:.1f} GiB) plus a {want_tokens}-token KV "
+        f"cache do not fit on {opts.max_nodes or 'any number of'} node(s) of {per_node} x {memory_gib:g} GiB; "
+        "use more or larger devices, a smaller --dtype, or a shorter --max-model-len"
+    )
+
+
+def _tp_candidates(spec: ModelSpec, per_node: int) -> list[int]:
+    return [tp for tp in (1, 2, 4, 8, 16) if tp <= per_node and spec.num_heads % tp == 0]
+
+
+def _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched, tp, pp) -> _Layout:
+    usable = memory_gib * mem.GIB * opts.gpu_memory_utilization
+    per_device_weights = math.ceil(weights / (tp * pp))
+    reserve = mem.activation_reserve_bytes(spec, batched, seqs, opts.dtype, tp)
+    overhead = platform.runtime_overhead_gib * mem.GIB
+    pool = int(usable - per_device_weights - reserve - overhead)
+    return _Layout(tp, pp, pp, max(pool, 0), per_device_weights, reserve)
+
+
+def _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched) -> _Layout:
+    reserve = mem.activation_reserve_bytes(spec, batched, seqs, "fp32")
+    free = memory_gib * mem.GIB - weights - reserve - platform.runtime_overhead_gib * mem.GIB
+    if opts.kv_cache_space_gib is not None:
+        space = opts.kv_cache_space_gib
+    else:
+        want = (opts.max_model_len or 0) * mem.kv_bytes_per_token(spec, kv_dtype)
+        space = max(math.ceil(want / mem.GIB), min(CPU_DEFAULT_KV_GIB, int(free // mem.GIB)), 1)
+    if space * mem.GIB > free:
+        raise AdaptError(
+            f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache and "
+            f"{reserve / mem.GIB:.1f} GiB of activations exceed {memory_gib:.1f} GiB of RAM; "
+            "use a smaller --dtype, a smaller --kv-cache-space or a larger machine"
+        )
+    return _Layout(1, 1, 1, int(space * mem.GIB), weights, reserve)
+
+
+def _max_model_len(opts: PlanOptions, longest: int, spec: ModelSpec, pool: int, per_token: int) -> int:
+    if opts.max_model_len is None:
+        if longest <= 0:
+            raise AdaptError("no room for a KV cache after the weights; use more devices or a smaller --dtype")
+        return longest
+    if opts.max_model_len > longest:
+        raise AdaptError(
+            f"--max-model-len {opts.max_model_len} needs {opts.max_model_len * per_token / mem.GIB:.2f} GiB of KV "
+            f"cache per device but the pool holds {pool / mem.GIB:.2f} GiB ({longest} tokens); lower it or give more memory"
+        )
+    return opts.max_model_len
+
+
+def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, str]:
+    env = dict(platform.env)
+    if platform.name == "cpu":
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(layout.pool_bytes // mem.GIB)
+        # vLLM-CPU's default ("auto") reserves a core for the frontend; bind all of them.
+        env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{opts.cpu_cores - 1}" if opts.cpu_cores > 1 else "0"
+    elif platform.visible_devices_env:
+        env[platform.visible_devices_env] = ",".join(str(i) for i in range(layout.tp))
+    return env
+
+
+def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> list[str]:
+    argv = ["python", "-m", "vllm.entrypoints.openai.api_server",
+            "--model", opts.model_path, "--served-model-name", opts.served_model_name,
+            "--dtype", TORCH_DTYPE_NAMES[opts.dtype], "--max-model-len", str(mml), "--max-num-seqs", str(seqs)]
+    if layout.tp > 1:
+        argv += ["--tensor-parallel-size", str(layout.tp)]
+    if layout.pp > 1:
+        argv += ["--pipeline-parallel-size", str(layout.pp), "--distributed-executor-backend", "ray"]
+    if kv_dtype in KV_DTYPE_FLAGS:
+        argv += ["--kv-cache-dtype", KV_DTYPE_FLAGS[kv_dtype]]
+    if platform.name != "cpu":
+        argv += ["--gpu-memory-utilization", f"{opts.gpu_memory_utilization:g}"]
+    if opts.max_num_batched_tokens:
+        argv += ["--max-num-batched-tokens", str(opts.max_num_batched_tokens)]
+    if opts.trust_remote_code:
+        argv += ["--trust-remote-code"]
+    argv += ["--host", opts.host, "--port", str(opts.port)]
+    if eager:
+        argv.append("--enforce-eager")
+    return argv
+
+
+def render_command(env: dict[str, str], argv: list[str]) -> str:
+    """Shell text: one `export` per variable, then the command with one option per line."""
+    lines = [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
+    parts, current = [], shlex.join(argv[:3])
+    for token in argv[3:]:
+        if token.startswith("--"):
+            parts.append(current)
+            current = token
+        else:
+            current += " " + shlex.quote(token)
+    parts.append(current)
+    lines.append(" \\\n    ".join(parts))
+    return "\n".join(lines)
+
+
+def _ray_commands(layout: _Layout) -> dict[str, str]:
+    return {
+        "head": "ray start --head --port 6379",
+        "worker": "ray start --address HEAD_IP:6379  # on each of the other "
+                  f"{layout.nodes - 1} node(s), each with {layout.tp} device(s)",
+    }
+
+
+def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
+    out = []
+    if assumed:
+        out.append(f"device memory assumed to be {platform.assumed_device_memory_gib:g} GiB "
+                   "(no such device here); pass --device-memory for the real figure")
+    if spec.custom_code and not opts.trust_remote_code:
+        out.append("the model ships custom code (auto_map); it is not trusted unless you pass --trust-remote-code")
+    if opts.trust_remote_code:
+        out.append("--trust-remote-code is set: the model's own Python code will run")
+    if opts.host not in ("127.0.0.1", "localhost", "::1"):
+        out.append(f"the server listens on {opts.host}, reachable from other machines")
+    if concurrency < 1:
+        out.append("the KV cache holds less than one full-length request")
+    elif concurrency < seqs:
+        out.append(f"at full length only {concurrency:.2f} requests fit the KV cache, below --max-num-seqs {seqs}")
+    return out

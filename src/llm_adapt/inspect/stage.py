@@ -1,0 +1,90 @@
+"""The inspect stage: model source -> spec -> support, operators, memory, plan -> InspectResult."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from llm_adapt import platforms
+from llm_adapt.inspect import memory as mem
+from llm_adapt.inspect.operators import operator_inventory
+from llm_adapt.inspect.plan import PlanOptions, make_plan
+from llm_adapt.inspect.support import classify, vllm_registry
+from llm_adapt.inspect.weights import parameters_from_weights
+from llm_adapt.models.source import ModelSource
+from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
+from llm_adapt.results import StageResult
+
+
+class InspectResult(StageResult):
+    KIND: ClassVar[str] = "inspect"
+
+    model: dict[str, Any]
+    architecture: str
+    model_type: str
+    config: dict[str, Any]
+    parameters: dict[str, Any]
+    weight_bytes: dict[str, int]
+    kv_cache_bytes_per_token: int
+    kv_dtype: str
+    support: dict[str, str]
+    operators: list[dict[str, Any]]
+    platform: dict[str, Any]
+    plan: dict[str, Any]
+
+
+def config_summary(spec: ModelSpec) -> dict[str, Any]:
+    return {
+        "hidden_size": spec.hidden_size, "intermediate_size": spec.intermediate_size,
+        "num_layers": spec.num_layers, "num_heads": spec.num_heads, "num_kv_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim, "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "tie_word_embeddings": spec.tie_word_embeddings, "torch_dtype": spec.torch_dtype,
+        "custom_code": spec.custom_code,
+    }
+
+
+def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
+    breakdown = mem.parameter_breakdown(spec)
+    from_weights = parameters_from_weights(source.path)
+    report: dict[str, Any] = {"from_config": breakdown.total, "breakdown": breakdown.to_dict(),
+                              "from_weights": None, "weights_by_dtype": None, "agree": None}
+    if from_weights is not None:
+        total, by_dtype = from_weights
+        report.update(from_weights=total, weights_by_dtype=by_dtype, agree=total == breakdown.total)
+    return report
+
+
+def platform_report(name: str, detected: str) -> dict[str, Any]:
+    info = platforms.get_platform(name)
+    report = {"name": name, "display": info.display, "engine": info.engine, "local": name == detected,
+              "graph_mode": info.graph_mode, "block_size": info.block_size}
+    if name == "cpu":
+        report.update(cpu_model=platforms.cpu_model(), cores=platforms.cpu_cores(),
+                      avx512="avx512f" in platforms.cpu_flags())
+    return report
+
+
+def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:
+    """Everything `llm-adapt inspect` prints, as one typed result."""
+    spec = spec_from_config(load_config(source.path))
+    detected = platforms.detect_platform()
+    target = platforms.get_platform(platform or detected)
+    params = parameter_report(spec, source)
+    if target.name == "cpu":
+        options = replace(options, cpu_cores=platforms.cpu_cores())
+    elif options.devices_per_node is None and target.name == detected:
+        options = replace(options, devices_per_node=platforms.local_device_count(target.name))
+    plan = make_plan(spec, params["from_config"], target, options)
+    return InspectResult(
+        model={"name": source.name, "path": str(source.path), "origin": source.origin, "given": source.given,
+               "has_weights": source.has_weights, "has_tokenizer": source.has_tokenizer},
+        architecture=spec.architecture, model_type=spec.model_type, config=config_summary(spec),
+        parameters=params,
+        weight_bytes={d: mem.weight_bytes(params["from_config"], d) for d in ("fp32", "bf16", "int8")},
+        kv_cache_bytes_per_token=mem.kv_bytes_per_token(spec, plan.kv_dtype), kv_dtype=plan.kv_dtype,
+        support=classify(spec, vllm_registry()).to_dict(),
+        operators=[op.to_dict() for op in operator_inventory(spec, target.name, platforms.cpu_flags())],
+        platform=platform_report(target.name, detected),
+        plan=plan.to_dict(),
+    )

@@ -1,0 +1,73 @@
+"""Terminal rendering of an InspectResult (rich tables). Reads the result only."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from llm_adapt.inspect.memory import GIB
+from llm_adapt.inspect.stage import InspectResult
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def print_inspect(result: InspectResult, console: Console) -> None:
+    plan, params, support = result.plan, result.parameters, result.support
+    console.print(f"[bold]{result.model['name']}[/bold]  {result.architecture}  ({result.model['path']})")
+    console.print(f"vLLM support: [bold]{support['vllm']}[/bold] per {support['registry']}")
+    console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
+    console.print(_model_table(result))
+    console.print(_operator_table(result))
+    console.print(_memory_table(result))
+    console.print(f"\n[bold]Deployment plan[/bold] on {result.platform['display']}: "
+                  f"TP {plan['tensor_parallel']} x PP {plan['pipeline_parallel']} over {plan['nodes']} node(s)")
+    if plan["ray"]:
+        console.print("Ray cluster:\n  head:   " + plan["ray"]["head"] + "\n  worker: " + plan["ray"]["worker"])
+    for mode in ("eager", "graph"):
+        title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform['graph_mode']}"
+        console.print(f"\n[bold]{title}[/bold]")
+        console.print(plan["commands"][mode], markup=False, highlight=False, soft_wrap=True)
+    for warning in plan["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    if params["agree"] is False:
+        console.print(f"[red]warning:[/red] config says {params['from_config']:,} parameters, "
+                      f"weights hold {params['from_weights']:,}")
+
+
+def _model_table(result: InspectResult) -> Table:
+    cfg, params = result.config, result.parameters
+    table = Table(title="Model", show_header=False)
+    table.add_row("layers / hidden / intermediate", f"{cfg['num_layers']} / {cfg['hidden_size']} / {cfg['intermediate_size']}")
+    table.add_row("heads / KV heads / head_dim", f"{cfg['num_heads']} / {cfg['num_kv_heads']} / {cfg['head_dim']}")
+    table.add_row("vocab / max positions", f"{cfg['vocab_size']} / {cfg['max_position_embeddings']}")
+    table.add_row("parameters (config)", f"{params['from_config']:,}")
+    weights = f"{params['from_weights']:,} {params['weights_by_dtype']}" if params["from_weights"] else "no weights present"
+    table.add_row("parameters (safetensors)", weights)
+    return table
+
+
+def _operator_table(result: InspectResult) -> Table:
+    table = Table(title="Operators")
+    table.add_column("operator")
+    table.add_column("value")
+    table.add_column("caveats")
+    for op in result.operators:
+        table.add_row(op["name"], op["value"], "; ".join(op["caveats"]) or "-")
+    return table
+
+
+def _memory_table(result: InspectResult) -> Table:
+    plan = result.plan
+    table = Table(title="Memory (per device)", show_header=False)
+    table.add_row("weights fp32 / bf16 / int8", " / ".join(gib(result.weight_bytes[d]) for d in ("fp32", "bf16", "int8")))
+    table.add_row(f"device memory{' (assumed)' if plan['device_memory_assumed'] else ''}", f"{plan['device_memory_gib']:g} GiB")
+    table.add_row(f"weights on each device ({plan['dtype']})", gib(plan["weight_bytes_per_device"]))
+    table.add_row("activation reserve (estimate)", gib(plan["activation_reserve_bytes"]))
+    table.add_row("KV pool" + (" (VLLM_CPU_KVCACHE_SPACE)" if plan["kv_pool_exact"] else " (estimate)"), gib(plan["kv_pool_bytes"]))
+    table.add_row(f"KV bytes per token ({plan['kv_dtype']})", f"{plan['kv_bytes_per_token']:,}")
+    table.add_row("KV cache tokens / blocks", f"{plan['kv_cache_tokens']:,} / {plan['kv_cache_blocks']:,} of {plan['block_size']}")
+    table.add_row("max-model-len (longest that fits)", f"{plan['max_model_len']:,} ({plan['longest_max_model_len']:,})")
+    table.add_row("max concurrency at max-model-len", f"{plan['max_concurrency']:.2f}x")
+    return table

