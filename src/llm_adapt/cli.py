@@ -104,6 +104,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(result.to_json())
     else:
         print_inspect(result, Console())
+    if result.support["vllm"] == "unsupported":
+        sys.stderr.write(f"llm-adapt inspect: error: {result.architecture} is not supported by "
+                         f"{result.support['registry']} nor by transformers; {result.support['strategy'].lower()}\n")
+        return 1
     return 0
 
 

@@ -1,0 +1,63 @@
+"""Small random Llama models written as real HF directories, for tests and benchmarks.
+
+They use the real transformers LlamaForCausalLM, safetensors weights and (optionally) a real
+tokenizer copied from another model directory, so every code path that loads a user's model
+loads these the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
+                   "generation_config.json")
+
+
+def tiny_llama_config(**overrides):
+    from transformers import LlamaConfig
+
+    values = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=16, vocab_size=49152, max_position_embeddings=2048,
+                  rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    values.update(overrides)
+    return LlamaConfig(**values)
+
+
+def write_tiny_llama(out: Path, *, seed: int = 0, tokenizer_from: Path | None = None, dtype: str = "float32",
+                     shard_size: str | None = None, **config) -> Path:
+    """Write a random Llama into `out` (config.json + safetensors [+ tokenizer]) and return `out`."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = tiny_llama_config(**config)
+    model = LlamaForCausalLM(cfg).to(getattr(torch, dtype))
+    _spread_weights(model, seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    kwargs = {"max_shard_size": shard_size} if shard_size else {}
+    model.save_pretrained(out, safe_serialization=True, **kwargs)
+    if tokenizer_from is not None:
+        copy_tokenizer(Path(tokenizer_from), out)
+    return out
+
+
+def _spread_weights(model, seed: int) -> None:
+    """Random init scaled so activations neither vanish nor explode across a few layers."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.dim() == 1:  # norms
+                param.copy_(1.0 + 0.1 * torch.randn(param.shape, generator=gen))
+            else:
+                std = 1.0 / param.shape[-1] ** 0.5
+                param.copy_(std * torch.randn(param.shape, generator=gen))
+
+
+def copy_tokenizer(src: Path, dst: Path) -> None:
+    for name in TOKENIZER_FILES:
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)

