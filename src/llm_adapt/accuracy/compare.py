@@ -1,0 +1,332 @@
+"""In-process accuracy: the gold reference against targets, each judged against its noise floor.
+
+Order of work, so each model is loaded once:
+1. reference: greedy continuation of every prompt, then one teacher-forced pass over
+   prompt + continuation capturing every layer and the logits; corpus NLL;
+2. each noise floor and each target: the same teacher-forced pass (full error), every layer
+   again on the reference's input (local error), logits metrics on the same positions, free
+   greedy decoding (divergences classified with the reference's margin), corpus NLL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.prompts import Prompt, corpus_windows, load_prompts, render
+from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
+from llm_adapt.accuracy.runner import Runner, RunnerSpec, tensor_names
+from llm_adapt.accuracy.verdict import judge, overall
+from llm_adapt.models.source import ModelSource
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    reference: RunnerSpec
+    targets: tuple[RunnerSpec, ...]
+    baseline: RunnerSpec | None = None  # None: chosen per target (see floor_for)
+    prompts: str = "default"
+    max_new_tokens: int = 64
+    tie_margin: float = 0.3
+    top_k: int = 5
+    ppl_window: int = 512
+    local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
+
+
+@dataclass
+class RefPrompt:
+    prompt: Prompt
+    input_ids: list[int]
+    generated: list[int]
+    hidden: list[torch.Tensor]
+    logits: torch.Tensor
+
+    @property
+    def sequence(self) -> list[int]:
+        return self.input_ids + self.generated
+
+
+@dataclass
+class Gold:
+    """Everything measured on the reference, kept for the targets."""
+
+    prompts: list[RefPrompt]
+    corpus: list[list[int]]
+    corpus_nll: list[np.ndarray]
+    eos_ids: list[int]
+    report: RunnerReport | None = None
+    names: list[str] = field(default_factory=list)
+
+
+def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | None) -> RunnerSpec | None:
+    """The runner whose error vs the gold is this target's noise floor.
+
+    Default: the reference's device at the target's dtype and quantization (so quantization error
+    is separated from backend error); for a target already on the reference's device, the
+    unquantized version of it; None when the target itself is that floor.
+    """
+    if explicit is not None:
+        return explicit
+    floor = replace(target, device=reference.device, model_path=None)
+    if floor == target:
+        floor = replace(target, quant=None) if target.quant else None
+    return floor if floor != reference else None
+
+
+def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None = None) -> AccuracyResult:
+    from transformers import AutoTokenizer
+
+    progress = progress or (lambda what, done, total: None)
+    tokenizer = AutoTokenizer.from_pretrained(source.path)
+    prompts = load_prompts(opts.prompts)
+    gold = measure_reference(source, tokenizer, prompts, opts, progress)
+    done: dict[RunnerSpec, RunnerReport] = {}  # each distinct runner is measured once
+    floors: dict[RunnerSpec, RunnerReport] = {}
+    targets = []
+    for target in opts.targets:
+        floor = floor_for(target, opts.reference, opts.baseline)
+        for spec in (floor, target):
+            if spec is not None and spec not in done:
+                done[spec] = evaluate(spec, source, gold, tokenizer, opts, progress)
+        if floor is not None:
+            floors[floor] = done[floor]
+        targets.append(with_floor(done[target], done.get(floor), opts))
+    return AccuracyResult(
+        model={"name": source.name, "path": str(source.path)},
+        reference=gold.report, floors=list(floors.values()), targets=targets,
+        prompts={"suite": opts.prompts, "count": len(prompts), "categories": sorted({p.category for p in prompts}),
+                 "tokens_compared": int(sum(len(p.sequence) for p in gold.prompts)),
+                 "generated_tokens": int(sum(len(p.generated) for p in gold.prompts)),
+                 "corpus_tokens": int(sum(len(w) for w in gold.corpus))},
+        settings={"max_new_tokens": opts.max_new_tokens, "tie_margin": opts.tie_margin, "top_k": opts.top_k,
+                  "ppl_window": opts.ppl_window, "local_factor": opts.local_factor,
+                  "reference": opts.reference.label},
+        verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
+    )
+
+
+def eos_ids_of(tokenizer, runner: Runner) -> list[int]:
+    ids = runner.model.generation_config.eos_token_id
+    ids = ids if isinstance(ids, list) else [ids] if ids is not None else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
+    started = time.monotonic()
+    runner = Runner(opts.reference, source.path)
+    load_s = time.monotonic() - started
+    eos = eos_ids_of(tokenizer, runner)
+    kept = []
+    for i, prompt in enumerate(prompts):
+        progress(f"reference {opts.reference.label}", i, len(prompts))
+        ids = render(tokenizer, prompt)
+        generated = runner.generate(ids, opts.max_new_tokens, eos)
+        capture = runner.capture(ids + generated)
+        kept.append(RefPrompt(prompt, ids, generated, capture.hidden, capture.logits))
+    corpus = corpus_windows(tokenizer, opts.ppl_window)
+    corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in corpus]
+    progress(f"reference {opts.reference.label}", len(prompts), len(prompts))
+    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(len(runner.layers)))
+    gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
+    runner.close()
+    return gold
+
+
+def _reference_report(spec, gold, tokenizer, load_s, run_s) -> RunnerReport:
+    nll = np.concatenate(gold.corpus_nll)
+    greedy = [{"id": p.prompt.id, "category": p.prompt.category, "prompt_tokens": len(p.input_ids),
+               "ref_tokens": len(p.generated), "ref_text": tokenizer.decode(p.generated, skip_special_tokens=True)}
+              for p in gold.prompts]
+    return RunnerReport(label=spec.label, device=spec.device, dtype=spec.dtype, load_seconds=round(load_s, 2),
+                        run_seconds=round(run_s, 2), layers=[], depth_fit={}, first_local_excess=None,
+                        first_nonfinite=None, logits={}, greedy=greedy, greedy_by_category={},
+                        perplexity={"ref": float(np.exp(nll.mean())), "tokens": int(len(nll))})
+
+
+def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
+    """A copy of `report` judged against its noise floor: per-layer ratios, where to look, verdict."""
+    out = report.model_copy(deep=True)
+    floor_rows = {row["name"]: row for row in floor.layers} if floor else {}
+    for row in out.layers:
+        if row["name"] in floor_rows:
+            f = floor_rows[row["name"]]
+            row.update(floor_rel_l2=f["rel_l2"], floor_local_rel_l2=f["local_rel_l2"],
+                       ratio=m.safe_ratio(row["rel_l2"], f["rel_l2"]),
+                       local_ratio=m.safe_ratio(row["local_rel_l2"], f["local_rel_l2"]))
+    out.floor = floor.label if floor else None
+    out.first_local_excess = _first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
+    out.verdict = judge(out.model_dump(), floor.model_dump() if floor else None)
+    return out
+
+
+def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
+             progress: Progress) -> RunnerReport:
+    started = time.monotonic()
+    runner = Runner(spec, source.path)
+    load_s = time.monotonic() - started
+    full = [m.TensorAccumulator() for _ in gold.names]
+    local = [m.TensorAccumulator() for _ in gold.names]
+    logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
+    greedy = []
+    for i, ref in enumerate(gold.prompts):
+        progress(f"target {spec.label}", i, len(gold.prompts))
+        capture = runner.capture(ref.sequence, keep_kwargs=True)
+        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden)
+        for j in range(len(gold.names)):
+            full[j].add(ref.hidden[j], capture.hidden[j])
+            local[j].add(ref.hidden[j], shadow[j])
+        _logit_stats(ref, capture.logits, logit_stats, opts.top_k)
+        generated = runner.generate(ref.input_ids, opts.max_new_tokens, gold.eos_ids)
+        greedy.append(_greedy_row(ref, generated, capture.logits, tokenizer, opts))
+    progress(f"target {spec.label}", len(gold.prompts), len(gold.prompts))
+    corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in gold.corpus]
+    quantized = runner.quantized_linears
+    runner.close()
+    report = _runner_report(spec, gold, full, local, logit_stats, greedy, corpus_nll, opts)
+    report.load_seconds, report.run_seconds = round(load_s, 2), round(time.monotonic() - started - load_s, 2)
+    report.quantized_linears = quantized
+    return with_floor(report, None, opts)
+
+
+def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.ndarray]], k: int) -> None:
+    r, t = ref.logits, logits
+    nxt = torch.tensor(ref.sequence[1:])
+    out["kl"].append(m.kl_per_token(r, t))
+    out["same_top1"].append((r.argmax(-1) == t.argmax(-1)).numpy())
+    out["topk"].append(m.topk_overlap(r, t, k))
+    out["dp"].append(m.delta_p(r[:-1], t[:-1], nxt))
+    out["max_abs"].append(np.array([float((t - r).abs().max())]))
+    out["cos"].append(m.token_cosines(r, t).numpy())
+
+
+def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts) -> dict[str, Any]:
+    k = m.first_divergence(ref.generated, generated)
+    row: dict[str, Any] = {
+        "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
+        "target_tokens": len(generated), "matched_tokens": len(ref.generated) if k is None else k,
+        "exact": k is None, "first_divergence": k, "divergence": None, "ref_margin": None, "mutual_topk": None,
+        "ref_text": tokenizer.decode(ref.generated, skip_special_tokens=True),
+        "target_text": tokenizer.decode(generated, skip_special_tokens=True),
+    }
+    if k is None or k >= len(ref.generated) or k >= len(generated):
+        if k is not None:  # one side stopped earlier: its EOS was the divergent token
+            row["divergence"] = "length"
+        return row
+    pos = len(ref.input_ids) + k - 1  # the position whose logits chose token k
+    margin = m.top2_margin(ref.logits[pos])
+    row.update(divergence=m.classify_divergence(margin, opts.tie_margin), ref_margin=round(margin, 5),
+               mutual_topk=m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k),
+               ref_token=tokenizer.decode([ref.generated[k]]), target_token=tokenizer.decode([generated[k]]))
+    return row
+
+
+def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> RunnerReport:
+    layers = []
+    for name, f_acc, l_acc in zip(gold.names, full, local):
+        row = {"name": name, **f_acc.summary()}
+        loc = l_acc.summary()
+        row.update(local_rel_l2=loc["rel_l2"], local_cos_min=loc["cos_min"], local_max_abs=loc["max_abs"])
+        row["msprobe"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
+        layers.append(row)
+    return RunnerReport(
+        label=spec.label, device=spec.device, dtype=spec.dtype, quant=spec.quant,
+        model_path=str(spec.model_path) if spec.model_path else None, load_seconds=0, run_seconds=0,
+        layers=layers, depth_fit=m.linear_fit(list(range(len(layers))), [r["rel_l2"] for r in layers]),
+        first_local_excess=None,
+        first_nonfinite=next((r["name"] for r in layers if r["nan_mismatch"]), None),
+        logits=_logits_summary(stats), perplexity=_perplexity(gold.corpus_nll, corpus_nll),
+        greedy=greedy, greedy_by_category=_by_category(greedy),
+    )
+
+
+# Unit roundoff of each dtype: the local error one rounding step per value would give.
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
+ROUNDOFF_FACTOR = 4.0  # without a measured floor, a layer may lose this many rounding steps
+
+
+def _first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
+    """The first layer whose own (local) error is out of line: above `factor` x its measured noise
+    floor, or, with no floor, above a few unit roundoffs of the runner's dtype."""
+    for row in layers:
+        value = row["local_rel_l2"]
+        if have_floor:
+            ratio, basis = row.get("local_ratio"), "noise floor"
+            excess = ratio is not None and ratio > factor
+        else:
+            bound = ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype]
+            ratio, basis = value / bound, f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff"
+            excess = ratio > 1
+        if excess or not np.isfinite(value):
+            return {"name": row["name"], "local_rel_l2": value, "ratio": ratio, "basis": basis}
+    return None
+
+
+def _logits_summary(stats) -> dict[str, Any]:
+    kl = np.concatenate(stats["kl"])
+    same = np.concatenate(stats["same_top1"])
+    dp = np.concatenate(stats["dp"])
+    kl_mean, kl_sem = m.mean_sem(kl)
+    rate, err = m.rate_with_error(int(same.sum()), len(same))
+    dp_mean, dp_sem = m.mean_sem(dp)
+    return {"positions": int(len(kl)), "kl_mean": kl_mean, "kl_sem": kl_sem,
+            **{f"kl_{k}": v for k, v in m.percentiles(kl).items()},
+            "same_top1": rate, "same_top1_err": err, "topk_overlap": float(np.concatenate(stats["topk"]).mean()),
+            "delta_p_mean": dp_mean, "delta_p_sem": dp_sem, "delta_p_rms": float(np.sqrt((dp ** 2).mean())),
+            "max_abs_logit_diff": float(np.max(np.concatenate(stats["max_abs"]))),
+            "logit_cos_mean": float(np.concatenate(stats["cos"]).mean())}
+
+
+def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> dict[str, Any]:
+    r, t = np.concatenate(ref_nll), np.concatenate(tgt_nll)
+    return {"ref": float(np.exp(r.mean())), "target": float(np.exp(t.mean())), "ln_ratio": m.ln_ppl_ratio(r, t),
+            "tokens": int(len(r))}
+
+
+def _by_category(greedy: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for row in greedy:
+        cat = out.setdefault(row["category"], {"prompts": 0, "exact": 0, "matched_tokens": 0, "ref_tokens": 0,
+                                                "near_tie": 0, "genuine": 0, "length": 0})
+        cat["prompts"] += 1
+        cat["exact"] += int(row["exact"])
+        cat["matched_tokens"] += row["matched_tokens"]
+        cat["ref_tokens"] += row["ref_tokens"]
+        if row["divergence"]:
+            cat[row["divergence"].replace("-", "_")] += 1
+    for cat in out.values():
+        cat["exact_rate"] = cat["exact"] / cat["prompts"]
+        cat["token_match_rate"] = cat["matched_tokens"] / cat["ref_tokens"] if cat["ref_tokens"] else 1.0
+    return out
+
+
+def check_same_family(reference_dir: Path, target_dir: Path) -> None:
+    """--target-model must share the architecture, shapes and tokenizer of the reference model."""
+    from transformers import AutoTokenizer
+
+    from llm_adapt.errors import UsageError
+    from llm_adapt.models.spec import load_config, spec_from_config
+
+    if not Path(target_dir).is_dir():
+        raise UsageError(f"--target-model {target_dir}: not a model directory")
+    ref, tgt = spec_from_config(load_config(reference_dir)), spec_from_config(load_config(target_dir))
+    for field_name in ("architecture", "num_layers", "hidden_size", "vocab_size", "num_heads", "num_kv_heads"):
+        if getattr(ref, field_name) != getattr(tgt, field_name):
+            raise UsageError(f"--target-model {target_dir}: {field_name} is {getattr(tgt, field_name)!r}, the reference "
+                             f"model has {getattr(ref, field_name)!r}; compare checkpoints of the same architecture")
+    try:
+        same_vocab = AutoTokenizer.from_pretrained(reference_dir).get_vocab() == AutoTokenizer.from_pretrained(target_dir).get_vocab()
+    except (OSError, ValueError):
+        raise UsageError(f"--target-model {target_dir}: has no loadable tokenizer; copy the reference's tokenizer files") from None
+    if not same_vocab:
+        raise UsageError(f"--target-model {target_dir}: its tokenizer differs from the reference's; token-level comparison needs the same vocabulary")

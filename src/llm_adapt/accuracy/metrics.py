@@ -1,0 +1,215 @@
+"""Accuracy metrics. Pure functions of tensors (torch, computed in float64) and plain numbers.
+
+Anchors: msprobe (cosine, max abs error, thousandth-error ratio, its verdict rule and its
+benchmark ratio), llama.cpp's `perplexity --kl-divergence` (per-token KL, same-top
+rate with its standard error, delta-p, ln PPL ratio), vLLM's tests (mutual top-k).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+EPS = 1e-12
+
+
+def _f64(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().to(torch.float64)
+
+
+def rel_l2(ref: torch.Tensor, tgt: torch.Tensor) -> float:
+    """||tgt - ref|| / ||ref|| over all elements."""
+    r, t = _f64(ref), _f64(tgt)
+    return float(torch.linalg.vector_norm(t - r) / torch.linalg.vector_norm(r).clamp_min(EPS))
+
+
+def token_cosines(ref: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity per token: inputs [..., D] -> [N]."""
+    r, t = _f64(ref).reshape(-1, ref.shape[-1]), _f64(tgt).reshape(-1, tgt.shape[-1])
+    return torch.nn.functional.cosine_similarity(r, t, dim=-1, eps=EPS)
+
+
+def max_abs_err(ref: torch.Tensor, tgt: torch.Tensor) -> float:
+    return float((_f64(tgt) - _f64(ref)).abs().max())
+
+
+def thousandth_ratio(ref: torch.Tensor, tgt: torch.Tensor, tol: float = 1e-3) -> float:
+    """msprobe's 'one thousandth error ratio': share of elements whose relative error is within 0.1%."""
+    r, t = _f64(ref), _f64(tgt)
+    rel = (t - r).abs() / r.abs().clamp_min(EPS)
+    return float((rel <= tol).to(torch.float64).mean())
+
+
+def sqnr_db(ref: torch.Tensor, tgt: torch.Tensor) -> float:
+    """Signal-to-quantization-noise ratio in dB; inf when identical."""
+    r, t = _f64(ref), _f64(tgt)
+    noise = float(((t - r) ** 2).sum())
+    return math.inf if noise == 0 else 10 * math.log10(float((r**2).sum()) / noise)
+
+
+def nonfinite(x: torch.Tensor) -> bool:
+    return bool((~torch.isfinite(x)).any())
+
+
+def msprobe_rule(cos_min: float, max_abs: float, nan_mismatch: bool) -> str:
+    """msprobe's per-tensor verdict: 'fail' if (cos<0.99 and max abs>1e-3) or cos<0.9 or max abs>1 or NaN/Inf mismatch."""
+    if nan_mismatch or (cos_min < 0.99 and max_abs > 1e-3) or cos_min < 0.9 or max_abs > 1:
+        return "fail"
+    return "pass"
+
+
+def benchmark_ratio_status(ratio: float | None) -> str:
+    """msprobe's benchmark ratio: target error over a second backend's error vs the same gold."""
+    if ratio is None or math.isnan(ratio):
+        return "n/a"
+    return "pass" if ratio <= 1 else "warn" if ratio <= 2 else "fail"
+
+
+def safe_ratio(target: float, baseline: float, floor: float = 1e-9) -> float | None:
+    if target is None or baseline is None or math.isnan(target) or math.isnan(baseline):
+        return None
+    if baseline <= floor:
+        return None if target <= floor else math.inf
+    return target / baseline
+
+
+@dataclass
+class TensorAccumulator:
+    """Aggregates one tensor's comparison over many prompts without keeping the tensors."""
+
+    diff_sq: float = 0.0
+    ref_sq: float = 0.0
+    max_abs: float = 0.0
+    within: float = 0.0
+    elements: int = 0
+    cosines: list[np.ndarray] = field(default_factory=list)
+    ref_nonfinite: bool = False
+    tgt_nonfinite: bool = False
+
+    def add(self, ref: torch.Tensor, tgt: torch.Tensor) -> None:
+        self.ref_nonfinite |= nonfinite(ref)
+        self.tgt_nonfinite |= nonfinite(tgt)
+        r, t = _f64(ref), _f64(tgt)
+        diff = t - r
+        self.diff_sq += float((diff**2).sum())
+        self.ref_sq += float((r**2).sum())
+        self.max_abs = max(self.max_abs, float(diff.abs().max()))
+        self.within += float(((diff.abs() / r.abs().clamp_min(EPS)) <= 1e-3).sum())
+        self.elements += r.numel()
+        self.cosines.append(token_cosines(r, t).numpy())
+
+    def summary(self) -> dict[str, float | bool]:
+        cos = np.concatenate(self.cosines) if self.cosines else np.array([np.nan])
+        rel = math.sqrt(self.diff_sq) / max(math.sqrt(self.ref_sq), EPS)
+        return {
+            "rel_l2": rel, "cos_mean": float(np.mean(cos)), "cos_min": float(np.min(cos)),
+            "max_abs": self.max_abs, "thousandth_ratio": self.within / max(self.elements, 1),
+            "sqnr_db": math.inf if self.diff_sq == 0 else 10 * math.log10(max(self.ref_sq, EPS) / self.diff_sq),
+            "nan_mismatch": self.ref_nonfinite != self.tgt_nonfinite or self.tgt_nonfinite,
+        }
+
+
+def linear_fit(xs: list[float], ys: list[float]) -> dict[str, float]:
+    """Least-squares line y = slope x + intercept with R²: how error grows with depth."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    ok = np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 2:
+        return {"slope": float("nan"), "intercept": float("nan"), "r2": float("nan")}
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = float(((y - (slope * x + intercept)) ** 2).sum())
+    total = float(((y - y.mean()) ** 2).sum())
+    return {"slope": float(slope), "intercept": float(intercept), "r2": 1 - residual / total if total > 0 else 1.0}
+
+
+# ---- logits -------------------------------------------------------------------------------
+
+def log_softmax64(logits: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(_f64(logits), dim=-1)
+
+
+def kl_per_token(ref_logits: torch.Tensor, tgt_logits: torch.Tensor) -> np.ndarray:
+    """KL(ref || target) per position over the full vocabulary: [T, V] x [T, V] -> [T]."""
+    lp, lq = log_softmax64(ref_logits), log_softmax64(tgt_logits)
+    return (lp.exp() * (lp - lq)).sum(-1).clamp_min(0).numpy()
+
+
+def mean_sem(values: np.ndarray) -> tuple[float, float]:
+    """Mean and its standard error."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    sem = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
+    return float(np.mean(values)), sem
+
+
+def rate_with_error(hits: int, n: int) -> tuple[float, float]:
+    """A proportion and llama.cpp's uncertainty sqrt(p(1-p)/(n-1))."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    return p, math.sqrt(p * (1 - p) / (n - 1)) if n > 1 else float("nan")
+
+
+PERCENTILES = {"p50": 50, "p95": 95, "p99": 99, "p99_9": 99.9, "max": 100}
+
+
+def percentiles(values: np.ndarray) -> dict[str, float]:
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return {k: float("nan") for k in PERCENTILES}
+    return {name: float(np.percentile(values, q)) for name, q in PERCENTILES.items()}
+
+
+def topk_overlap(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, k: int = 5) -> np.ndarray:
+    """Share of the reference's top-k ids also in the target's top-k, per position."""
+    r = ref_logits.topk(k, dim=-1).indices
+    t = tgt_logits.topk(k, dim=-1).indices
+    return (r.unsqueeze(-1) == t.unsqueeze(-2)).any(-1).to(torch.float64).mean(-1).numpy()
+
+
+def delta_p(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:
+    """p_target(true next token) - p_ref(true next token), per position (llama.cpp's Δp)."""
+    idx = next_ids.unsqueeze(-1)
+    p = log_softmax64(ref_logits).exp().gather(-1, idx).squeeze(-1)
+    q = log_softmax64(tgt_logits).exp().gather(-1, idx).squeeze(-1)
+    return (q - p).numpy()
+
+
+def nll(logits: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:
+    """Negative log-likelihood of each next token: [T, V], [T] -> [T]."""
+    return (-log_softmax64(logits).gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)).numpy()
+
+
+def ln_ppl_ratio(nll_ref: np.ndarray, nll_tgt: np.ndarray) -> float:
+    """ln(PPL_target / PPL_ref) = mean NLL_target - mean NLL_ref."""
+    return float(np.mean(nll_tgt) - np.mean(nll_ref))
+
+
+# ---- greedy divergence -----------------------------------------------------------------------
+
+def first_divergence(ref_ids: list[int], tgt_ids: list[int]) -> int | None:
+    """Index of the first differing generated token; None when one is a prefix of the other and lengths match."""
+    for i, (a, b) in enumerate(zip(ref_ids, tgt_ids)):
+        if a != b:
+            return i
+    return None if len(ref_ids) == len(tgt_ids) else min(len(ref_ids), len(tgt_ids))
+
+
+def top2_margin(logits: torch.Tensor) -> float:
+    """Reference log-prob of its top-1 minus its top-2 at one position (nats)."""
+    top = log_softmax64(logits).topk(2).values
+    return float(top[0] - top[1])
+
+
+def classify_divergence(margin: float, tie_margin: float) -> str:
+    """lighteval's idea: a flip inside the logit tie margin is not a failure."""
+    return "near-tie" if margin <= tie_margin else "genuine"
+
+
+def mutual_topk(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, ref_token: int, tgt_token: int, k: int = 5) -> bool:
+    """vLLM's check_logprobs_close: each side's token is in the other's top-k."""
+    return bool(tgt_token in ref_logits.topk(k).indices.tolist() and ref_token in tgt_logits.topk(k).indices.tolist())

@@ -1,0 +1,49 @@
+"""The accuracy stage's typed result."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_adapt.results import StageResult
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class RunnerReport(BaseModel):
+    """One runner compared with the reference: per-tensor table, logits, greedy tokens, perplexity."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    device: str
+    dtype: str
+    quant: str | None = None
+    model_path: str | None = None
+    load_seconds: float
+    run_seconds: float
+    quantized_linears: int = 0
+    layers: list[dict[str, Any]]  # one row per tensor: full and local error, ratios to the floor
+    depth_fit: dict[str, float]
+    first_local_excess: dict[str, Any] | None  # where to look first
+    first_nonfinite: str | None
+    logits: dict[str, Any]
+    perplexity: dict[str, Any]
+    greedy: list[dict[str, Any]]
+    greedy_by_category: dict[str, dict[str, Any]]
+    floor: str | None = None  # label of the runner used as this one's noise floor
+    verdict: dict[str, Any] | None = None
+
+
+class AccuracyResult(StageResult):
+    KIND: ClassVar[str] = "accuracy"
+
+    model: dict[str, Any]
+    reference: RunnerReport  # the reference's own generations and timing (errors all zero)
+    floors: list[RunnerReport]
+    targets: list[RunnerReport]
+    prompts: dict[str, Any]
+    settings: dict[str, Any]
+    verdict: dict[str, Any]

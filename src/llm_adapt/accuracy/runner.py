@@ -1,0 +1,163 @@
+"""A runner: one model on one torch device at one dtype (optionally int8 weights), with the
+three things the comparison needs: greedy generation, a teacher-forced pass that captures every
+layer, and "shadow" calls of single layers on inputs from elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from llm_adapt.errors import UsageError
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DEVICES = ("cpu", "cuda", "npu", "xpu", "mps")
+QUANTS = ("int8-tensor", "int8-channel")
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    device: str  # "cpu", "cuda", "cuda:1", "npu", ...
+    dtype: str  # fp32 | bf16 | fp16
+    quant: str | None = None  # int8-tensor | int8-channel
+    model_path: Path | None = None  # another checkpoint of the same architecture
+
+    @property
+    def label(self) -> str:
+        text = f"{self.device}:{self.dtype}" + (f"+{self.quant}" if self.quant else "")
+        return text + (f" ({Path(self.model_path).name})" if self.model_path else "")
+
+
+def parse_runner(text: str) -> RunnerSpec:
+    """'cpu:fp32', 'cuda:0:bf16', 'npu:bf16' -> RunnerSpec."""
+    device, sep, dtype = text.rpartition(":")
+    if not sep or dtype not in TORCH_DTYPES or device.split(":")[0] not in DEVICES:
+        raise UsageError(f"{text!r}: expected DEVICE:DTYPE with DEVICE in {', '.join(DEVICES)} "
+                         f"(optionally with an index, cuda:1) and DTYPE in fp32, bf16, fp16")
+    return RunnerSpec(device=device, dtype=dtype)
+
+
+def check_device(device: str) -> None:
+    """One clear line when the device's backend is missing or sees no device."""
+    kind = device.split(":")[0]
+    if kind == "npu":
+        if importlib.util.find_spec("torch_npu") is None:
+            raise UsageError("device npu needs torch_npu: install CANN and torch_npu (see vLLM-Ascend's installation guide)")
+        import torch_npu  # noqa: F401  registers torch.npu
+    available = {"cpu": lambda: True, "cuda": torch.cuda.is_available,
+                 "npu": lambda: hasattr(torch, "npu") and torch.npu.is_available(),
+                 "xpu": lambda: hasattr(torch, "xpu") and torch.xpu.is_available(),
+                 "mps": lambda: torch.backends.mps.is_available()}[kind]
+    if not available():
+        raise UsageError(f"device {kind} is not available to torch here; pick another --target/--reference device")
+
+
+def synchronize(device: str) -> None:
+    kind = device.split(":")[0]
+    if kind in ("cuda", "npu", "xpu"):
+        getattr(torch, kind).synchronize()
+
+
+def quantize_int8_(model: torch.nn.Module, per_channel: bool) -> int:
+    """Weight-only symmetric int8 on every Linear (lm_head included), dequantized for compute.
+
+    Per tensor: scale = max|W| / 127 (the reports' scheme); per channel: one scale per output row.
+    Tied embeddings are untied first so the embedding itself stays unquantized.
+    """
+    if getattr(model.config, "tie_word_embeddings", False) and hasattr(model, "lm_head"):
+        model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
+    count = 0
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                w = module.weight.float()
+                amax = w.abs().amax(dim=1, keepdim=True) if per_channel else w.abs().max()
+                scale = (amax / 127).clamp_min(1e-12)
+                module.weight.copy_((torch.round(w / scale).clamp(-127, 127) * scale).to(module.weight.dtype))
+                count += 1
+    return count
+
+
+class Runner:
+    """A loaded model plus its capture hooks."""
+
+    def __init__(self, spec: RunnerSpec, default_path: Path):
+        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # our own progress bar covers loading
+        check_device(spec.device)
+        self.spec = spec
+        path = Path(spec.model_path or default_path)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype])
+        self.model.eval().to(spec.device)
+        self.model.generation_config.pad_token_id = self.model.generation_config.pad_token_id or 0
+        self.quantized_linears = quantize_int8_(self.model, spec.quant == "int8-channel") if spec.quant else 0
+        self.layers = list(self.model.model.layers)
+        self.norm = self.model.model.norm
+
+    def close(self) -> None:
+        del self.model, self.layers, self.norm
+
+    @torch.no_grad()
+    def generate(self, input_ids: list[int], max_new_tokens: int, eos_ids: list[int]) -> list[int]:
+        ids = torch.tensor([input_ids], device=self.spec.device)
+        out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=max_new_tokens,
+                                  eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None)
+        return out[0, len(input_ids):].tolist()
+
+    @torch.no_grad()
+    def capture(self, input_ids: list[int], keep_kwargs: bool = False) -> "Capture":
+        """One teacher-forced forward: embeddings, every layer's output, final norm, logits (on CPU, fp32)."""
+        outputs: list[torch.Tensor] = []
+        kwargs: list[dict] = []
+        hooks = [self.model.model.embed_tokens.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o)))]
+        for layer in self.layers:
+            hooks.append(layer.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
+            if keep_kwargs:
+                hooks.append(layer.register_forward_pre_hook(
+                    lambda m, a, kw: kwargs.append({k: v for k, v in kw.items() if k != "hidden_states"}),
+                    with_kwargs=True))
+        hooks.append(self.norm.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
+        try:
+            ids = torch.tensor([input_ids], device=self.spec.device)
+            logits = self.model(ids, use_cache=False).logits
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return Capture(hidden=outputs, logits=_cpu(logits)[0], layer_kwargs=kwargs)
+
+    @torch.no_grad()
+    def shadow(self, capture: "Capture", reference_hidden: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Each layer (and the final norm) run on the reference's input to it: each one's own error.
+
+        `capture` must come from this runner with keep_kwargs=True (its own position embeddings
+        and mask, so a wrong rope_theta in this model still shows up locally).
+        """
+        dtype = TORCH_DTYPES[self.spec.dtype]
+        outs = []
+        for i, layer in enumerate(self.layers):
+            x = reference_hidden[i].to(self.spec.device, dtype)  # input of layer i = output of i-1
+            out = layer(x, **capture.layer_kwargs[i])
+            outs.append(_cpu(out))
+        outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.spec.device, dtype))))
+        return outs
+
+
+@dataclass
+class Capture:
+    hidden: list[torch.Tensor]  # [embeddings, layer 0 .. layer L-1, final norm], each [1, T, D]
+    logits: torch.Tensor  # [T, V]
+    layer_kwargs: list[dict]
+
+
+def _cpu(out) -> torch.Tensor:
+    tensor = out[0] if isinstance(out, tuple) else out
+    return tensor.detach().to("cpu", torch.float32)
+
+
+def tensor_names(num_layers: int) -> list[str]:
+    return ["embeddings"] + [f"layer {i}" for i in range(num_layers)] + ["final norm"]
