@@ -22,7 +22,7 @@ import torch
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.prompts import Prompt, corpus_windows, load_prompts, render
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
-from llm_adapt.accuracy.runner import Runner, RunnerSpec, tensor_names
+from llm_adapt.accuracy.runner import Runner, RunnerSpec, check_device, tensor_names
 from llm_adapt.accuracy.verdict import judge, overall
 from llm_adapt.models.source import ModelSource
 
@@ -86,6 +86,8 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     from transformers import AutoTokenizer
 
     progress = progress or (lambda what, done, total: None)
+    for spec in (opts.reference, *opts.targets, *([opts.baseline] if opts.baseline else [])):
+        check_device(spec.device)  # a missing device fails before any model loads
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     prompts = load_prompts(opts.prompts)
     gold = measure_reference(source, tokenizer, prompts, opts, progress)

@@ -1,0 +1,137 @@
+"""The accuracy engine on tiny random Llamas built in the test."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from llm_adapt.accuracy.compare import CompareOptions, check_same_family, compare, floor_for
+from llm_adapt.accuracy.runner import RunnerSpec, parse_runner
+from llm_adapt.errors import UsageError
+from llm_adapt.models.source import resolve_model
+from llm_adapt.models.synthetic import write_tiny_llama
+
+FP32 = RunnerSpec("cpu", "fp32")
+
+
+@pytest.fixture(scope="module")
+def prompts_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
+    rows = [{"id": "a", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+            {"id": "b", "category": "greeting", "prompt": "Hello there, how are"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny4(tmp_path_factory, default_model):
+    return write_tiny_llama(tmp_path_factory.mktemp("t4") / "m", num_hidden_layers=4, tokenizer_from=default_model.path)
+
+
+def run(model_dir, prompts, *targets, **kw):
+    opts = CompareOptions(reference=FP32, targets=tuple(targets), prompts=prompts, max_new_tokens=6, ppl_window=64, **kw)
+    return compare(resolve_model(str(model_dir)), opts)
+
+
+def perturbed_copy(src, dst, mutate):
+    shutil.copytree(src, dst)
+    weights = load_file(dst / "model.safetensors")
+    mutate(weights)
+    save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
+    return dst
+
+
+def test_reference_against_itself_is_exact(tiny4, prompts_file):
+    result = run(tiny4, prompts_file, FP32)
+    target = result.targets[0]
+    assert all(row["rel_l2"] == 0 and row["local_rel_l2"] == 0 for row in target.layers)
+    assert target.logits["kl_max"] == pytest.approx(0, abs=1e-12) and target.logits["same_top1"] == 1.0
+    assert all(g["exact"] for g in target.greedy)
+    assert target.first_local_excess is None and target.verdict["status"] == "PASS"
+    assert target.perplexity["ln_ratio"] == pytest.approx(0, abs=1e-9)
+
+
+def test_bf16_error_is_small_and_nonzero(tiny4, prompts_file):
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "bf16")).targets[0]
+    final = target.layers[-1]["rel_l2"]
+    assert 0 < final < 0.05
+    assert 0 < target.logits["kl_mean"] < 0.01
+    assert len(target.layers) == 4 + 2  # embeddings, 4 layers, final norm
+
+
+def test_perturbed_layer_is_localized(tiny4, prompts_file, tmp_path):
+    def hit_layer_2(w):
+        key = "model.layers.2.mlp.down_proj.weight"
+        w[key] = w[key] + 0.5 * w[key].std() * torch.randn_like(w[key])
+
+    broken = perturbed_copy(tiny4, tmp_path / "broken", hit_layer_2)
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0]
+    assert target.first_local_excess["name"] == "layer 2"
+    assert target.layers[1]["local_rel_l2"] == 0 and target.layers[4]["local_rel_l2"] == 0  # layers 0 and 3
+    assert target.layers[5]["rel_l2"] > 0  # the error is inherited downstream
+
+
+def test_wrong_rope_theta_is_caught_at_the_first_layer(tiny4, prompts_file, tmp_path):
+    wrong = tmp_path / "rope"
+    shutil.copytree(tiny4, wrong)
+    cfg = json.loads((wrong / "config.json").read_text())
+    for holder in (cfg, cfg.get("rope_parameters") or {}):
+        if "rope_theta" in holder:
+            holder["rope_theta"] = 500000.0
+    (wrong / "config.json").write_text(json.dumps(cfg))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=wrong)).targets[0]
+    assert target.first_local_excess["name"] == "layer 0"
+
+
+def test_nan_in_target_is_a_finding_not_a_crash(tiny4, prompts_file, tmp_path):
+    def poison(w):
+        w["model.layers.1.self_attn.o_proj.weight"][0, 0] = float("nan")
+
+    broken = perturbed_copy(tiny4, tmp_path / "nan", poison)
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0]
+    assert target.first_nonfinite == "layer 1"
+    assert target.verdict["status"] == "FAIL"
+
+
+def test_int8_targets_are_judged_against_the_unquantized_floor(tiny4, prompts_file):
+    result = run(tiny4, prompts_file, RunnerSpec("cpu", "bf16"), RunnerSpec("cpu", "bf16", "int8-tensor"))
+    plain, quant = result.targets
+    assert quant.floor == "cpu:bf16" and [f.label for f in result.floors] == ["cpu:bf16"]
+    assert quant.quantized_linears == 4 * 7 + 1  # 7 Linear per layer + lm_head
+    assert quant.layers[-1]["rel_l2"] > plain.layers[-1]["rel_l2"]
+    assert quant.layers[-1]["ratio"] > 1
+
+
+def test_floor_choice():
+    ref = FP32
+    assert floor_for(RunnerSpec("npu", "bf16"), ref, None) == RunnerSpec("cpu", "bf16")
+    assert floor_for(RunnerSpec("npu", "bf16", "int8-tensor"), ref, None) == RunnerSpec("cpu", "bf16", "int8-tensor")
+    assert floor_for(RunnerSpec("cpu", "bf16", "int8-channel"), ref, None) == RunnerSpec("cpu", "bf16")
+    assert floor_for(RunnerSpec("cpu", "bf16"), ref, None) is None
+    assert floor_for(RunnerSpec("cuda", "fp32"), ref, None) is None  # its floor would be the reference itself
+
+
+def test_runner_parsing_and_missing_devices():
+    assert parse_runner("cuda:1:bf16") == RunnerSpec("cuda:1", "bf16")
+    with pytest.raises(UsageError, match="DEVICE:DTYPE"):
+        parse_runner("tpu:bf16")
+    with pytest.raises(UsageError, match="DEVICE:DTYPE"):
+        parse_runner("cpu:fp8")
+    from llm_adapt.accuracy.runner import check_device
+
+    with pytest.raises(UsageError, match="torch_npu"):
+        check_device("npu")
+    if not torch.cuda.is_available():
+        with pytest.raises(UsageError, match="not available"):
+            check_device("cuda")
+
+
+def test_target_model_of_another_family_is_refused(tiny4, tmp_path, default_model):
+    other = write_tiny_llama(tmp_path / "other", num_hidden_layers=3, tokenizer_from=default_model.path)
+    with pytest.raises(UsageError, match="num_layers"):
+        check_same_family(tiny4, other)
+    no_tok = write_tiny_llama(tmp_path / "notok", num_hidden_layers=4)
+    with pytest.raises(UsageError, match="tokenizer"):
+        check_same_family(tiny4, no_tok)

@@ -1,0 +1,117 @@
+"""Every metric on hand-computed cases."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from llm_adapt.accuracy import metrics as m
+
+
+def test_rel_l2_cosine_max_abs():
+    ref = torch.tensor([[3.0, 4.0]])
+    tgt = torch.tensor([[3.0, 5.0]])
+    assert m.rel_l2(ref, tgt) == pytest.approx(1 / 5)
+    assert m.max_abs_err(ref, tgt) == pytest.approx(1.0)
+    assert float(m.token_cosines(ref, tgt)[0]) == pytest.approx(29 / (5 * math.sqrt(34)))
+    assert m.sqnr_db(ref, tgt) == pytest.approx(10 * math.log10(25 / 1))
+    assert m.sqnr_db(ref, ref) == math.inf
+
+
+def test_thousandth_ratio():
+    ref = torch.tensor([1.0, 1.0, 1.0, 1.0])
+    tgt = torch.tensor([1.0, 1.0005, 1.002, 0.99])
+    assert m.thousandth_ratio(ref, tgt) == pytest.approx(0.5)
+
+
+def test_msprobe_rule():
+    assert m.msprobe_rule(0.999, 0.5, False) == "pass"
+    assert m.msprobe_rule(0.98, 0.01, False) == "fail"  # cos < 0.99 with max abs > 1e-3
+    assert m.msprobe_rule(0.98, 0.0005, False) == "pass"
+    assert m.msprobe_rule(0.85, 0.0, False) == "fail"
+    assert m.msprobe_rule(0.9999, 1.5, False) == "fail"
+    assert m.msprobe_rule(1.0, 0.0, True) == "fail"
+
+
+def test_benchmark_ratio_and_safe_ratio():
+    assert [m.benchmark_ratio_status(r) for r in (0.5, 1.0, 1.5, 2.5, None)] == ["pass", "pass", "warn", "fail", "n/a"]
+    assert m.safe_ratio(2.0, 1.0) == 2.0
+    assert m.safe_ratio(0.0, 0.0) is None
+    assert m.safe_ratio(1.0, 0.0) == math.inf
+
+
+def test_kl_is_zero_for_same_and_matches_formula():
+    logits = torch.tensor([[1.0, 2.0, 3.0]])
+    assert m.kl_per_token(logits, logits)[0] == pytest.approx(0.0, abs=1e-12)
+    p = torch.softmax(logits.double(), -1)[0]
+    q_logits = torch.tensor([[3.0, 2.0, 1.0]])
+    q = torch.softmax(q_logits.double(), -1)[0]
+    assert m.kl_per_token(logits, q_logits)[0] == pytest.approx(float((p * (p / q).log()).sum()))
+
+
+def test_rate_with_error_and_mean_sem():
+    rate, err = m.rate_with_error(90, 100)
+    assert rate == 0.9 and err == pytest.approx(math.sqrt(0.9 * 0.1 / 99))
+    mean, sem = m.mean_sem(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0 and sem == pytest.approx(1 / math.sqrt(3))
+
+
+def test_percentiles_and_topk_and_delta_p():
+    pct = m.percentiles(np.arange(1, 101, dtype=float))
+    assert pct["max"] == 100 and pct["p50"] == pytest.approx(50.5)
+    ref = torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.0, 0.0]])
+    tgt = torch.tensor([[0.0, 4.0, 3.0, 2.0, 1.0, 5.0]])
+    assert m.topk_overlap(ref, tgt, k=2)[0] == pytest.approx(0.5)
+    dp = m.delta_p(ref, ref, torch.tensor([0]))
+    assert dp[0] == pytest.approx(0.0)
+
+
+def test_nll_and_ppl_ratio():
+    logits = torch.log(torch.tensor([[0.5, 0.25, 0.25]]))
+    assert m.nll(logits, torch.tensor([0]))[0] == pytest.approx(math.log(2))
+    assert m.ln_ppl_ratio(np.array([1.0, 1.0]), np.array([1.5, 1.5])) == pytest.approx(0.5)
+
+
+def test_linear_fit():
+    fit = m.linear_fit([0, 1, 2, 3], [1.0, 3.0, 5.0, 7.0])
+    assert fit["slope"] == pytest.approx(2.0) and fit["intercept"] == pytest.approx(1.0) and fit["r2"] == pytest.approx(1.0)
+
+
+def test_first_divergence():
+    assert m.first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert m.first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert m.first_divergence([1, 2], [1, 2, 3]) == 2
+
+
+def test_tie_classification_on_constructed_logits():
+    # The SmolLM2 case from the design notes: "The" -1.883 vs "L" -1.965 -> margin 0.082 nats.
+    logits = torch.full((10,), -30.0)
+    logits[3], logits[7] = -1.883, -1.965
+    margin = m.top2_margin(logits)
+    assert margin == pytest.approx(0.082, abs=1e-6)
+    assert m.classify_divergence(margin, 0.3) == "near-tie"
+    logits[7] = -3.0
+    assert m.classify_divergence(m.top2_margin(logits), 0.3) == "genuine"
+
+
+def test_mutual_topk():
+    ref = torch.tensor([5.0, 4.9, 0.0, -1.0])
+    tgt = torch.tensor([4.9, 5.0, 0.0, -1.0])
+    assert m.mutual_topk(ref, tgt, 0, 1, k=2)
+    assert not m.mutual_topk(ref, tgt, 0, 3, k=2)
+
+
+def test_accumulator_matches_direct_metrics():
+    torch.manual_seed(0)
+    a, b = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    acc = m.TensorAccumulator()
+    acc.add(a[:1], b[:1])
+    acc.add(a[1:], b[1:])
+    s = acc.summary()
+    assert s["rel_l2"] == pytest.approx(m.rel_l2(a, b))
+    assert s["max_abs"] == pytest.approx(m.max_abs_err(a, b))
+    assert s["cos_min"] == pytest.approx(float(m.token_cosines(a, b).min()))
+    assert not s["nan_mismatch"]
+    acc.add(a[:1], torch.full_like(a[:1], float("nan")))
+    assert acc.summary()["nan_mismatch"]

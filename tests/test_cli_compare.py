@@ -1,0 +1,44 @@
+"""`llm-adapt compare` from the command line: result on disk, bad input in one line."""
+
+import json
+
+import pytest
+
+from llm_adapt.cli import main
+
+
+def test_compare_writes_accuracy_json(capsys, tiny_llama, tmp_path):
+    code = main(["compare", str(tiny_llama), "--target", "cpu:bf16", "--quant", "int8-tensor", "--prompts", "quick",
+                 "--max-new-tokens", "4", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "Overall" in out
+    data = json.loads((tmp_path / "accuracy.json").read_text())
+    assert data["kind"] == "accuracy" and [t["label"] for t in data["targets"]] == ["cpu:bf16", "cpu:bf16+int8-tensor"]
+
+
+@pytest.mark.parametrize("extra,code,needle", [
+    (["--target", "npu:bf16"], 2, "torch_npu"),
+    (["--target", "cpu:fp8"], 2, "DEVICE:DTYPE"),
+    (["--prompts", "BADFILE"], 2, "not JSON"),
+    (["--prompts", "EMPTYMSG"], 2, "needs 'messages'"),
+    (["--prompts", "/no/such.jsonl"], 2, "not a suite"),
+    (["--max-new-tokens", "0"], 2, "greater than 0"),
+    (["--target-model", "/no/such/dir"], 2, "not a model directory"),
+])
+def test_compare_bad_input(capsys, tiny_llama, tmp_path, extra, code, needle):
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "hi"}\n{not json\n')
+    (tmp_path / "empty.jsonl").write_text('{"id": "x", "messages": []}\n')
+    extra = [e.replace("BADFILE", str(tmp_path / "bad.jsonl")).replace("EMPTYMSG", str(tmp_path / "empty.jsonl")) for e in extra]
+    try:
+        got = main(["compare", str(tiny_llama), "--out", str(tmp_path / "o")] + extra)
+    except SystemExit as exc:
+        got = exc.code
+    err = capsys.readouterr().err
+    assert got == code and needle in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_unwritable_out_dir_fails_before_work(capsys, tiny_llama, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    got = main(["compare", str(tiny_llama), "--out", str(blocker / "sub")])
+    assert got == 1 and "cannot write results" in capsys.readouterr().err
