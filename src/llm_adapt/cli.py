@@ -101,6 +101,8 @@ def _add_compare(sub) -> None:
     p.add_argument("--max-new-tokens", type=positive_int, default=64, metavar="N", help="greedy tokens per prompt (default 64)")
     p.add_argument("--tie-margin", type=positive_float, default=0.3, metavar="NATS", help="top-1 vs top-2 margin of a near-tie (default 0.3)")
     p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="k for top-k overlap and mutual top-k (default 5)")
+    p.add_argument("--reference-streaming", action="store_true", default=None,
+                   help="compute the reference one layer at a time from the shards (automatic when fp32 does not fit in RAM)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write accuracy.json here (default: a new directory under runs/)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
     p.set_defaults(handler=cmd_compare)
@@ -119,7 +121,8 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
     targets = mains + [replace(t, quant=q) for t in mains for q in (args.quant or [])]
     return CompareOptions(reference=reference, targets=tuple(targets),
                           baseline=parse_runner(args.baseline) if args.baseline else None, prompts=args.prompts,
-                          max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k)
+                          max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
+                          reference_streaming=args.reference_streaming)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

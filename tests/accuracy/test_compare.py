@@ -135,3 +135,29 @@ def test_target_model_of_another_family_is_refused(tiny4, tmp_path, default_mode
     no_tok = write_tiny_llama(tmp_path / "notok", num_hidden_layers=4)
     with pytest.raises(UsageError, match="tokenizer"):
         check_same_family(tiny4, no_tok)
+
+
+def test_streaming_reference_equals_in_memory(tiny4, prompts_file, tmp_path):
+    # Sharded on purpose: the reader must follow the index across files.
+    sharded = write_tiny_llama(tmp_path / "sharded", num_hidden_layers=4, shard_size="2MB",
+                               tokenizer_from=tiny4, tie_word_embeddings=False)
+    assert len(list(sharded.glob("*.safetensors"))) > 1
+    base = dict(reference=FP32, targets=(RunnerSpec("cpu", "bf16"),), prompts=prompts_file, max_new_tokens=6, ppl_window=64)
+    src = resolve_model(str(sharded))
+    memory = compare(src, CompareOptions(**base, reference_streaming=False))
+    stream = compare(src, CompareOptions(**base, reference_streaming=True))
+    assert stream.reference.streaming and not memory.reference.streaming
+    assert [g["ref_text"] for g in stream.reference.greedy] == [g["ref_text"] for g in memory.reference.greedy]
+    assert stream.reference.perplexity == memory.reference.perplexity
+    for a, b in zip(stream.targets[0].layers, memory.targets[0].layers):
+        assert a["rel_l2"] == pytest.approx(b["rel_l2"], rel=1e-9, abs=1e-12)
+    assert stream.targets[0].logits["kl_mean"] == pytest.approx(memory.targets[0].logits["kl_mean"], rel=1e-9)
+
+
+def test_streaming_reads_each_layer_once_per_pass(tiny4):
+    from llm_adapt.accuracy.streaming import StreamingReference
+
+    ref = StreamingReference(tiny4)
+    ref.capture_all([[1, 2, 3], [4, 5, 6, 7]])
+    assert ref.layers_read == 4
+    assert all(p.device.type == "meta" for layer in ref.model.model.layers for p in layer.parameters())

@@ -24,6 +24,7 @@ from llm_adapt.accuracy.prompts import Prompt, corpus_windows, load_prompts, ren
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import Runner, RunnerSpec, check_device, tensor_names
 from llm_adapt.accuracy.verdict import judge, overall
+from llm_adapt.errors import UsageError
 from llm_adapt.models.source import ModelSource
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
@@ -40,6 +41,7 @@ class CompareOptions:
     top_k: int = 5
     ppl_window: int = 512
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
+    reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
 
 
 @dataclass
@@ -111,37 +113,84 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
                  "corpus_tokens": int(sum(len(w) for w in gold.corpus))},
         settings={"max_new_tokens": opts.max_new_tokens, "tie_margin": opts.tie_margin, "top_k": opts.top_k,
                   "ppl_window": opts.ppl_window, "local_factor": opts.local_factor,
-                  "reference": opts.reference.label},
+                  "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
         verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
     )
 
 
-def eos_ids_of(tokenizer, runner: Runner) -> list[int]:
-    ids = runner.model.generation_config.eos_token_id
-    ids = ids if isinstance(ids, list) else [ids] if ids is not None else []
+def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
+    """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
+    from transformers import AutoConfig, GenerationConfig
+
+    try:
+        value = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    except OSError:
+        value = AutoConfig.from_pretrained(model_dir).eos_token_id
+    ids = list(value) if isinstance(value, (list, tuple)) else [value] if value is not None else []
     if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
         ids.append(tokenizer.eos_token_id)
     return ids
 
 
+class InMemoryReference:
+    """The reference as one loaded model, behind the same calls as StreamingReference."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+
+    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
+        return [self.runner.generate(ids, max_new_tokens, eos_ids) for ids in prompts]
+
+    def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+        return [(c.hidden, c.logits) for c in (self.runner.capture(s) for s in sequences)]
+
+    def logits_all(self, sequences: list[list[int]]) -> list[torch.Tensor]:
+        return [self.runner.capture(s).logits for s in sequences]
+
+
+def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
+    """Stream when asked, or automatically when the float32 model would not fit in RAM."""
+    if opts.reference_streaming is not None:
+        return opts.reference_streaming
+    import psutil
+
+    from llm_adapt.inspect.weights import parameters_from_weights
+
+    counted = parameters_from_weights(source.path)
+    return bool(counted) and counted[0] * 4 > 0.6 * psutil.virtual_memory().available
+
+
+def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
+    if should_stream(opts, source):
+        from llm_adapt.accuracy.streaming import StreamingReference
+
+        if opts.reference.device != "cpu" or opts.reference.dtype != "fp32" or opts.reference.quant:
+            raise UsageError("the streaming reference runs on cpu:fp32; use --reference cpu:fp32")
+        ref = StreamingReference(source.path)
+    else:
+        ref = InMemoryReference(Runner(opts.reference, source.path))
+    return ref, eos_ids_of(source.path, tokenizer)
+
+
 def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
     started = time.monotonic()
-    runner = Runner(opts.reference, source.path)
+    label = f"reference {opts.reference.label}"
+    progress(label, 0, 3)
+    ref, eos = open_reference(source, tokenizer, opts)
     load_s = time.monotonic() - started
-    eos = eos_ids_of(tokenizer, runner)
-    kept = []
-    for i, prompt in enumerate(prompts):
-        progress(f"reference {opts.reference.label}", i, len(prompts))
-        ids = render(tokenizer, prompt)
-        generated = runner.generate(ids, opts.max_new_tokens, eos)
-        capture = runner.capture(ids + generated)
-        kept.append(RefPrompt(prompt, ids, generated, capture.hidden, capture.logits))
+    inputs = [render(tokenizer, p) for p in prompts]
+    generated = ref.greedy_all(inputs, opts.max_new_tokens, eos)
+    progress(label, 1, 3)
+    captures = ref.capture_all([i + g for i, g in zip(inputs, generated)])
+    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
+    progress(label, 2, 3)
     corpus = corpus_windows(tokenizer, opts.ppl_window)
-    corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in corpus]
-    progress(f"reference {opts.reference.label}", len(prompts), len(prompts))
-    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(len(runner.layers)))
+    corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus))]
+    progress(label, 3, 3)
+    num_layers = len(kept[0].hidden) - 2
+    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers))
     gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
-    runner.close()
+    gold.report.streaming = isinstance(ref, InMemoryReference) is False
     return gold
 
 
@@ -316,7 +365,6 @@ def check_same_family(reference_dir: Path, target_dir: Path) -> None:
     """--target-model must share the architecture, shapes and tokenizer of the reference model."""
     from transformers import AutoTokenizer
 
-    from llm_adapt.errors import UsageError
     from llm_adapt.models.spec import load_config, spec_from_config
 
     if not Path(target_dir).is_dir():
