@@ -90,8 +90,10 @@ class StreamingReference:
         self.model.model.layers[i].to("meta")
 
     @torch.no_grad()
-    def run_pass(self, items: list[Item], capture: bool) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
-        """Every item through every layer; returns (hidden states if captured, logits [T, V]) per item."""
+    def run_pass(self, items: list[Item], capture: bool, last_only: bool = False) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+        """Every item through every layer; returns (hidden states if captured, logits [T, V]) per item.
+
+        `last_only` keeps the logits of the last position only (all greedy decoding needs)."""
         from transformers.masking_utils import create_causal_mask
 
         base = self.model.model
@@ -118,7 +120,7 @@ class StreamingReference:
         head = self.embed if self.tied else self.reader.load("lm_head.")["weight"]
         results = []
         for k in range(len(items)):
-            normed = base.norm(states[k])
+            normed = base.norm(states[k][:, -1:] if last_only else states[k])
             if capture:
                 hidden[k].append(normed.clone())
             results.append((hidden[k], (normed[0] @ head.T).float()))
@@ -138,7 +140,7 @@ class StreamingReference:
         generated: list[list[int]] = [[] for _ in prompts]
         active = list(range(len(prompts)))
         for _ in range(max_new_tokens):
-            results = self.run_pass([items[k] for k in active], capture=False)
+            results = self.run_pass([items[k] for k in active], capture=False, last_only=True)
             still = []
             for k, (_, logits) in zip(active, results):
                 token = int(logits[-1].argmax())

@@ -1,0 +1,273 @@
+"""One function per feature of an OpenAI-compatible server. Each returns an Outcome with evidence.
+
+A probe may raise: the runner records the exception as an 'error' row with its message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from llm_adapt.probes.context import ERROR, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, snippet
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+HELLO = [{"role": "user", "content": "What is 2+2? Answer briefly."}]
+
+
+def _chat(ctx: ProbeContext, messages=HELLO, **kw):
+    return ctx.client.chat.completions.create(model=ctx.model, messages=messages, **kw)
+
+
+def health(ctx: ProbeContext) -> Outcome:
+    r = ctx.get("/health")
+    return Outcome(SUPPORTED if r.status_code == 200 else UNSUPPORTED, f"GET /health -> {r.status_code}")
+
+
+def models(ctx: ProbeContext) -> Outcome:
+    r = ctx.get("models")
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"GET /v1/models -> {r.status_code}: {snippet(r.text)}")
+    data = r.json().get("data", [])
+    names = [m.get("id") for m in data]
+    mml = next((m.get("max_model_len") for m in data if m.get("id") == ctx.model), None)
+    if mml:
+        ctx.max_model_len = mml
+    return Outcome(SUPPORTED, f"served: {names}; max_model_len: {mml}", {"served": names, "max_model_len": mml})
+
+
+def chat(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, max_tokens=24, temperature=0)
+    text = r.choices[0].message.content or ""
+    return Outcome(SUPPORTED if text.strip() else ERROR, f"answer: {snippet(text)}", {"text": text})
+
+
+def streaming(ctx: ProbeContext) -> Outcome:
+    import time
+
+    start, first, usage, chunks = time.monotonic(), None, None, 0
+    stream = _chat(ctx, max_tokens=16, temperature=0, stream=True, stream_options={"include_usage": True})
+    for chunk in stream:
+        chunks += 1
+        if chunk.choices and chunk.choices[0].delta.content and first is None:
+            first = time.monotonic() - start
+        if chunk.usage is not None:
+            usage = chunk.usage.model_dump()
+    if first is None:
+        return Outcome(ERROR, f"{chunks} chunks, none with content")
+    ev = f"{chunks} chunks; first content after {first * 1000:.0f} ms; usage chunk: {'yes' if usage else 'no'}"
+    return Outcome(SUPPORTED if usage else UNSUPPORTED, ev, {"ttft_ms": first * 1000, "usage": usage})
+
+
+def completions(ctx: ProbeContext) -> Outcome:
+    r = ctx.client.completions.create(model=ctx.model, prompt="The capital of France is", max_tokens=8, temperature=0)
+    return Outcome(SUPPORTED, f"text: {snippet(r.choices[0].text)}")
+
+
+def stop_sequences(ctx: ProbeContext) -> Outcome:
+    r = ctx.client.completions.create(model=ctx.model, prompt="1, 2, 3, 4, 5, 6,", max_tokens=24, temperature=0,
+                                      stop=[" 9"])
+    text, reason = r.choices[0].text, r.choices[0].finish_reason
+    ok = " 9" not in text and reason == "stop"
+    return Outcome(SUPPORTED if ok else UNSUPPORTED, f"stop=[' 9'] -> {snippet(text)!r}, finish_reason {reason}")
+
+
+def n_choices(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, max_tokens=12, temperature=0.8, n=2)
+    return Outcome(SUPPORTED if len(r.choices) == 2 else UNSUPPORTED, f"n=2 -> {len(r.choices)} choices")
+
+
+def seed(ctx: ProbeContext) -> Outcome:
+    prompt = [{"role": "user", "content": "Write a random word."}]
+    texts = [_chat(ctx, prompt, max_tokens=16, temperature=1.0, seed=1234).choices[0].message.content for _ in range(2)]
+    return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
+                   f"temperature 1, seed 1234 twice: {'same' if texts[0] == texts[1] else 'different'}: {snippet(texts[0], 60)!r}")
+
+
+def greedy_determinism(ctx: ProbeContext) -> Outcome:
+    texts = [_chat(ctx, max_tokens=24, temperature=0).choices[0].message.content for _ in range(2)]
+    return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
+                   f"temperature 0 twice: {'same' if texts[0] == texts[1] else 'different'} output")
+
+
+def logprobs(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, max_tokens=4, temperature=0, logprobs=True, top_logprobs=3)
+    content = (r.choices[0].logprobs.content if r.choices[0].logprobs else None) or []
+    if not content:
+        return Outcome(UNSUPPORTED, "logprobs/top_logprobs requested; the answer has none (silently ignored)")
+    tops = len(content[0].top_logprobs or [])
+    return Outcome(SUPPORTED if tops == 3 else UNSUPPORTED, f"{len(content)} tokens with logprobs, {tops} top_logprobs each")
+
+
+def prompt_logprobs(ctx: ProbeContext) -> Outcome:
+    r = ctx.post("completions", {"model": ctx.model, "prompt": "The capital of France is", "max_tokens": 1,
+                                 "temperature": 0, "prompt_logprobs": 2})
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+    plp = r.json()["choices"][0].get("prompt_logprobs")
+    return Outcome(SUPPORTED if plp else UNSUPPORTED,
+                   f"{len(plp)} prompt positions with logprobs" if plp else "no prompt_logprobs in the answer")
+
+
+def echo(ctx: ProbeContext) -> Outcome:
+    prompt = "The capital of France is"
+    r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "echo": True})
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+    text = r.json()["choices"][0]["text"]
+    return Outcome(SUPPORTED if text.startswith(prompt) else UNSUPPORTED, f"text: {snippet(text)!r}")
+
+
+def fixed_length(ctx: ProbeContext) -> Outcome:
+    r = ctx.post("completions", {"model": ctx.model, "prompt": "Hi", "max_tokens": 32, "temperature": 0,
+                                 "ignore_eos": True, "min_tokens": 32})
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+    got = r.json()["usage"]["completion_tokens"]
+    return Outcome(SUPPORTED if got == 32 else UNSUPPORTED, f"ignore_eos + min_tokens 32 -> {got} completion tokens",
+                   {"completion_tokens": got})
+
+
+def max_tokens(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, [{"role": "user", "content": "Tell me a long story about a dragon."}], max_tokens=5, temperature=0)
+    got = r.usage.completion_tokens if r.usage else None
+    ok = got is not None and got <= 5
+    return Outcome(SUPPORTED if ok else UNSUPPORTED, f"max_tokens 5 -> {got} tokens, finish_reason {r.choices[0].finish_reason}")
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER_ASK = [{"role": "user", "content": "What is the weather in Paris right now?"}]
+
+
+def _tool_outcome(r) -> Outcome:
+    calls = r.choices[0].message.tool_calls or []
+    if not calls:
+        return Outcome(UNSUPPORTED, f"no tool_calls; content: {snippet(r.choices[0].message.content)}")
+    args = calls[0].function.arguments
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError:
+        return Outcome(ERROR, f"tool call arguments are not JSON: {snippet(args)}")
+    ok = calls[0].function.name == "get_weather" and isinstance(parsed, dict) and isinstance(parsed.get("city"), str)
+    return Outcome(SUPPORTED if ok else ERROR, f"{calls[0].function.name}({snippet(args, 80)})", {"arguments": parsed})
+
+
+def tool_calling_named(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0,
+              tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    return _tool_outcome(r)
+
+
+def tool_calling_auto(ctx: ProbeContext) -> Outcome:
+    import openai
+
+    try:
+        r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0, tool_choice="auto")
+    except openai.BadRequestError as exc:
+        return Outcome(UNSUPPORTED, f"HTTP 400: {snippet(exc.message)}")
+    return _tool_outcome(r)
+
+
+PERSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                 "required": ["name", "age"], "additionalProperties": False}
+
+
+def structured_output(ctx: ProbeContext) -> Outcome:
+    import jsonschema
+
+    r = _chat(ctx, [{"role": "user", "content": "Invent a person and give their name and age as JSON."}],
+              max_tokens=64, temperature=0,
+              response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON_SCHEMA}})
+    text = r.choices[0].message.content or ""
+    try:
+        jsonschema.validate(json.loads(text), PERSON_SCHEMA)
+    except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+        return Outcome(UNSUPPORTED, f"answer does not satisfy the schema ({type(exc).__name__}): {snippet(text)}")
+    return Outcome(SUPPORTED, f"valid against the schema: {snippet(text)}")
+
+
+def chinese(ctx: ProbeContext) -> Outcome:
+    r = _chat(ctx, [{"role": "user", "content": "请用中文回答：北京是哪个国家的首都？"}], max_tokens=32, temperature=0)
+    text = r.choices[0].message.content or ""
+    share = len(CJK.findall(text)) / max(len(re.sub(r"\s", "", text)), 1)
+    return Outcome(SUPPORTED if share >= 0.3 else UNSUPPORTED, f"{share:.0%} CJK characters: {snippet(text)}")
+
+
+def _count_tokens(ctx: ProbeContext, text: str) -> int | None:
+    r = ctx.post("/tokenize", {"model": ctx.model, "prompt": text})
+    return r.json().get("count") if r.status_code == 200 else None
+
+
+def _prompt_of(ctx: ProbeContext, tokens: int) -> str | None:
+    unit = " hello"
+    per = _count_tokens(ctx, unit * 100)
+    if not per:
+        return None
+    return unit * int(tokens * 100 / per)
+
+
+def near_max_len(ctx: ProbeContext) -> Outcome:
+    if not ctx.max_model_len:
+        return Outcome(UNSUPPORTED, "max_model_len unknown (no /v1/models figure)")
+    prompt = _prompt_of(ctx, ctx.max_model_len - 64)
+    if prompt is None:
+        return Outcome(UNSUPPORTED, "cannot size the prompt without /tokenize")
+    r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 8, "temperature": 0})
+    used = r.json().get("usage", {}).get("prompt_tokens") if r.status_code == 200 else None
+    return Outcome(SUPPORTED if r.status_code == 200 else UNSUPPORTED,
+                   f"{used or '?'} prompt tokens of max_model_len {ctx.max_model_len} -> HTTP {r.status_code}")
+
+
+def over_long_rejected(ctx: ProbeContext) -> Outcome:
+    if not ctx.max_model_len:
+        return Outcome(UNSUPPORTED, "max_model_len unknown (no /v1/models figure)")
+    prompt = _prompt_of(ctx, ctx.max_model_len + 200)
+    if prompt is None:
+        return Outcome(UNSUPPORTED, "cannot size the prompt without /tokenize")
+    r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 8})
+    healthy = ctx.get("/health").status_code == 200
+    ok = r.status_code == 400 and healthy
+    return Outcome(SUPPORTED if ok else ERROR, f"over-long prompt -> HTTP {r.status_code}; healthy after: {healthy}")
+
+
+def concurrent(ctx: ProbeContext) -> Outcome:
+    import time
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: _chat(ctx, max_tokens=16, temperature=0), range(8)))
+    wall = time.monotonic() - start
+    ok = all(r.choices[0].message.content for r in results)
+    return Outcome(SUPPORTED if ok else ERROR, f"8 concurrent chats answered in {wall:.2f} s")
+
+
+def tokenize(ctx: ProbeContext) -> Outcome:
+    r = ctx.post("/tokenize", {"model": ctx.model, "prompt": "Hello world"})
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"POST /tokenize -> {r.status_code}")
+    return Outcome(SUPPORTED, f"'Hello world' -> {r.json().get('tokens')}")
+
+
+def metrics(ctx: ProbeContext) -> Outcome:
+    r = ctx.get("/metrics")
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"GET /metrics -> {r.status_code}")
+    names = [n for n in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc") if n in r.text]
+    return Outcome(SUPPORTED if names else UNSUPPORTED,
+                   f"KV-cache gauge: {names[0]}" if names else "no KV-cache usage gauge among the metrics")
+
+
+PROBES: dict[str, Callable[[ProbeContext], Outcome]] = {
+    "health": health, "models": models, "chat completion": chat, "streaming": streaming,
+    "legacy completions": completions, "stop sequences": stop_sequences, "n > 1": n_choices,
+    "seed reproducibility": seed, "greedy determinism": greedy_determinism, "logprobs / top_logprobs": logprobs,
+    "prompt_logprobs": prompt_logprobs, "echo": echo, "fixed output length (ignore_eos / min_tokens)": fixed_length,
+    "max_tokens honoured": max_tokens, "tool calling (named tool_choice)": tool_calling_named,
+    "tool calling (tool_choice auto)": tool_calling_auto, "structured output (JSON schema)": structured_output,
+    "Chinese prompt answered in Chinese": chinese, "prompt near max_model_len": near_max_len,
+    "over-long prompt rejected (400, still healthy)": over_long_rejected, "concurrent requests": concurrent,
+    "/tokenize": tokenize, "/metrics": metrics,
+}

@@ -1,0 +1,90 @@
+"""Run the feature probes against an endpoint, saving the table after every row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+import httpx
+
+from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.preflight import resolve_model_name
+from llm_adapt.probes.context import ERROR, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
+from llm_adapt.probes.features import PROBES
+from llm_adapt.results import StageResult
+
+
+class ProbesResult(StageResult):
+    KIND: ClassVar[str] = "probes"
+
+    endpoint: dict[str, Any]
+    model: str
+    engine: str | None = None
+    rows: list[dict[str, Any]]
+    summary: dict[str, int]
+    complete: bool
+
+
+def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None = None,
+               only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None) -> ProbesResult:
+    model, _ = resolve_model_name(endpoint)
+    ctx = make_context(endpoint, model)
+    names = [n for n in PROBES if not only or n in only]
+    rows: list[dict[str, Any]] = []
+    stopped: str | None = None
+    for i, name in enumerate(names):
+        if progress:
+            progress("probes", i, len(names))
+        if stopped:
+            rows.append(_row(name, Outcome(NOT_RUN, stopped), None))
+            continue
+        outcome, ms = _run_one(PROBES[name], ctx)
+        rows.append(_row(name, outcome, ms))
+        if outcome.status == ERROR and not _alive(ctx):
+            stopped = f"the server stopped answering during '{name}'"
+        result = _result(endpoint, model, engine, rows, complete=False)
+        if out is not None:
+            result.save(out / "probes.json")
+    if progress:
+        progress("probes", len(names), len(names))
+    result = _result(endpoint, model, engine, rows, complete=stopped is None)
+    if out is not None:
+        result.save(out / "probes.json")
+    return result
+
+
+def _run_one(probe, ctx) -> tuple[Outcome, float | None]:
+    import openai
+
+    timer = Timer()
+    try:
+        with timer:
+            outcome = probe(ctx)
+    except openai.APIStatusError as exc:
+        status = ERROR if exc.status_code >= 500 else UNSUPPORTED
+        outcome = Outcome(status, f"HTTP {exc.status_code}: {snippet(exc.message)}")
+    except (openai.APIConnectionError, httpx.HTTPError) as exc:
+        outcome = Outcome(ERROR, f"connection failed: {snippet(exc)}")
+    except Exception as exc:  # a probe's own failure is a row, never the end of the run
+        outcome = Outcome(ERROR, f"{type(exc).__name__}: {snippet(exc)}")
+    return outcome, getattr(timer, "ms", None)
+
+
+def _alive(ctx) -> bool:
+    try:
+        return ctx.get("/health").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _row(name: str, outcome: Outcome, ms: float | None) -> dict[str, Any]:
+    return {"name": name, "status": outcome.status, "evidence": outcome.evidence, "latency_ms": ms,
+            "detail": outcome.detail}
+
+
+def _result(endpoint, model, engine, rows, complete) -> ProbesResult:
+    summary: dict[str, int] = {}
+    for row in rows:
+        summary[row["status"]] = summary.get(row["status"], 0) + 1
+    return ProbesResult(endpoint=endpoint.redacted(), model=model, engine=engine, rows=rows, summary=summary,
+                        complete=complete)
