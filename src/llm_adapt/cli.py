@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from llm_adapt import __version__
 from llm_adapt.cli_args import OneLineParser, fraction, memory_gib, positive_float, positive_int
-from llm_adapt.errors import AdaptError
+from llm_adapt.errors import AdaptError, UsageError
 
 EPILOG_INSPECT = """examples:
   llm-adapt inspect default
@@ -25,6 +28,18 @@ EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
   llm-adapt compare ./Llama-3.2-3B-Instruct --reference cpu:fp32 --target npu:bf16 --baseline cpu:bf16
   llm-adapt compare ./orig --target cpu:fp32 --target-model ./converted --prompts my_prompts.jsonl
+"""
+
+EPILOG_SERVE = """examples:
+  llm-adapt serve default
+  llm-adapt serve ./Llama-3.1-8B-Instruct --platform npu --mode graph --port 8000
+  llm-adapt serve default --engine transformers
+"""
+
+EPILOG_PROBE = """examples:
+  llm-adapt probe --endpoint http://127.0.0.1:8000/v1
+  llm-adapt probe default                      # starts vLLM, probes it, stops it
+  llm-adapt probe --endpoint http://npu-host:8000 --model llama --api-key $KEY --only streaming
 """
 
 EPILOG_MODELS = """examples:
@@ -39,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(sub)
     _add_inspect(sub)
     _add_compare(sub)
+    _add_serve(sub)
+    _add_probe(sub)
     return parser
 
 
@@ -68,7 +85,7 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9, metavar="F", help="fraction of device memory (default 0.9)")
     p.add_argument("--kv-cache-space", type=positive_int, metavar="GIB", help="CPU: VLLM_CPU_KVCACHE_SPACE in GiB (default: up to 4)")
     p.add_argument("--host", default="127.0.0.1", help="address the server binds (default 127.0.0.1)")
-    p.add_argument("--port", type=positive_int, default=8000, help="port in the plan's commands (default 8000)")
+    p.add_argument("--port", type=positive_int, help="server port (inspect's commands: 8000; started servers: a free port)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
 
 
@@ -153,6 +170,124 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["vllm", "transformers"], help="engine to start (default: vllm when installed)")
+    p.add_argument("--mode", choices=["eager", "graph"], default="eager", help="eager (default) or graph mode")
+    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S", help="seconds to wait for readiness")
+
+
+def add_endpoint_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server someone else started")
+    p.add_argument("--model", dest="served_model", metavar="NAME", help="model name on the endpoint (default: the one it serves)")
+    p.add_argument("--api-key", metavar="KEY", help="API key (default: $OPENAI_API_KEY)")
+
+
+def _add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="start vLLM (or transformers serve) from the plan and keep it running",
+                       description="Start the engine with inspect's plan on 127.0.0.1, wait for readiness, record "
+                                   "start-up time and the engine's KV-cache figures beside the prediction, and "
+                                   "stop the whole process group on Ctrl-C or SIGTERM.",
+                       epilog=EPILOG_SERVE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--out", type=Path, metavar="DIR", help="run directory for serve.json and engine.log")
+    p.set_defaults(handler=cmd_serve)
+
+
+def _add_probe(sub) -> None:
+    p = sub.add_parser("probe", help="measure the feature-support matrix of an endpoint",
+                       description="Probe an OpenAI-compatible server feature by feature; each row is measured, "
+                                   "with its evidence.", epilog=EPILOG_PROBE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--only", action="append", metavar="NAME", help="run only this probe (repeatable)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write probes.json here (default: a new directory under runs/)")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(handler=cmd_probe)
+
+
+def endpoint_from_args(args: argparse.Namespace):
+    from llm_adapt.engines.endpoint import endpoint_from_url
+
+    return endpoint_from_url(args.endpoint, args.served_model, args.api_key)
+
+
+def inspect_for_engine(args: argparse.Namespace):
+    """Resolve MODEL and build the plan an engine start needs."""
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+
+    source = resolve_model(args.model)
+    return source, run_inspect(source, plan_options_from(args, source), args.platform)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from llm_adapt.engines.session import choose_engine, started_engine
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    engine = choose_engine(args.engine)
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"serve-{inspected.platform['name']}")
+    inspected.save(out / "inspect.json")
+    print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
+    with started_engine(inspected, engine, out, mode=args.mode, port=args.port,
+                        startup_timeout_s=args.startup_timeout) as (server, result):
+        facts = result.engine_facts
+        print(f"ready in {result.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
+        if facts.get("kv_cache_tokens") is not None:
+            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {result.predicted['kv_cache_tokens']:,} predicted")
+        print("Ctrl-C stops the server.", file=sys.stderr)
+        while server.alive():
+            time.sleep(1)
+        raise AdaptError(f"{engine} exited on its own (code {server.proc.returncode}); see {server.log_path}")
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.probes.run import run_probes
+    from llm_adapt.probes.summary import print_probes
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    if bool(args.endpoint) == bool(args.model):
+        raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
+    with engine_or_endpoint(args, "probe") as (endpoint, engine, out):
+        with progress_bar() as report:
+            result = run_probes(endpoint, out, engine=engine, only=args.only, progress=report)
+    if args.json:
+        print(result.to_json())
+    else:
+        print_probes(result, Console())
+        print(f"result: {out / 'probes.json'}")
+    return 0 if result.complete else 1
+
+
+@contextmanager
+def engine_or_endpoint(args: argparse.Namespace, label: str):
+    """Yield (endpoint, engine name, run dir): an external --endpoint, or an engine started for MODEL."""
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    if args.endpoint:
+        endpoint = endpoint_from_args(args)
+        out = ensure_writable(args.out) if args.out else new_run_dir("endpoint", label)
+        yield endpoint, None, out
+        return
+    from llm_adapt.engines.session import choose_engine, started_engine
+
+    engine = choose_engine(args.engine)
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, label)
+    inspected.save(out / "inspect.json")
+    print(f"starting {engine} for {source.name} ...", file=sys.stderr)
+    with started_engine(inspected, engine, out, mode=args.mode, port=args.port,
+                        startup_timeout_s=args.startup_timeout) as (server, _):
+        yield server.endpoint, engine, out
+
+
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821
     from llm_adapt.inspect.plan import PlanOptions
 
@@ -161,7 +296,7 @@ def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noq
         max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens, gpu_memory_utilization=args.gpu_memory_utilization,
         device_memory_gib=args.device_memory, devices_per_node=args.devices, max_nodes=args.nodes,
-        kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port,
+        kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port or 8000,
         trust_remote_code=args.trust_remote_code,
     )
 
@@ -207,16 +342,30 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every `with` block (servers above all) unwinds."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return args.handler(args)
     except AdaptError as exc:
         sys.stderr.write(f"llm-adapt {args.command}: error: {exc}\n")
         return exc.exit_code
+    except Terminated:
+        sys.stderr.write(f"llm-adapt {args.command}: terminated; finished results are kept\n")
+        return 143
     except KeyboardInterrupt:
-        sys.stderr.write(f"llm-adapt {args.command}: interrupted\n")
+        sys.stderr.write(f"llm-adapt {args.command}: interrupted; finished results are kept\n")
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
