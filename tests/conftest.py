@@ -54,3 +54,43 @@ def vllm_server(default_model, tmp_path_factory):
     with ManagedServer(vllm_launch(inspected.plan, port=free_port()), log) as server:
         server.inspect = inspected
         yield server
+
+
+@pytest.fixture(scope="session")
+def transformers_server(default_model, tmp_path_factory):
+    """A real `transformers serve` on the default model, the lighter second engine."""
+    from llm_adapt.engines.server import ManagedServer, free_port
+    from llm_adapt.engines.transformers_serve import transformers_launch
+
+    spec = transformers_launch(default_model.path, port=free_port(), dtype="bf16")
+    with ManagedServer(spec, tmp_path_factory.mktemp("tserve") / "engine.log") as server:
+        yield server
+
+
+@pytest.fixture()
+def stub_server():
+    """A loopback HTTP server answering canned (status, content-type, body) per path; for bad-input tests."""
+    import http.server
+    import threading
+
+    routes: dict[str, tuple[int, str, str]] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            status, ctype, body = routes.get(self.path, (404, "text/html", "<html>not found</html>"))
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", routes
+    server.shutdown()
+    server.server_close()

@@ -118,6 +118,9 @@ def _add_compare(sub) -> None:
     p.add_argument("--max-new-tokens", type=positive_int, default=64, metavar="N", help="greedy tokens per prompt (default 64)")
     p.add_argument("--tie-margin", type=positive_float, default=0.3, metavar="NATS", help="top-1 vs top-2 margin of a near-tie (default 0.3)")
     p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="k for top-k overlap and mutual top-k (default 5)")
+    add_endpoint_options(p)
+    p.add_argument("--served-dtype", default="bf16", choices=["bf16", "fp16", "fp32"],
+                   help="with --endpoint: the dtype the server computes in, for its noise floor (default bf16)")
     p.add_argument("--reference-streaming", action="store_true", default=None,
                    help="compute the reference one layer at a time from the shards (automatic when fp32 does not fit in RAM)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write accuracy.json here (default: a new directory under runs/)")
@@ -155,6 +158,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     load_prompts(args.prompts)  # bad prompts fail before any model loads
     options = compare_options_from(args, detect_platform())
+    if args.endpoint:
+        return compare_with_endpoint(args, options)
     source = resolve_model(args.model)
     if args.target_model:
         check_same_family(source.path, args.target_model)
@@ -286,6 +291,32 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
     with started_engine(inspected, engine, out, mode=args.mode, port=args.port,
                         startup_timeout_s=args.startup_timeout) as (server, _):
         yield server.endpoint, engine, out
+
+
+def compare_with_endpoint(args: argparse.Namespace, options) -> int:
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from llm_adapt.accuracy.endpoint import compare_endpoint
+    from llm_adapt.accuracy.endpoint_summary import print_endpoint_accuracy
+    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    endpoint = endpoint_from_args(args)
+    source = resolve_model(args.model)
+    floor = parse_runner(args.baseline) if args.baseline else replace(options.reference, dtype=args.served_dtype)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
+    with progress_bar() as report:
+        result = compare_endpoint(source, endpoint, options, None if floor == options.reference else floor, out, report)
+    if args.json:
+        print(result.to_json())
+    else:
+        print_endpoint_accuracy(result, Console())
+        print(f"result: {out / 'endpoint_accuracy.json'}")
+    return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1
 
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821

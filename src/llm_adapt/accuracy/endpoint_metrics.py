@@ -1,0 +1,66 @@
+"""Metrics for a server seen only through its top-k log-probs. Pure.
+
+A server returns, per position, the log-prob of the actual token and of its own top-k. Full-vocab
+KL is then out of reach; coarse-graining both distributions to {the tokens both sides know, the
+rest} gives a KL that is a lower bound on the full one (log-sum inequality), and that is what we
+report, with the same coarse-graining applied to the in-process noise floor so the two compare.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def coarse_kl(ref_lp: torch.Tensor, known: dict[int, float]) -> float:
+    """KL(ref || server) on the partition {each known token} + {everything else}: a lower bound."""
+    ids = list(known)
+    p = ref_lp[ids].double().exp()
+    q = torch.tensor([known[i] for i in ids], dtype=torch.float64).exp()
+    kl = float((p * (p.log() - q.log())).sum())
+    p_rest, q_rest = max(1 - float(p.sum()), 0.0), max(1 - float(q.sum()), 0.0)
+    if p_rest > 1e-12:
+        kl += p_rest * (math.log(p_rest) - math.log(max(q_rest, 1e-12)))
+    return max(kl, 0.0)
+
+
+def topk_of(lp: torch.Tensor, k: int) -> dict[int, float]:
+    values, ids = lp.topk(k)
+    return {int(i): float(v) for i, v in zip(ids, values)}
+
+
+def position_stats(ref_lp: torch.Tensor, actual: int, server: dict[int, float], server_top1: int, k: int) -> dict:
+    """One position: ref log-probs [V] vs the server's {id: logprob} (its top-k plus the actual token)."""
+    ref_top = topk_of(ref_lp, k)
+    server_top = sorted(server, key=server.get, reverse=True)[:k]
+    return {
+        "kl_lb": coarse_kl(ref_lp, server),
+        "same_top1": int(server_top1 == int(ref_lp.argmax())),
+        "topk_agree": len(set(ref_top) & set(server_top)) / k,
+        "dlogprob": server.get(actual, float("nan")) - float(ref_lp[actual]),
+    }
+
+
+def as_server_view(lp: torch.Tensor, actual: int, k: int) -> tuple[dict[int, float], int]:
+    """What a server with these log-probs would return: its top-k plus the actual token."""
+    known = topk_of(lp, k)
+    known.setdefault(actual, float(lp[actual]))
+    return known, int(lp.argmax())
+
+
+def summarize(rows: list[dict]) -> dict:
+    from llm_adapt.accuracy.metrics import mean_sem, percentiles, rate_with_error
+
+    if not rows:
+        return {"positions": 0}
+    kl = np.array([r["kl_lb"] for r in rows])
+    same = np.array([r["same_top1"] for r in rows])
+    dlp = np.array([r["dlogprob"] for r in rows])
+    kl_mean, kl_sem = mean_sem(kl)
+    rate, err = rate_with_error(int(same.sum()), len(same))
+    return {"positions": len(rows), "kl_lb_mean": kl_mean, "kl_lb_sem": kl_sem,
+            **{f"kl_lb_{k}": v for k, v in percentiles(kl).items()}, "same_top1": rate, "same_top1_err": err,
+            "topk_agree": float(np.mean([r["topk_agree"] for r in rows])),
+            "dlogprob_mean": float(np.nanmean(dlp)), "dlogprob_abs_mean": float(np.nanmean(np.abs(dlp)))}
