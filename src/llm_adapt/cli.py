@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from llm_adapt import __version__
@@ -42,6 +43,18 @@ EPILOG_PROBE = """examples:
   llm-adapt probe --endpoint http://npu-host:8000 --model llama --api-key $KEY --only streaming
 """
 
+EPILOG_BENCH = """examples:
+  llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
+  llm-adapt bench default --mode latency --input-len 128 --output-len 64 --iterations 10
+  llm-adapt bench default --mode sweep --concurrencies 1,2,4,8 --slo ttft=500,tpot=100
+  llm-adapt bench --endpoint http://127.0.0.1:8000 --mode throughput --dataset sharegpt.json
+"""
+
+EPILOG_MOCK = """examples:
+  llm-adapt mock-server --port 8100 --ttft-ms 10 --itl-ms 5
+  llm-adapt mock-server --error-rate 0.05
+"""
+
 EPILOG_MODELS = """examples:
   llm-adapt models
 """
@@ -56,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_serve(sub)
     _add_probe(sub)
+    _add_bench(sub)
+    _add_mock_server(sub)
     return parser
 
 
@@ -177,7 +192,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["vllm", "transformers"], help="engine to start (default: vllm when installed)")
-    p.add_argument("--mode", choices=["eager", "graph"], default="eager", help="eager (default) or graph mode")
+    p.add_argument("--graph", action="store_true", help="start in graph mode (CUDA graphs / ACLGraph / torch.compile); default eager")
     p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S", help="seconds to wait for readiness")
 
 
@@ -238,7 +253,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"serve-{inspected.platform['name']}")
     inspected.save(out / "inspect.json")
     print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
-    with started_engine(inspected, engine, out, mode=args.mode, port=args.port,
+    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
                         startup_timeout_s=args.startup_timeout) as (server, result):
         facts = result.engine_facts
         print(f"ready in {result.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
@@ -260,9 +275,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if bool(args.endpoint) == bool(args.model):
         raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
-    with engine_or_endpoint(args, "probe") as (endpoint, engine, out):
+    with engine_or_endpoint(args, "probe") as target:
+        out = target.out
         with progress_bar() as report:
-            result = run_probes(endpoint, out, engine=engine, only=args.only, progress=report)
+            result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report)
     if args.json:
         print(result.to_json())
     else:
@@ -271,15 +287,24 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0 if result.complete else 1
 
 
+@dataclass
+class Target:
+    endpoint: "Endpoint"  # noqa: F821
+    engine: str | None  # None: an external endpoint
+    out: Path
+    pid: int | None = None
+    model_dir: Path | None = None
+
+
 @contextmanager
 def engine_or_endpoint(args: argparse.Namespace, label: str):
-    """Yield (endpoint, engine name, run dir): an external --endpoint, or an engine started for MODEL."""
+    """Yield a Target: an external --endpoint, or an engine started for MODEL (stopped on the way out)."""
     from llm_adapt.rundir import ensure_writable, new_run_dir
 
     if args.endpoint:
         endpoint = endpoint_from_args(args)
         out = ensure_writable(args.out) if args.out else new_run_dir("endpoint", label)
-        yield endpoint, None, out
+        yield Target(endpoint, None, out)
         return
     from llm_adapt.engines.session import choose_engine, started_engine
 
@@ -288,9 +313,9 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, label)
     inspected.save(out / "inspect.json")
     print(f"starting {engine} for {source.name} ...", file=sys.stderr)
-    with started_engine(inspected, engine, out, mode=args.mode, port=args.port,
+    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
                         startup_timeout_s=args.startup_timeout) as (server, _):
-        yield server.endpoint, engine, out
+        yield Target(server.endpoint, engine, out, server.proc.pid, source.path)
 
 
 def compare_with_endpoint(args: argparse.Namespace, options) -> int:
@@ -317,6 +342,147 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
         print_endpoint_accuracy(result, Console())
         print(f"result: {out / 'endpoint_accuracy.json'}")
     return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1
+
+
+def rate_value(text: str) -> float:
+    if text.strip().lower() in ("inf", "infinity"):
+        return float("inf")
+    return positive_float(text)
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected whole numbers separated by commas, e.g. 1,2,4,8") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive whole numbers, e.g. 1,2,4,8")
+    return values
+
+
+def slo_value(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower().removesuffix("_ms")
+        if not sep or key not in ("ttft", "tpot", "e2el"):
+            raise argparse.ArgumentTypeError(f"{part!r}: expected ttft=MS, tpot=MS or e2el=MS")
+        out[key] = positive_float(value.strip().lower().removesuffix("ms"))
+    return out
+
+
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="serve / latency / throughput / sweep benchmarks of an endpoint",
+                       description="Benchmark an OpenAI-compatible endpoint (or an engine started for MODEL) with "
+                                   "vLLM's metric definitions: TTFT, TPOT, ITL, E2EL, throughput and goodput.",
+                       epilog=EPILOG_BENCH, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--mode", choices=["serve", "latency", "throughput", "sweep"], default="serve", help="benchmark mode (default serve)")
+    p.add_argument("--num-prompts", type=positive_int, default=32, metavar="N", help="measured requests (default 32)")
+    p.add_argument("--input-len", type=positive_int, default=128, metavar="N", help="prompt tokens (default 128)")
+    p.add_argument("--output-len", type=positive_int, default=64, metavar="N", help="output tokens, fixed with ignore_eos (default 64)")
+    p.add_argument("--request-rate", type=rate_value, default=float("inf"), metavar="R", help="requests/s or inf (default inf)")
+    p.add_argument("--burstiness", type=positive_float, default=1.0, metavar="B", help="gamma shape of arrivals; 1 = Poisson")
+    p.add_argument("--max-concurrency", type=positive_int, metavar="N", help="at most N requests in flight")
+    p.add_argument("--concurrencies", type=int_list, default=(1, 2, 4, 8), metavar="LIST", help="sweep: e.g. 1,2,4,8")
+    p.add_argument("--warmup", type=int, default=2, metavar="N", help="warm-up requests, not measured (default 2)")
+    p.add_argument("--iterations", type=positive_int, default=8, metavar="N", help="latency mode: requests (default 8)")
+    p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
+    p.add_argument("--dataset", metavar="FILE", help="ShareGPT-style JSON/JSONL instead of fixed-length prompts")
+    p.add_argument("--prompts", dest="suite", metavar="SUITE", help="chat prompts from a suite (default, quick) or JSONL")
+    p.add_argument("--tokenizer", metavar="DIR", help="tokenizer for prompt building (default: the model's, else the default model's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(handler=cmd_bench)
+
+
+def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  # noqa: F821
+    from llm_adapt.bench.modes import BenchOptions
+
+    if args.warmup < 0:
+        raise UsageError(f"--warmup {args.warmup}: must be 0 or more")
+    return BenchOptions(mode=mode, num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
+                        request_rate=args.request_rate, burstiness=args.burstiness, max_concurrency=args.max_concurrency,
+                        concurrencies=args.concurrencies, warmup=args.warmup, iterations=args.iterations, slo=args.slo,
+                        dataset=args.dataset, suite=args.suite, seed=args.seed, timeout_s=args.timeout)
+
+
+def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
+    """The tokenizer that builds prompts: --tokenizer, the model's own, else the default model's."""
+    from transformers import AutoTokenizer
+
+    from llm_adapt.models.source import resolve_model
+
+    path = args.tokenizer or model_dir
+    note = None
+    if path is None:
+        path, note = resolve_model("default").path, "prompts built with the default model's tokenizer (pass --tokenizer for the served model's)"
+    try:
+        return AutoTokenizer.from_pretrained(path), note
+    except (OSError, ValueError):
+        raise UsageError(f"--tokenizer {path}: no loadable tokenizer there") from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.bench.modes import Workload, run_bench, server_tokenizes
+    from llm_adapt.bench.summary import print_bench
+    from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.progress import progress_bar
+
+    if bool(args.endpoint) == bool(args.model):
+        raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
+    options = bench_options_from(args, args.mode)
+    if options.suite:
+        from llm_adapt.accuracy.prompts import load_prompts
+
+        load_prompts(options.suite)
+    with engine_or_endpoint(args, f"bench-{options.mode}") as target:
+        out = target.out
+        model, _ = resolve_model_name(target.endpoint)
+        tokenizer, note = bench_tokenizer(args, target.model_dir)
+        work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model), notes=[note] if note else [])
+        with progress_bar() as report:
+            result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
+    if args.json:
+        print(result.to_json())
+    else:
+        print_bench(result, Console())
+        print(f"result: {out / 'bench.json'}")
+    return 0
+
+
+def _add_mock_server(sub) -> None:
+    p = sub.add_parser("mock-server", help="a mock OpenAI streaming server for calibration and tests",
+                       description="Serve a mock OpenAI-compatible streaming API with configurable TTFT, "
+                                   "inter-token delay, output length and error rate, at zero model cost.",
+                       epilog=EPILOG_MOCK, formatter_class=_formatter)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=positive_int, default=8000)
+    p.add_argument("--ttft-ms", type=float, default=0.0)
+    p.add_argument("--itl-ms", type=float, default=0.0)
+    p.add_argument("--output-len", type=positive_int, help="fixed output tokens (default: max_tokens)")
+    p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with HTTP 500")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default="mock", help="served model name")
+    p.set_defaults(handler=cmd_mock_server)
+
+
+def cmd_mock_server(args: argparse.Namespace) -> int:
+    from llm_adapt.bench.mock_server import MockConfig, serve
+
+    if not 0 <= args.error_rate <= 1 or args.ttft_ms < 0 or args.itl_ms < 0:
+        raise UsageError("--error-rate must be in [0, 1]; --ttft-ms and --itl-ms must be 0 or more")
+    print(f"mock server on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
+    serve(MockConfig(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, output_len=args.output_len, error_rate=args.error_rate,
+                     seed=args.seed, model=args.model), args.host, args.port)
+    return 0
 
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821

@@ -1,0 +1,135 @@
+"""The async streaming client. One pooled aiohttp session; SSE parsed as it arrives; monotonic
+clocks. `send` never raises: every outcome, failures included, is a record."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+
+@dataclass
+class RequestSpec:
+    index: int
+    prompt: str | list[int] | None  # completions: text or token ids
+    max_tokens: int
+    prompt_len: int | None = None
+    messages: list[dict[str, str]] | None = None  # chat instead of completions
+    ignore_eos: bool = True
+    scheduled: float = 0.0  # send offset from the start, seconds
+    warmup: bool = False
+
+
+@dataclass
+class Record:
+    index: int
+    scheduled: float
+    max_tokens: int = 0  # asked for, with ignore_eos: the length the server must return
+    start: float = 0.0
+    dispatch_lag: float = 0.0
+    success: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+    ttft: float | None = None
+    itl: list[float] = field(default_factory=list)
+    e2el: float = 0.0
+    chunks: int = 0
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    usage_reported: bool = False
+    client_tokens: int | None = None
+    text: str = ""
+
+
+def payload(spec: RequestSpec, model: str) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of one streaming request; pure."""
+    body: dict[str, Any] = {"model": model, "max_tokens": spec.max_tokens, "stream": True, "temperature": 0,
+                            "stream_options": {"include_usage": True}}
+    if spec.ignore_eos:
+        body.update(ignore_eos=True, min_tokens=spec.max_tokens)
+    if spec.messages is not None:
+        return "chat/completions", {**body, "messages": spec.messages}
+    return "completions", {**body, "prompt": spec.prompt}
+
+
+def chunk_text(event: dict[str, Any]) -> str:
+    """Content carried by one SSE event of completions or chat completions (role-only chunks carry none)."""
+    choices = event.get("choices") or []
+    if not choices:
+        return ""
+    choice = choices[0]
+    if "delta" in choice:
+        return (choice.get("delta") or {}).get("content") or ""
+    return choice.get("text") or ""
+
+
+async def send(session: aiohttp.ClientSession, base_url: str, model: str, spec: RequestSpec, t0: float,
+               headers: dict[str, str] | None = None) -> Record:
+    record = Record(index=spec.index, scheduled=spec.scheduled, max_tokens=spec.max_tokens, prompt_tokens=spec.prompt_len)
+    path, body = payload(spec, model)
+    start = time.perf_counter()
+    record.start, record.dispatch_lag = start - t0, max(0.0, start - t0 - spec.scheduled)
+    try:
+        async with session.post(f"{base_url}/{path}", json=body, headers=headers) as resp:
+            if resp.status != 200:
+                text = (await resp.text())[:200]
+                return _fail(record, f"http_{resp.status}", text, start)
+            await _read_stream(resp, record, start)
+    except asyncio.TimeoutError:
+        return _fail(record, "timeout", "no complete answer within the request timeout", start)
+    except aiohttp.ClientError as exc:
+        return _fail(record, "connection", f"{type(exc).__name__}: {exc}"[:200], start)
+    return record
+
+
+async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: float) -> None:
+    last, done, parts = start, False, []
+    async for raw in resp.content:
+        line = raw.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            done = True
+            break
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError:
+            _fail(record, "malformed_stream", f"not JSON: {data[:80]!r}", start)
+            return
+        now = time.perf_counter()
+        text = chunk_text(event)
+        if text:
+            if record.ttft is None:
+                record.ttft = now - start
+            else:
+                record.itl.append(now - last)
+            last = now
+            record.chunks += 1
+            parts.append(text)
+        usage = event.get("usage")
+        if usage:
+            record.usage_reported = True
+            record.output_tokens = usage.get("completion_tokens")
+            record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
+    record.e2el = time.perf_counter() - start
+    record.text = "".join(parts)
+    if not done:
+        _fail(record, "truncated_stream", "the stream ended without [DONE]", start)
+        return
+    if record.ttft is None:
+        _fail(record, "empty", "no content in the stream", start)
+        return
+    if record.output_tokens is None:
+        record.output_tokens = record.chunks  # no usage: one token per content chunk
+    record.success = True
+
+
+def _fail(record: Record, kind: str, message: str, start: float) -> Record:
+    record.success, record.error_kind, record.error = False, kind, message
+    record.e2el = time.perf_counter() - start
+    return record

@@ -1,0 +1,137 @@
+"""Drive a list of requests at a schedule and/or a concurrency cap; stream records to JSONL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import aiohttp
+
+from llm_adapt.bench.client import Record, RequestSpec, send
+from llm_adapt.engines.endpoint import Endpoint
+
+
+async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
+                   max_concurrency: int | None = None, timeout_s: float = 600.0, count_tokens: Callable[[str], int] | None = None,
+                   sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
+                   label: str = "requests") -> dict[str, Any]:
+    """Warm-up requests first (not recorded), then the measured ones; returns timing facts."""
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else None
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    connector = aiohttp.TCPConnector(limit=max_concurrency or 0, force_close=False)
+    warm = [s for s in specs if s.warmup]
+    measured = [s for s in specs if not s.warmup]
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+        for spec in warm:
+            await send(session, endpoint.base_url, model, spec, time.perf_counter(), headers)
+        sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        sampler_task = asyncio.create_task(sampler.run()) if sampler else None
+        done = 0
+        t0 = time.perf_counter()
+        with open(records_path, "w") as sink:
+            async def one(spec: RequestSpec) -> None:
+                nonlocal done
+                delay = t0 + spec.scheduled - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if sem:
+                    async with sem:
+                        record = await send(session, endpoint.base_url, model, spec, t0, headers)
+                else:
+                    record = await send(session, endpoint.base_url, model, spec, t0, headers)
+                _write(sink, record, count_tokens)
+                done += 1
+                if progress:
+                    progress(label, done, len(measured))
+
+            try:
+                await asyncio.gather(*(one(s) for s in measured))
+            finally:
+                duration = time.perf_counter() - t0
+                if sampler_task:
+                    sampler_task.cancel()
+    return {"duration": duration, "sent": len(measured), "warmup": len(warm)}
+
+
+def _write(sink, record: Record, count_tokens) -> None:
+    """One JSON line per finished request; the generated text is dropped after counting its tokens."""
+    if count_tokens and record.success:
+        record.client_tokens = count_tokens(record.text)
+    row = asdict(record)
+    row.pop("text")
+    sink.write(json.dumps(row) + "\n")
+    sink.flush()
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+class ResourceSampler:
+    """Polls the server's /metrics (KV-cache usage, running and waiting requests) and, for a
+    server we started, the RSS of its whole process tree."""
+
+    KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+
+    def __init__(self, endpoint: Endpoint, pid: int | None = None, interval_s: float = 1.0):
+        self.endpoint, self.pid, self.interval_s = endpoint, pid, interval_s
+        self.samples: list[dict[str, Any]] = []
+
+    async def run(self) -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            start = time.perf_counter()
+            while True:
+                sample: dict[str, Any] = {"t": round(time.perf_counter() - start, 3)}
+                try:
+                    async with session.get(self.endpoint.root_url + "/metrics") as resp:
+                        if resp.status == 200:
+                            sample.update(parse_metrics(await resp.text()))
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    pass
+                if self.pid:
+                    sample["rss_bytes"] = tree_rss(self.pid)
+                self.samples.append(sample)
+                await asyncio.sleep(self.interval_s)
+
+    def summary(self) -> dict[str, Any]:
+        def peak(key):
+            values = [s[key] for s in self.samples if s.get(key) is not None]
+            return max(values) if values else None
+
+        return {"samples": len(self.samples), "kv_cache_usage_max": peak("kv_cache_usage"),
+                "running_max": peak("running"), "waiting_max": peak("waiting"), "rss_bytes_max": peak("rss_bytes")}
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """The few Prometheus gauges we watch; summed over label sets."""
+    wanted = {"vllm:kv_cache_usage_perc": "kv_cache_usage", "vllm:gpu_cache_usage_perc": "kv_cache_usage",
+              "vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting"}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in wanted:
+            try:
+                value = float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                continue
+            if not math.isnan(value):
+                out[wanted[name]] = out.get(wanted[name], 0.0) + value
+    return out
+
+
+def tree_rss(pid: int) -> int | None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+    except psutil.Error:
+        return None

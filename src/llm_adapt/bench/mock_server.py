@@ -1,0 +1,108 @@
+"""A mock OpenAI streaming server with no model cost: configurable TTFT, inter-token delay,
+output length and error rate. It calibrates the benchmark client and serves the tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass
+
+from aiohttp import web
+
+
+@dataclass
+class MockConfig:
+    ttft_ms: float = 0.0
+    itl_ms: float = 0.0
+    output_len: int | None = None  # None: honour max_tokens
+    error_rate: float = 0.0
+    seed: int = 0
+    model: str = "mock"
+    max_model_len: int = 4096
+
+
+def build_app(cfg: MockConfig) -> web.Application:
+    rng = random.Random(cfg.seed)
+    state = {"running": 0}
+
+    def n_tokens(body: dict) -> int:
+        return cfg.output_len if cfg.output_len is not None else int(body.get("max_tokens") or 16)
+
+    def prompt_tokens(body: dict) -> int:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            return len(prompt)
+        if body.get("messages"):
+            return sum(len(str(m.get("content", "")).split()) for m in body["messages"])
+        return len(str(prompt or "").split())
+
+    async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
+        body = await request.json()
+        if cfg.error_rate and rng.random() < cfg.error_rate:
+            return web.json_response({"error": {"message": "injected failure"}}, status=500)
+        n, created = n_tokens(body), int(time.time())
+        if not body.get("stream"):
+            await asyncio.sleep((cfg.ttft_ms + cfg.itl_ms * max(n - 1, 0)) / 1000)
+            text = " tok" * n
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+            return web.json_response({"id": "mock", "object": "completion", "created": created, "model": cfg.model,
+                                      "choices": [{**choice, "finish_reason": "length"}],
+                                      "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
+                                                "total_tokens": prompt_tokens(body) + n}})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        state["running"] += 1
+        try:
+            if chat:
+                await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+            await asyncio.sleep(cfg.ttft_ms / 1000)
+            for i in range(n):
+                if i:
+                    await asyncio.sleep(cfg.itl_ms / 1000)
+                choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+                await _event(resp, {"id": "mock", "created": created, "model": cfg.model, "choices": [choice]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await _event(resp, {"choices": [], "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
+                                                             "total_tokens": prompt_tokens(body) + n}})
+            await resp.write(b"data: [DONE]\n\n")
+        finally:
+            state["running"] -= 1
+        return resp
+
+    async def completions(request):
+        return await generate(request, chat=False)
+
+    async def chat(request):
+        return await generate(request, chat=True)
+
+    async def models(request):
+        return web.json_response({"object": "list", "data": [{"id": cfg.model, "object": "model",
+                                                              "max_model_len": cfg.max_model_len}]})
+
+    async def health(request):
+        return web.Response(text="")
+
+    async def tokenize(request):
+        body = await request.json()
+        count = prompt_tokens(body)
+        return web.json_response({"count": count, "max_model_len": cfg.max_model_len, "tokens": list(range(count))})
+
+    async def metrics(request):
+        return web.Response(text=f"vllm:num_requests_running {state['running']}\nvllm:num_requests_waiting 0\n"
+                                 "vllm:kv_cache_usage_perc 0.0\n")
+
+    app = web.Application()
+    app.add_routes([web.post("/v1/completions", completions), web.post("/v1/chat/completions", chat),
+                    web.get("/v1/models", models), web.get("/health", health), web.post("/tokenize", tokenize),
+                    web.get("/metrics", metrics)])
+    return app
+
+
+async def _event(resp: web.StreamResponse, data: dict) -> None:
+    await resp.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+
+def serve(cfg: MockConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+    web.run_app(build_app(cfg), host=host, port=port, print=None, access_log=None)
