@@ -94,3 +94,16 @@ def stub_server():
     yield f"http://127.0.0.1:{server.server_address[1]}", routes
     server.shutdown()
     server.server_close()
+
+
+def start_mock(tmp_path, *flags):
+    """A real `llm-adapt mock-server` process on a free port (stop it with .stop() or `with`)."""
+    import sys
+
+    from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
+
+    port = free_port()
+    argv = [sys.executable, "-m", "llm_adapt.cli", "mock-server", "--port", str(port), *flags]
+    spec = LaunchSpec(engine="mock", argv=argv, env={}, host="127.0.0.1", port=port, served_model="mock",
+                      startup_timeout_s=60)
+    return ManagedServer(spec, tmp_path / f"mock-{port}.log")

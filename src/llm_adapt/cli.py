@@ -469,6 +469,8 @@ def _add_mock_server(sub) -> None:
     p.add_argument("--itl-ms", type=float, default=0.0)
     p.add_argument("--output-len", type=positive_int, help="fixed output tokens (default: max_tokens)")
     p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with HTTP 500")
+    p.add_argument("--fault", choices=["malformed", "truncate", "stall", "reset"], help="break some streams this way")
+    p.add_argument("--fault-rate", type=float, default=1.0, help="share of streams broken by --fault (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default="mock", help="served model name")
     p.set_defaults(handler=cmd_mock_server)
@@ -477,11 +479,12 @@ def _add_mock_server(sub) -> None:
 def cmd_mock_server(args: argparse.Namespace) -> int:
     from llm_adapt.bench.mock_server import MockConfig, serve
 
-    if not 0 <= args.error_rate <= 1 or args.ttft_ms < 0 or args.itl_ms < 0:
-        raise UsageError("--error-rate must be in [0, 1]; --ttft-ms and --itl-ms must be 0 or more")
+    if not 0 <= args.error_rate <= 1 or not 0 <= args.fault_rate <= 1 or args.ttft_ms < 0 or args.itl_ms < 0:
+        raise UsageError("--error-rate and --fault-rate must be in [0, 1]; --ttft-ms and --itl-ms must be 0 or more")
     print(f"mock server on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
     serve(MockConfig(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, output_len=args.output_len, error_rate=args.error_rate,
-                     seed=args.seed, model=args.model), args.host, args.port)
+                     fault=args.fault, fault_rate=args.fault_rate if args.fault else 0.0, seed=args.seed,
+                     model=args.model), args.host, args.port)
     return 0
 
 

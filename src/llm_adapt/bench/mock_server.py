@@ -18,6 +18,8 @@ class MockConfig:
     itl_ms: float = 0.0
     output_len: int | None = None  # None: honour max_tokens
     error_rate: float = 0.0
+    fault: str | None = None  # malformed | truncate | stall | reset: how a faulty stream breaks
+    fault_rate: float = 0.0
     seed: int = 0
     model: str = "mock"
     max_model_len: int = 4096
@@ -53,6 +55,7 @@ def build_app(cfg: MockConfig) -> web.Application:
                                                 "total_tokens": prompt_tokens(body) + n}})
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
+        fault = cfg.fault if cfg.fault and rng.random() < cfg.fault_rate else None
         state["running"] += 1
         try:
             if chat:
@@ -61,6 +64,8 @@ def build_app(cfg: MockConfig) -> web.Application:
             for i in range(n):
                 if i:
                     await asyncio.sleep(cfg.itl_ms / 1000)
+                if fault and i == n // 2:
+                    return await _break(resp, request, fault)
                 choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
                 await _event(resp, {"id": "mock", "created": created, "model": cfg.model, "choices": [choice]})
             if (body.get("stream_options") or {}).get("include_usage"):
@@ -98,6 +103,18 @@ def build_app(cfg: MockConfig) -> web.Application:
                     web.get("/v1/models", models), web.get("/health", health), web.post("/tokenize", tokenize),
                     web.get("/metrics", metrics)])
     return app
+
+
+async def _break(resp: web.StreamResponse, request: web.Request, fault: str) -> web.StreamResponse:
+    """Break the stream the way misbehaving servers do."""
+    if fault == "malformed":
+        await resp.write(b"data: {not json\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+    elif fault == "stall":
+        await asyncio.sleep(3600)
+    elif fault == "reset":
+        request.transport.close()
+    return resp  # "truncate": end without [DONE]
 
 
 async def _event(resp: web.StreamResponse, data: dict) -> None:

@@ -1,0 +1,101 @@
+"""The benchmark client against the mock server and a real vLLM-CPU server."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
+from llm_adapt.engines.endpoint import Endpoint
+from tests.conftest import start_mock
+
+
+@pytest.fixture(scope="module")
+def tokenizer(default_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(default_model.path)
+
+
+def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
+    return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
+
+
+def test_measured_ttft_matches_the_mock(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "10", "--itl-ms", "2") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="latency", iterations=20, output_len=8, warmup=2)
+    m = result.runs[0]["metrics"]
+    assert m["completed"] == 20 and abs(m["median_ttft_ms"] - 10) < 3
+    assert 1.5 < m["median_tpot_ms"] < 4
+    assert result.runs[0]["token_accounting"]["fixed_length_honoured"]
+    assert result.runs[0]["latency"]["iterations"] == 20
+
+
+def test_injected_errors_are_counted_and_nothing_is_lost(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--error-rate", "0.05", "--seed", "7") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="serve", num_prompts=400, max_concurrency=32,
+                       output_len=4, warmup=0)
+    m, run = result.runs[0]["metrics"], result.runs[0]
+    assert m["completed"] + m["failed"] == run["sent"] == 400
+    assert 0 < m["errors"]["http_500"] < 60
+    lines = open(run["records"]).read().splitlines()
+    assert len(lines) == 400 and {json.loads(l)["index"] for l in lines} == set(range(400))
+
+
+@pytest.mark.parametrize("fault,kind", [("malformed", "malformed_stream"), ("truncate", "truncated_stream"),
+                                        ("reset", "connection")])
+def test_broken_streams_become_records(tmp_path, tokenizer, fault, kind):
+    with start_mock(tmp_path, "--fault", fault, "--fault-rate", "0.5", "--seed", "1") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="throughput", num_prompts=20, output_len=8, warmup=0)
+    m = result.runs[0]["metrics"]
+    assert m["completed"] + m["failed"] == 20 and m["errors"].get(kind, 0) > 0, m["errors"]
+
+
+def test_stalled_stream_times_out(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--fault", "stall", "--fault-rate", "1") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="throughput", num_prompts=3, output_len=8, warmup=0,
+                       timeout_s=2)
+    assert result.runs[0]["metrics"]["errors"] == {"timeout": 3}
+
+
+def test_sweep_finds_a_knee(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "5", "--itl-ms", "5") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="sweep", concurrencies=(1, 4, 16), num_prompts=16,
+                       output_len=8, warmup=1)
+    assert [r["load"] for r in result.runs] == [1, 4, 16] and result.knee is not None
+    tput = [r["metrics"]["output_throughput"] for r in result.runs]
+    assert tput[2] > tput[0] * 4
+
+
+def test_ctrl_c_keeps_the_requests_so_far(tmp_path):
+    with start_mock(tmp_path, "--itl-ms", "50") as server:
+        out = tmp_path / "run"
+        proc = subprocess.Popen([sys.executable, "-m", "llm_adapt.cli", "bench", "--endpoint", server.endpoint.base_url,
+                                 "--mode", "serve", "--num-prompts", "200", "--max-concurrency", "2", "--output-len", "20",
+                                 "--warmup", "0", "--out", str(out)], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            records = out / "bench-serve-serve.jsonl"
+            if records.exists() and len(records.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    data = json.loads((out / "bench.json").read_text())
+    assert data["interrupted"] and data["runs"][0]["partial"] and data["runs"][0]["metrics"]["completed"] >= 4
+
+
+@pytest.mark.slow
+def test_vllm_serve_and_latency(vllm_server, tokenizer, tmp_path):
+    endpoint = vllm_server.endpoint
+    model = endpoint.model
+    result = bench(endpoint, tokenizer, tmp_path, model=model, mode="serve", num_prompts=6, input_len=32,
+                   output_len=8, max_concurrency=3, warmup=1)
+    run = result.runs[0]
+    assert run["metrics"]["completed"] == 6 and run["token_accounting"]["fixed_length_honoured"]
+    assert run["metrics"]["total_input_tokens"] == 6 * 32  # token-id prompts: exact lengths
+    assert run["server"]["samples"] >= 1
