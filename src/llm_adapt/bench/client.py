@@ -11,6 +11,12 @@ from typing import Any
 
 import aiohttp
 
+try:  # msgspec (a vLLM dependency) decodes each SSE event several times faster than json
+    from msgspec import DecodeError as _DecodeError
+    from msgspec.json import decode as _decode
+except ImportError:  # pragma: no cover
+    _decode, _DecodeError = json.loads, json.JSONDecodeError
+
 
 @dataclass
 class RequestSpec:
@@ -87,46 +93,62 @@ async def send(session: aiohttp.ClientSession, base_url: str, model: str, spec: 
 
 
 async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: float) -> None:
-    last, done, parts = start, False, []
-    async for raw in resp.content:
-        line = raw.strip()
+    """Parse SSE events as bytes arrive (split on blank lines), timing each content chunk."""
+    state = {"last": start, "done": False, "parts": []}
+    buffer = b""
+    async for data in resp.content.iter_any():
+        buffer += data
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            if not _on_event(event, record, state, start):
+                return
+            if state["done"]:
+                break
+        if state["done"]:
+            break
+    record.e2el = time.perf_counter() - start
+    record.text = "".join(state["parts"])
+    if not state["done"]:
+        _fail(record, "truncated_stream", "the stream ended without [DONE]", start)
+    elif record.ttft is None:
+        _fail(record, "empty", "no content in the stream", start)
+    else:
+        if record.output_tokens is None:
+            record.output_tokens = record.chunks  # no usage: one token per content chunk
+        record.success = True
+
+
+def _on_event(event: bytes, record: Record, state: dict, start: float) -> bool:
+    """Handle one SSE event; False when the stream is malformed (the record then says so)."""
+    for line in event.split(b"\n"):
+        line = line.strip()
         if not line.startswith(b"data:"):
             continue
         data = line[5:].strip()
         if data == b"[DONE]":
-            done = True
-            break
+            state["done"] = True
+            return True
         try:
-            event = json.loads(data)
-        except json.JSONDecodeError:
+            payload = _decode(data)
+        except (_DecodeError, ValueError):
             _fail(record, "malformed_stream", f"not JSON: {data[:80]!r}", start)
-            return
+            return False
         now = time.perf_counter()
-        text = chunk_text(event)
+        text = chunk_text(payload)
         if text:
             if record.ttft is None:
                 record.ttft = now - start
             else:
-                record.itl.append(now - last)
-            last = now
+                record.itl.append(now - state["last"])
+            state["last"] = now
             record.chunks += 1
-            parts.append(text)
-        usage = event.get("usage")
+            state["parts"].append(text)
+        usage = payload.get("usage")
         if usage:
             record.usage_reported = True
             record.output_tokens = usage.get("completion_tokens")
             record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
-    record.e2el = time.perf_counter() - start
-    record.text = "".join(parts)
-    if not done:
-        _fail(record, "truncated_stream", "the stream ended without [DONE]", start)
-        return
-    if record.ttft is None:
-        _fail(record, "empty", "no content in the stream", start)
-        return
-    if record.output_tokens is None:
-        record.output_tokens = record.chunks  # no usage: one token per content chunk
-    record.success = True
+    return True
 
 
 def _fail(record: Record, kind: str, message: str, start: float) -> Record:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -62,8 +61,7 @@ def _write(sink, record: Record, count_tokens) -> None:
     """One JSON line per finished request; the generated text is dropped after counting its tokens."""
     if count_tokens and record.success:
         record.client_tokens = count_tokens(record.text)
-    row = asdict(record)
-    row.pop("text")
+    row = {k: v for k, v in vars(record).items() if k != "text"}
     sink.write(json.dumps(row) + "\n")
     sink.flush()
 

@@ -61,6 +61,9 @@ def build_app(cfg: MockConfig) -> web.Application:
             if chat:
                 await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
             await asyncio.sleep(cfg.ttft_ms / 1000)
+            if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
+                await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
+                return resp
             for i in range(n):
                 if i:
                     await asyncio.sleep(cfg.itl_ms / 1000)
@@ -105,6 +108,16 @@ def build_app(cfg: MockConfig) -> web.Application:
     return app
 
 
+def _whole_stream(body: dict, n: int, chat: bool, created: int, model: str, prompt_tokens: int) -> bytes:
+    choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+    event = b"data: " + json.dumps({"id": "mock", "created": created, "model": model, "choices": [choice]}).encode() + b"\n\n"
+    tail = b""
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+        tail = b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
+    return event * n + tail + b"data: [DONE]\n\n"
+
+
 async def _break(resp: web.StreamResponse, request: web.Request, fault: str) -> web.StreamResponse:
     """Break the stream the way misbehaving servers do."""
     if fault == "malformed":
@@ -122,4 +135,6 @@ async def _event(resp: web.StreamResponse, data: dict) -> None:
 
 
 def serve(cfg: MockConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+    # The default asyncio loop, not uvloop: libuv timers round to whole milliseconds, which
+    # would blur the TTFT the mock is asked to produce.
     web.run_app(build_app(cfg), host=host, port=port, print=None, access_log=None)
