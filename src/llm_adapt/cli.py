@@ -55,6 +55,18 @@ EPILOG_MOCK = """examples:
   llm-adapt mock-server --error-rate 0.05
 """
 
+EPILOG_RUN = """examples:
+  llm-adapt run default
+  llm-adapt run ./Llama-3.2-3B-Instruct --platform cuda --out runs/llama3b --lang zh
+  llm-adapt run default --endpoint http://npu-host:8000/v1 --model llama --skip bench
+  llm-adapt run default --out runs/x --resume
+"""
+
+EPILOG_REPORT = """examples:
+  llm-adapt report runs/SmolLM2-135M-Instruct-cpu-20261130-120000
+  llm-adapt report runs/x --lang zh
+"""
+
 EPILOG_MODELS = """examples:
   llm-adapt models
 """
@@ -71,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_probe(sub)
     _add_bench(sub)
     _add_mock_server(sub)
+    _add_run(sub)
+    _add_report(sub)
     return parser
 
 
@@ -485,6 +499,77 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     serve(MockConfig(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, output_len=args.output_len, error_rate=args.error_rate,
                      fault=args.fault, fault_rate=args.fault_rate if args.fault else 0.0, seed=args.seed,
                      model=args.model), args.host, args.port)
+    return 0
+
+
+def _add_run(sub) -> None:
+    p = sub.add_parser("run", help="the whole adaptation report in one command",
+                       description="inspect -> accuracy (in-process) -> engine -> probes -> endpoint accuracy -> bench "
+                                   "-> report. Each stage's JSON is on disk before the next starts.",
+                       epilog=EPILOG_RUN, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", default="default", help="HF directory, .gguf file or 'default'")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<model>-<platform>-<time>)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
+    p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")
+    p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
+    p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
+    p.set_defaults(handler=cmd_run)
+
+
+def pipeline_skippable() -> tuple[str, ...]:
+    return ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from llm_adapt.pipeline import QUICK, RunContext, Workload, run_pipeline
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    if args.resume and not (args.out and (args.out / "status.json").exists()):
+        raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
+    endpoint = endpoint_from_args(args) if args.endpoint else None
+    if endpoint is not None:
+        from llm_adapt.engines.preflight import resolve_model_name
+
+        resolve_model_name(endpoint)  # an unreachable endpoint fails before any work
+    label = args.platform or __import__("llm_adapt.platforms", fromlist=["x"]).detect_platform()
+    out = ensure_writable(args.out) if args.out else new_run_dir(_run_name(args.model), label)
+    print(f"run directory: {out}", file=sys.stderr)
+    with progress_bar() as report:
+        ctx = RunContext(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
+                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
+                         graph=args.graph, startup_timeout_s=args.startup_timeout,
+                         workload=QUICK if args.quick else Workload(), lang=args.lang, skip=set(args.skip),
+                         resume=args.resume, progress=report, log=lambda m: print(m, file=sys.stderr))
+        status = run_pipeline(ctx)
+    report_path = out / ("report.md" if args.lang == "en" else f"report.{args.lang}.md")
+    print(f"report: {report_path}")
+    failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]
+    return 1 if failed else 0
+
+
+def _run_name(model: str) -> str:
+    return "SmolLM2-135M-Instruct" if model == "default" else Path(model).name.removesuffix(".gguf") or "model"
+
+
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="re-render report.md / report.html from a run directory's JSON",
+                       description="Render the adaptation report from the JSON results of a run, without rerunning anything.",
+                       epilog=EPILOG_REPORT, formatter_class=_formatter)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.set_defaults(handler=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from llm_adapt.report.render import render_report
+
+    for path in render_report(args.run_dir, args.lang):
+        print(path)
     return 0
 
 

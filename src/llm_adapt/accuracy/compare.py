@@ -84,7 +84,9 @@ def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | 
     return floor if floor != reference else None
 
 
-def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None = None) -> AccuracyResult:
+def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None = None,
+            keep_gold: list | None = None) -> AccuracyResult:
+    """In-process comparison; the measured reference is appended to `keep_gold` for reuse."""
     from transformers import AutoTokenizer
 
     progress = progress or (lambda what, done, total: None)
@@ -93,6 +95,8 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     prompts = load_prompts(opts.prompts)
     gold = measure_reference(source, tokenizer, prompts, opts, progress)
+    if keep_gold is not None:
+        keep_gold.append(gold)
     done: dict[RunnerSpec, RunnerReport] = {}  # each distinct runner is measured once
     floors: dict[RunnerSpec, RunnerReport] = {}
     targets = []

@@ -68,14 +68,16 @@ class EndpointClient:
 
 
 def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptions, floor: RunnerSpec | None,
-                     out: Path, progress: Callable[[str, int, int], None] | None = None) -> EndpointAccuracyResult:
+                     out: Path, progress: Callable[[str, int, int], None] | None = None,
+                     gold: Gold | None = None) -> EndpointAccuracyResult:
+    """`gold` lets a run reuse the reference it already measured for the in-process comparison."""
     from transformers import AutoTokenizer
 
     progress = progress or (lambda *a: None)
     model, _ = resolve_model_name(endpoint)
     client = EndpointClient(endpoint, model)
     tokenizer = AutoTokenizer.from_pretrained(source.path)
-    gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
+    gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
     floor_lp = _floor_logprobs(floor, source, gold, progress) if floor else None
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,

@@ -41,6 +41,7 @@ def build_app(cfg: MockConfig) -> web.Application:
         return len(str(prompt or "").split())
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
+        arrived = time.perf_counter()  # TTFT counts from here: parsing the request is part of it
         body = await request.json()
         if cfg.error_rate and rng.random() < cfg.error_rate:
             return web.json_response({"error": {"message": "injected failure"}}, status=500)
@@ -60,7 +61,7 @@ def build_app(cfg: MockConfig) -> web.Application:
         try:
             if chat:
                 await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
-            await asyncio.sleep(cfg.ttft_ms / 1000)
+            await asyncio.sleep(max(0.0, cfg.ttft_ms / 1000 - (time.perf_counter() - arrived)))
             if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
                 await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
                 return resp

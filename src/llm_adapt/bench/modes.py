@@ -81,7 +81,7 @@ def build_specs(opts: BenchOptions, work: Workload, n: int, *, rate: float, warm
 
 
 def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions, out: Path, *, pid: int | None = None,
-              progress: Callable[[str, int, int], None] | None = None) -> BenchResult:
+              progress: Callable[[str, int, int], None] | None = None, name: str = "bench.json") -> BenchResult:
     result = BenchResult(mode=opts.mode, endpoint=endpoint.redacted(), model=model,
                          settings={k: v for k, v in asdict(opts).items() if v is not None}
                          | {"request_rate": "inf" if math.isinf(opts.request_rate) else opts.request_rate,
@@ -96,7 +96,7 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
             result.runs.append({"label": label, "load": load, **run})
             if opts.mode == "sweep":
                 result.knee = stats.knee([{"load": r["load"], **r["metrics"]} for r in result.runs])
-            result.save(out / "bench.json")
+            result.save(out / name)
     except KeyboardInterrupt:
         result.interrupted = True
         label, load, _, _ = plans[len(result.runs)]
@@ -105,7 +105,7 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
             records = read_records(partial)
             result.runs.append({"label": label, "load": load, "partial": True,
                                 "metrics": stats.compute_metrics(records, max((r["start"] + r["e2el"] for r in records), default=0.0), opts.slo)})
-        result.save(out / "bench.json")
+        result.save(out / name)
         raise
     return result
 

@@ -1,0 +1,51 @@
+"""Everything the report shows, read from a run directory's JSON files and nothing else."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_adapt.errors import UsageError
+
+FILES = {"status": "status.json", "environment": "environment.json", "inspect": "inspect.json",
+         "accuracy": "accuracy.json", "serve": "serve.json", "probes": "probes.json",
+         "endpoint_accuracy": "endpoint_accuracy.json"}
+BENCH_MODES = ("latency", "throughput", "sweep", "serve")
+
+
+@dataclass
+class RunData:
+    dir: Path
+    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bench: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.parts.get(name)
+
+
+def load_run(run_dir: Path) -> RunData:
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    data = RunData(run_dir)
+    for name, file in FILES.items():
+        _read(data, name, run_dir / file, data.parts)
+    for mode in BENCH_MODES:
+        _read(data, mode, run_dir / f"bench-{mode}.json", data.bench)
+    if "bench" not in data.bench and (run_dir / "bench.json").exists():
+        _read(data, "bench", run_dir / "bench.json", data.bench)
+    if not data.parts.get("inspect") and not data.parts.get("status"):
+        raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
+    return data
+
+
+def _read(data: RunData, name: str, path: Path, into: dict) -> None:
+    if not path.exists():
+        return
+    try:
+        into[name] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        data.unreadable[name] = f"{path.name}: {exc}"

@@ -1,0 +1,165 @@
+"""The report's judgement: overall verdict, the findings that matter, notes and troubleshooting.
+Pure functions of RunData's dictionaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_adapt.report.data import RunData
+
+ORDER = {"PASS": 0, "WARN": 1, "FAIL": 2}
+CORE_FEATURES = ("chat completion", "streaming")
+
+
+def main_target(acc: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not acc or not acc.get("targets"):
+        return None
+    return next((t for t in acc["targets"] if not t.get("quant")), acc["targets"][0])
+
+
+def quant_targets(acc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [t for t in (acc or {}).get("targets", []) if t.get("quant")]
+
+
+def overall_verdict(run: RunData) -> dict[str, Any]:
+    """Worst of: the engine started, core features work, the main in-process target, the endpoint."""
+    parts: list[tuple[str, str]] = []
+    stages = (run.get("status") or {}).get("stages", {})
+    if stages.get("serve", {}).get("status") == "failed":
+        parts.append(("FAIL", f"the engine did not start: {stages['serve'].get('reason')}"))
+    probes = run.get("probes")
+    if probes:
+        rows = {r["name"]: r for r in probes["rows"]}
+        broken = [n for n in CORE_FEATURES if rows.get(n, {}).get("status") != "supported"]
+        if broken:
+            parts.append(("FAIL", f"core features not working: {', '.join(broken)}"))
+    target = main_target(run.get("accuracy"))
+    if target:
+        parts.append((target["verdict"]["status"], f"in-process {target['label']}: {target['verdict']['status']}"))
+    ep = run.get("endpoint_accuracy")
+    if ep and ep.get("verdict"):
+        parts.append((ep["verdict"]["status"], f"served model vs gold: {ep['verdict']['status']}"))
+    measured = [p for p in parts]
+    if not measured:
+        return {"status": "WARN", "reasons": ["nothing was measured beyond the plan"]}
+    status = max((p[0] for p in measured), key=ORDER.get)
+    incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
+    if incomplete and status == "PASS":
+        status = "WARN"
+    return {"status": status, "reasons": [p[1] for p in measured if p[0] != "PASS"]
+            + [f"stage {s}: {stages[s]['status']}" for s in incomplete]}
+
+
+TEXT = {
+    "en": {
+        "support": "{arch} is {support} in {registry}: {strategy}.",
+        "started": "{engine} started in {seconds:.0f} s and logged {logged:,} KV-cache tokens, {same}.",
+        "same": "exactly as predicted", "predicted": "predicted {predicted:,}",
+        "served": "The served model against the fp32 gold: top-k KL {kl:.2e}{floor}, same top-1 {top1:.1%}{div}.",
+        "floor": " (in-process {label} floor: {kl:.2e})",
+        "div": "; greedy output identical on {exact}/{n} prompts, {ties} near-tie and {genuine} genuine divergences",
+        "inproc": "In-process {label}: final hidden-state error {rel:.2%} (rel. L2), KL {kl:.2e}{loc}.",
+        "loc": "; the first layer out of line is {name}", "noloc": "; no layer's own error exceeds its floor",
+        "quant": "Weight-only {quant}: KL {kl:.2e}{ratio}{where} ({status}; informational, not part of the verdict).",
+        "ratio": ", {ratio:.1f}x its {floor} floor", "where": ", first out of line at {name}",
+        "tput": "Throughput with {n} requests at once: {tps:.1f} output tok/s, TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms.",
+    },
+    "zh": {
+        "support": "{arch} 在 {registry} 中为 {support}：{strategy}。",
+        "started": "{engine} 启动耗时 {seconds:.0f} s，日志记录 KV Cache {logged:,} tokens，{same}。",
+        "same": "与预测完全一致", "predicted": "预测值为 {predicted:,}",
+        "served": "服务端模型对比 fp32 Gold Reference：top-k KL {kl:.2e}{floor}，top-1 一致率 {top1:.1%}{div}。",
+        "floor": "（本地 {label} 噪声基线：{kl:.2e}）",
+        "div": "；贪心输出 {exact}/{n} 条完全一致，{ties} 处平局分叉、{genuine} 处真实分叉",
+        "inproc": "本地 {label}：末层 hidden state 相对 L2 误差 {rel:.2%}，KL {kl:.2e}{loc}。",
+        "loc": "；首个本层误差超标的是 {name}", "noloc": "；没有任何一层的本层误差超过噪声基线",
+        "quant": "int8 权重量化 {quant}：KL {kl:.2e}{ratio}{where}（{status}；仅供参考，不计入结论）。",
+        "ratio": "，为 {floor} 基线的 {ratio:.1f} 倍", "where": "，首个超标层为 {name}",
+        "tput": "{n} 个请求同时发送时吞吐 {tps:.1f} 输出 tok/s，TTFT p50 {ttft:.0f} ms，TPOT p50 {tpot:.1f} ms。",
+    },
+}
+
+
+def findings(run: RunData, lang: str = "en") -> list[str]:
+    """Up to five sentences a reader needs first, each built from a measurement; problems first."""
+    T = TEXT[lang]
+    out: list[tuple[int, str]] = []
+    insp, serve, ep, acc = run.get("inspect"), run.get("serve"), run.get("endpoint_accuracy"), run.get("accuracy")
+    if insp:
+        sup = insp["support"]
+        out.append((3, T["support"].format(arch=insp["architecture"], support=sup["vllm"], registry=sup["registry"],
+                                           strategy=sup["strategy"].lower() if lang == "en" else sup["strategy"])))
+    if serve and serve.get("engine_facts", {}).get("kv_cache_tokens") is not None:
+        logged, predicted = serve["engine_facts"]["kv_cache_tokens"], serve["predicted"]["kv_cache_tokens"]
+        engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve["engine"], serve["engine"])
+        same = T["same"] if logged == predicted else T["predicted"].format(predicted=predicted)
+        out.append((2, T["started"].format(engine=engine, seconds=serve["startup_seconds"], logged=logged, same=same)))
+    if ep and ep["sections"]["teacher_forced"].get("status") == "done":
+        s, f = ep["sections"]["teacher_forced"]["server"], ep["sections"]["teacher_forced"].get("floor")
+        greedy, div = ep["sections"]["greedy"], ""
+        if greedy.get("status") == "done":
+            rows = greedy["rows"]
+            div = T["div"].format(exact=sum(r["exact"] for r in rows), n=len(rows),
+                                  ties=sum(r["divergence"] == "near-tie" for r in rows),
+                                  genuine=sum(r["divergence"] == "genuine" for r in rows))
+        floor = T["floor"].format(label=ep["floor"], kl=f["kl_lb_mean"]) if f else ""
+        out.append((1 if ep["verdict"]["status"] != "PASS" else 2,
+                    T["served"].format(kl=s["kl_lb_mean"], floor=floor, top1=s["same_top1"], div=div)))
+    target = main_target(acc)
+    if target:
+        where = target.get("first_local_excess")
+        loc = T["loc"].format(name=where["name"]) if where else T["noloc"]
+        out.append((1 if target["verdict"]["status"] != "PASS" else 3,
+                    T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
+                                       kl=target["logits"]["kl_mean"], loc=loc)))
+    for q in quant_targets(acc):
+        ratio = next((c["value"] for c in q["verdict"]["checks"] if c["name"].startswith("mean KL")), None)
+        ratio_text = T["ratio"].format(ratio=ratio, floor=q["floor"]) if isinstance(ratio, (int, float)) else ""
+        where = T["where"].format(name=q["first_local_excess"]["name"]) if q.get("first_local_excess") else ""
+        out.append((2, T["quant"].format(quant=q["quant"], kl=q["logits"]["kl_mean"], ratio=ratio_text, where=where,
+                                         status=q["verdict"]["status"])))
+    thr = run.bench.get("throughput")
+    if thr and thr.get("runs"):
+        m = thr["runs"][0]["metrics"]
+        out.append((3, T["tput"].format(n=thr["runs"][0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
+                                        tpot=m["median_tpot_ms"])))
+    return [text for _, text in sorted(out, key=lambda x: x[0])][:5]
+
+
+def notes(run: RunData) -> list[str]:
+    """Troubleshooting derived from what was seen in this run."""
+    out: list[str] = []
+    stages = (run.get("status") or {}).get("stages", {})
+    for name, body in stages.items():
+        if body.get("status") in ("failed", "not run", "interrupted"):
+            out.append(f"Stage {name} {body['status']}: {body.get('reason', 'interrupted by the user')}.")
+    for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
+        out.append(f"Plan: {warning}.")
+    for row in (run.get("probes") or {}).get("rows", []):
+        if row["status"] != "supported":
+            out.append(f"Feature '{row['name']}' is {row['status']}: {row['evidence']}")
+    ep = run.get("endpoint_accuracy")
+    if ep:
+        for name, sec in ep["sections"].items():
+            if sec.get("status") in ("unsupported", "not run"):
+                out.append(f"Endpoint accuracy '{name}' {sec['status']}: {sec.get('reason')}.")
+        for mm in ep["sections"]["tokenization"].get("mismatches", []) if ep["sections"]["tokenization"].get("status") == "done" else []:
+            out.append(f"Prompt {mm['id']}: the server tokenizes it into {mm['server_tokens']} tokens, we into {mm['ours_tokens']}.")
+    serve = run.get("serve")
+    if serve:
+        if serve.get("host") in ("0.0.0.0", "::"):
+            out.append("The server listened on all interfaces (0.0.0.0): reachable from other machines.")
+        if "--trust-remote-code" in serve.get("argv", []):
+            out.append("--trust-remote-code was set: the model's own Python code ran.")
+        for w in serve.get("engine_facts", {}).get("warnings", [])[:8]:
+            out.append(f"Engine warning (x{w['count']}): {w['message']}")
+    for name, bench in run.bench.items():
+        for r in bench.get("runs", []):
+            acc = r.get("token_accounting") or {}
+            if acc and not acc.get("fixed_length_honoured", True):
+                out.append(f"Bench {name}/{r['label']}: {acc['wrong_length']} requests ignored the fixed output length.")
+            if r["metrics"].get("failed"):
+                out.append(f"Bench {name}/{r['label']}: {r['metrics']['failed']} requests failed: {r['metrics']['errors']}.")
+    for name, why in run.unreadable.items():
+        out.append(f"{name}: unreadable ({why}).")
+    return out

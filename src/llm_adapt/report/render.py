@@ -1,0 +1,125 @@
+"""Render report.md and a self-contained report.html from a run directory's JSON files."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from pathlib import Path
+
+import jinja2
+
+from llm_adapt.errors import UsageError
+from llm_adapt.report.data import RunData, load_run
+from llm_adapt.report.findings import findings, main_target, notes, overall_verdict, quant_targets
+from llm_adapt.report.plots import draw_all
+from llm_adapt.results import write_text_atomic
+
+LANGS = ("en", "zh")
+
+
+def cell(value) -> str:
+    """Text safe inside a Markdown table cell and, once converted, inside HTML: model output stays inert."""
+    text = str(value if value is not None else "-").replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def num(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, (int,)) and not isinstance(value, bool):
+        return f"{value:,}"
+    value = float(value)
+    if value != 0 and (abs(value) < 10 ** -digits or abs(value) >= 1e6):
+        return f"{value:.{digits}e}"
+    return f"{value:.{digits}f}"
+
+
+def pct(value, digits: int = 2) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value * 100:.{digits}f}%"
+
+
+def gib(value) -> str:
+    return "-" if value is None else f"{value / 1024**3:.2f} GiB"
+
+
+def environment(lang: str) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.report", "templates"), autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib)
+    return env
+
+
+def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
+    return {"run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
+            "findings": findings(run, lang), "notes": notes(run), "main": main_target(run.get("accuracy")),
+            "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy")),
+            "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
+            "peak_rss": peak_server(run),
+            "why": lambda stage: _why(run, stage)}
+
+
+def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
+    """Each distinct runner once: floors first, then targets not already shown as a floor."""
+    if not acc:
+        return []
+    rows = [(f"{f['label']} (noise floor)", f) for f in acc.get("floors", [])]
+    shown = {f["label"] for f in acc.get("floors", [])}
+    return rows + [(t["label"], t) for t in acc.get("targets", []) if t["label"] not in shown]
+
+
+def peak_server(run: RunData) -> dict | None:
+    """The highest server RSS and KV-cache usage seen over all benchmark runs."""
+    samples = [r["server"] for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
+    rss = [s["rss_bytes_max"] for s in samples if s.get("rss_bytes_max")]
+    kv = [s["kv_cache_usage_max"] for s in samples if s.get("kv_cache_usage_max") is not None]
+    if not rss and not kv:
+        return None
+    return {"rss": max(rss) if rss else None, "kv": max(kv) if kv else None}
+
+
+def _why(run: RunData, stage: str) -> str:
+    body = ((run.get("status") or {}).get("stages") or {}).get(stage)
+    if not body:
+        return "not part of this run"
+    reason = body.get("reason")
+    return f"{body['status']}" + (f": {reason}" if reason else "")
+
+
+def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
+    if lang not in LANGS:
+        raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
+    run = load_run(run_dir)
+    plots = draw_all(run)
+    suffix = "" if lang == "en" else f".{lang}"
+    markdown_text = environment(lang).get_template(f"{lang}/report.md.j2").render(**context(run, plots, lang))
+    md_path, html_path = run.dir / f"report{suffix}.md", run.dir / f"report{suffix}.html"
+    write_text_atomic(md_path, markdown_text)
+    write_text_atomic(html_path, to_html(markdown_text, run.dir, lang))
+    return [md_path, html_path]
+
+
+def to_html(markdown_text: str, run_dir: Path, lang: str) -> str:
+    """One self-contained page: the Markdown converted, every plot embedded as a data URI."""
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables", "fenced_code"])
+
+    def embed(match: re.Match) -> str:
+        path = run_dir / html.unescape(match.group(1))
+        if not path.is_file():
+            return match.group(0)
+        data = base64.b64encode(path.read_bytes()).decode()
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="(plots/[^"]+\.png)"', embed, body)
+    page = environment(lang).get_template("page.html.j2")
+    return page.render(body=body, lang=lang, title=_title(markdown_text))
+
+
+def _title(markdown_text: str) -> str:
+    first = markdown_text.splitlines()[0] if markdown_text else "llm-adapt report"
+    return html.escape(first.lstrip("# ").strip())
