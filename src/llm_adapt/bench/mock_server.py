@@ -41,6 +41,13 @@ def build_app(cfg: MockConfig) -> web.Application:
         return len(str(prompt or "").split())
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
+        state["running"] += 1
+        try:
+            return await _generate(request, chat)
+        finally:
+            state["running"] -= 1
+
+    async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         arrived = time.perf_counter()  # TTFT counts from here: parsing the request is part of it
         body = await request.json()
         if cfg.error_rate and rng.random() < cfg.error_rate:
@@ -57,27 +64,23 @@ def build_app(cfg: MockConfig) -> web.Application:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         fault = cfg.fault if cfg.fault and rng.random() < cfg.fault_rate else None
-        state["running"] += 1
-        try:
-            if chat:
-                await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
-            await asyncio.sleep(max(0.0, cfg.ttft_ms / 1000 - (time.perf_counter() - arrived)))
-            if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
-                await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
-                return resp
-            for i in range(n):
-                if i:
-                    await asyncio.sleep(cfg.itl_ms / 1000)
-                if fault and i == n // 2:
-                    return await _break(resp, request, fault)
-                choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
-                await _event(resp, {"id": "mock", "created": created, "model": cfg.model, "choices": [choice]})
-            if (body.get("stream_options") or {}).get("include_usage"):
-                await _event(resp, {"choices": [], "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
-                                                             "total_tokens": prompt_tokens(body) + n}})
-            await resp.write(b"data: [DONE]\n\n")
-        finally:
-            state["running"] -= 1
+        if chat:
+            await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+        await asyncio.sleep(max(0.0, cfg.ttft_ms / 1000 - (time.perf_counter() - arrived)))
+        if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
+            await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
+            return resp
+        for i in range(n):
+            if i:
+                await asyncio.sleep(cfg.itl_ms / 1000)
+            if fault and i == n // 2:
+                return await _break(resp, request, fault)
+            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            await _event(resp, {"id": "mock", "created": created, "model": cfg.model, "choices": [choice]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            await _event(resp, {"choices": [], "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
+                                                         "total_tokens": prompt_tokens(body) + n}})
+        await resp.write(b"data: [DONE]\n\n")
         return resp
 
     async def completions(request):

@@ -1,0 +1,137 @@
+"""Killing servers and interrupting runs: one clear line, finished results kept, no process left behind."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from llm_adapt.cli import main
+from tests.conftest import start_mock
+
+
+def wait_for(predicate, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def stage_status(out: Path, stage: str):
+    try:
+        return json.loads((out / "status.json").read_text())["stages"][stage]["status"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,code,stage", [(signal.SIGTERM, 143, "serve"), (signal.SIGINT, 130, "accuracy")])
+def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "llm_adapt.cli", "run", str(tiny_llama), "--quick", "--out", str(out),
+                             "--kv-cache-space", "1", "--max-model-len", "512"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: stage_status(out, stage) == "running")
+    if stage == "serve":
+        assert wait_for(lambda: len(descendants(proc.pid)) > 0)  # the engine is up and spawning
+        time.sleep(2)
+    family = descendants(proc.pid)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("llm-adapt run:")
+    time.sleep(1)
+    alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, alive
+    assert stage_status(out, stage) == "interrupted"
+    json.loads((out / "inspect.json").read_text())
+    assert main(["report", str(out)]) == 0 and (out / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_engine_that_never_gets_ready_still_gives_a_report(tmp_path, tiny_llama):
+    out = tmp_path / "run"
+    code = main(["run", str(tiny_llama), "--quick", "--out", str(out), "--startup-timeout", "1", "--skip", "accuracy",
+                 "--kv-cache-space", "1", "--max-model-len", "512"])
+    assert code == 1
+    stages = json.loads((out / "status.json").read_text())["stages"]
+    assert stages["serve"]["status"] == "failed" and "not ready after" in stages["serve"]["reason"]
+    assert stages["probes"]["status"] == "not run" and "engine failed" in stages["probes"]["reason"]
+    report = (out / "report.md").read_text()
+    assert "This section could not run" in report and "not ready after" in report
+
+
+def test_server_killed_mid_probe(tmp_path):
+    out = tmp_path / "p"
+    with start_mock(tmp_path, "--ttft-ms", "3000") as server:
+        proc = subprocess.Popen([sys.executable, "-m", "llm_adapt.cli", "probe", "--endpoint", server.endpoint.base_url,
+                                 "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: (out / "probes.json").exists(), 60)
+        time.sleep(0.5)
+        server.stop(grace_s=0.1)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err
+    rows = json.loads((out / "probes.json").read_text())["rows"]
+    assert rows[0]["status"] == "supported"
+    not_run = [r for r in rows if r["status"] == "not run"]
+    assert not_run and all("stopped answering" in r["evidence"] for r in not_run)
+
+
+def test_server_killed_mid_compare(tmp_path, default_model):
+    from llm_adapt.accuracy.compare import CompareOptions
+    from llm_adapt.accuracy.endpoint import compare_endpoint
+    from llm_adapt.accuracy.runner import RunnerSpec
+
+    import threading
+
+    import httpx
+
+    def kill_when_busy(server):
+        # Stop the server while it is answering the first (slow) completion.
+        def busy():
+            try:
+                return "vllm:num_requests_running 1" in httpx.get(server.endpoint.root_url + "/metrics").text
+            except httpx.HTTPError:
+                return False
+        wait_for(busy, 300)
+        server.stop(grace_s=0.1)
+
+    with start_mock(tmp_path, "--ttft-ms", "60000") as server:
+        killer = threading.Thread(target=kill_when_busy, args=(server,), daemon=True)
+        killer.start()
+        opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=4)
+        result = compare_endpoint(default_model, server.endpoint, opts, None, tmp_path)
+        killer.join(timeout=10)
+    sections = result.sections
+    assert sections["tokenization"]["status"] == "done"
+    assert all(sections[s]["status"] == "not run" and "stopped answering" in sections[s]["reason"]
+               for s in ("teacher_forced", "perplexity", "greedy"))
+    saved = json.loads((tmp_path / "endpoint_accuracy.json").read_text())
+    assert saved["sections"]["teacher_forced"]["status"] == "not run"
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "default", "--out", "FILE/sub"],
+    ["probe", "--endpoint", "http://127.0.0.1:9/v1", "--out", "FILE/sub"],
+    ["run", "default", "--out", "FILE/sub"],
+])
+def test_unwritable_output_directory(capsys, tmp_path, argv):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    argv = [a.replace("FILE", str(blocker)) for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code in (1, 2) and ("cannot write results" in err[-1] or "cannot reach" in err[-1])

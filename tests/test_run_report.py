@@ -1,0 +1,98 @@
+"""`llm-adapt run` end to end against the session's vLLM server, the report, and the browser check."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llm_adapt.cli import main
+
+pytestmark = pytest.mark.slow
+
+SECRET = "sk-test-DO-NOT-LEAK-42"
+SCRIPT_ID = "<script>window.__pwned = 1</script>"
+
+
+@pytest.fixture(scope="module")
+def quick_run(vllm_server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "r"
+    prompts = out.parent / "prompts.jsonl"
+    rows = [{"id": "capital", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+            {"id": SCRIPT_ID, "category": "injection",
+             "messages": [{"role": "user", "content": "Repeat exactly: <script>alert(1)</script>"}]}]
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--api-key", SECRET, "--quick",
+                 "--prompts", str(prompts), "--out", str(out), "--kv-cache-space", "2", "--max-model-len", "2048"])
+    return code, out
+
+
+def test_every_stage_lands_as_valid_json(quick_run):
+    code, out = quick_run
+    assert code == 0
+    status = json.loads((out / "status.json").read_text())
+    assert status["finished"]
+    assert {k: v["status"] for k, v in status["stages"].items()} == {
+        "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
+        "bench": "done", "report": "done"}
+    for name in ("environment", "inspect", "accuracy", "probes", "endpoint_accuracy", "bench-latency",
+                 "bench-throughput", "bench-sweep"):
+        json.loads((out / f"{name}.json").read_text())
+
+
+def test_report_has_no_empty_table_and_every_section(quick_run):
+    _, out = quick_run
+    text = (out / "report.md").read_text()
+    for heading in ("## 1. Summary", "## 5. Deployment", "## 7. Feature-support matrix", "## 8. Accuracy",
+                    "## 9. Performance", "## 10. Resource use", "## 12. Conclusion"):
+        assert heading in text
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            assert i + 1 < len(lines) and lines[i + 1].startswith("|"), f"empty table above line {i}"
+    assert "<script>" not in text
+
+
+def test_api_key_never_written(quick_run):
+    _, out = quick_run
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_report_rerenders_in_chinese_from_json_alone(quick_run, tmp_path):
+    _, out = quick_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for old in copy.glob("report*"):
+        old.unlink()
+    assert main(["report", str(copy), "--lang", "zh"]) == 0
+    text = (copy / "report.zh.md").read_text()
+    assert "## 4. 精度评测" in text or "精度评测" in text
+    assert (copy / "report.zh.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_html_in_a_real_browser(quick_run, tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is missing: `make setup` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    _, out = quick_run
+    page_url = (out / "report.html").resolve().as_uri()
+    errors = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(page_url)
+        images = page.eval_on_selector_all("img", "imgs => imgs.map(i => [i.src.slice(0, 22), i.naturalWidth])")
+        scripts = page.eval_on_selector_all("script", "s => s.length")
+        pwned = page.evaluate("() => window.__pwned === 1")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
+        browser.close()
+    assert not errors, errors
+    assert images and all(src.startswith("data:image/png;base64") and width > 0 for src, width in images), images
+    assert scripts == 0 and not pwned
+    assert (tmp_path / "report.png").stat().st_size > 10_000
