@@ -116,6 +116,7 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address the server binds (default 127.0.0.1)")
     p.add_argument("--port", type=positive_int, help="server port (inspect's commands: 8000; started servers: a free port)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
+    p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
 
 
 def _add_inspect(sub) -> None:
@@ -148,6 +149,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--tie-margin", type=positive_float, default=0.3, metavar="NATS", help="top-1 vs top-2 margin of a near-tie (default 0.3)")
     p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="k for top-k overlap and mutual top-k (default 5)")
     add_endpoint_options(p)
+    p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
     p.add_argument("--served-dtype", default="bf16", choices=["bf16", "fp16", "fp32"],
                    help="with --endpoint: the dtype the server computes in, for its noise floor (default bf16)")
     p.add_argument("--reference-streaming", action="store_true", default=None,
@@ -189,7 +191,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = compare_options_from(args, detect_platform())
     if args.endpoint:
         return compare_with_endpoint(args, options)
-    source = resolve_model(args.model)
+    source = resolve_model(args.model, offline=args.offline)
+    source.require_weights("compare")
     if args.target_model:
         check_same_family(source.path, args.target_model)
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare")
@@ -208,6 +211,8 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["vllm", "transformers"], help="engine to start (default: vllm when installed)")
     p.add_argument("--graph", action="store_true", help="start in graph mode (CUDA graphs / ACLGraph / torch.compile); default eager")
     p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S", help="seconds to wait for readiness")
+    p.add_argument("--dummy", action="store_true",
+                   help="vLLM with random weights (--load-format dummy): check architecture, kernels and memory before weights exist")
 
 
 def add_endpoint_options(p: argparse.ArgumentParser) -> None:
@@ -254,7 +259,9 @@ def inspect_for_engine(args: argparse.Namespace):
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.models.source import resolve_model
 
-    source = resolve_model(args.model)
+    source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)
+    if not args.dummy:
+        source.require_weights("starting an engine")
     return source, run_inspect(source, plan_options_from(args, source), args.platform)
 
 
@@ -268,7 +275,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     inspected.save(out / "inspect.json")
     print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
-                        startup_timeout_s=args.startup_timeout) as (server, result):
+                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, result):
         facts = result.engine_facts
         print(f"ready in {result.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
         if facts.get("kv_cache_tokens") is not None:
@@ -292,7 +299,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     with engine_or_endpoint(args, "probe") as target:
         out = target.out
         with progress_bar() as report:
-            result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report)
+            result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
+                                dummy=bool(getattr(args, "dummy", False) and args.model))
     if args.json:
         print(result.to_json())
     else:
@@ -328,7 +336,7 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
     inspected.save(out / "inspect.json")
     print(f"starting {engine} for {source.name} ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
-                        startup_timeout_s=args.startup_timeout) as (server, _):
+                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, _):
         yield Target(server.endpoint, engine, out, server.proc.pid, source.path)
 
 
@@ -345,7 +353,8 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     from llm_adapt.rundir import ensure_writable, new_run_dir
 
     endpoint = endpoint_from_args(args)
-    source = resolve_model(args.model)
+    source = resolve_model(args.model, offline=args.offline)
+    source.require_weights("compare")
     floor = parse_runner(args.baseline) if args.baseline else replace(options.reference, dtype=args.served_dtype)
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
     with progress_bar() as report:
@@ -548,14 +557,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
 
-    resolve_model(args.model)  # a bad MODEL fails before a run directory is made
+    source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)  # fail before making a run dir
+    if not args.dummy:
+        source.require_weights("run (use --dummy for a dummy-weight check)")
     label = args.platform or detect_platform()
     out = ensure_writable(args.out) if args.out else new_run_dir(_run_name(args.model), label)
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
         ctx = RunContext(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                          platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
-                         graph=args.graph, startup_timeout_s=args.startup_timeout,
+                         graph=args.graph, startup_timeout_s=args.startup_timeout, dummy=args.dummy,
+                         offline=args.offline,
                          workload=workload, lang=args.lang, skip=set(args.skip),
                          resume=args.resume, progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(ctx)
@@ -606,7 +618,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from llm_adapt.inspect.summary import print_inspect
     from llm_adapt.models.source import resolve_model
 
-    source = resolve_model(args.model)
+    source = resolve_model(args.model, weights=False, offline=args.offline)
     result = run_inspect(source, plan_options_from(args, source), args.platform)
     if args.out:
         result.save(args.out / "inspect.json")

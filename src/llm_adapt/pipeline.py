@@ -47,6 +47,7 @@ class RunStatus(StageResult):
     stages: dict[str, dict[str, Any]]
     workload: dict[str, Any]
     finished: bool = False
+    dummy: bool = False
 
 
 @dataclass
@@ -66,6 +67,8 @@ class RunContext:
     resume: bool
     progress: Callable[[str, int, int], None]
     log: Callable[[str], None]
+    dummy: bool = False  # random weights: serve, probes and bench only
+    offline: bool = False
     source: Any = None
     inspect: Any = None
     gold: list = field(default_factory=list)
@@ -98,7 +101,7 @@ def _load_or_new_status(ctx: RunContext) -> RunStatus:
     from dataclasses import asdict
 
     return RunStatus(model=ctx.model_arg, platform=ctx.platform or "", workload=asdict(ctx.workload),
-                     stages={s: {"status": "pending"} for s in STAGES})
+                     stages={s: {"status": "pending"} for s in STAGES}, dummy=ctx.dummy)
 
 
 def _mark(ctx: RunContext, stage: str, status: str, **extra) -> None:
@@ -109,6 +112,8 @@ def _mark(ctx: RunContext, stage: str, status: str, **extra) -> None:
 def _run_stage(ctx: RunContext, stage: str, func: Callable[[RunContext], None]) -> None:
     if stage in ctx.skip:
         return _mark(ctx, stage, "skipped", reason="--skip " + stage)
+    if ctx.dummy and stage in ("accuracy", "endpoint_accuracy"):
+        return _mark(ctx, stage, "not applicable", reason="dummy-weight verification: the weights are random")
     previous = ctx.status.stages.get(stage, {})
     if ctx.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
         ctx.log(f"{stage}: done in an earlier run, kept")
@@ -152,7 +157,7 @@ def _inspect(ctx: RunContext) -> None:
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.models.source import resolve_model
 
-    ctx.source = resolve_model(ctx.model_arg)
+    ctx.source = resolve_model(ctx.model_arg, weights=not ctx.dummy, offline=ctx.offline)
     ctx.inspect = run_inspect(ctx.source, ctx.plan_options_for(ctx.source), ctx.platform)
     ctx.status.platform = ctx.inspect.platform["name"]
     ctx.inspect.save(ctx.out / "inspect.json")
@@ -194,7 +199,7 @@ def _serve(ctx: RunContext, scope: contextlib.ExitStack) -> None:
         engine = choose_engine(ctx.engine)
         ctx.log(f"serve: starting {engine} ...")
         server, _ = scope.enter_context(started_engine(ctx.inspect, engine, ctx.out, mode="graph" if ctx.graph else "eager",
-                                                       startup_timeout_s=ctx.startup_timeout_s))
+                                                       startup_timeout_s=ctx.startup_timeout_s, dummy=ctx.dummy))
         ctx.server = server
 
     if ctx.resume and ctx.status.stages.get("serve", {}).get("status") == "done":
@@ -210,7 +215,7 @@ def _probes(ctx: RunContext) -> None:
     from llm_adapt.probes.run import run_probes
 
     engine = ctx.server.spec.engine if ctx.server else None
-    result = run_probes(_endpoint(ctx), ctx.out, engine=engine, progress=ctx.progress)
+    result = run_probes(_endpoint(ctx), ctx.out, engine=engine, progress=ctx.progress, dummy=ctx.dummy)
     if not result.complete:
         raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
 
@@ -236,7 +241,8 @@ def _bench(ctx: RunContext) -> None:
 
     w, endpoint = ctx.workload, _endpoint(ctx)
     model, _ = resolve_model_name(endpoint)
-    work = BenchWork(AutoTokenizer.from_pretrained(ctx.source.path), as_ids=server_tokenizes(endpoint, model))
+    tokenizer_dir = ctx.source.path if ctx.source.has_tokenizer else _default_tokenizer_dir()
+    work = BenchWork(AutoTokenizer.from_pretrained(tokenizer_dir), as_ids=server_tokenizes(endpoint, model))
     pid = ctx.server.proc.pid if ctx.server else None
     plans = [BenchOptions(mode="latency", iterations=w.latency_iterations, input_len=w.input_len, output_len=w.output_len),
              BenchOptions(mode="throughput", num_prompts=w.throughput_prompts, input_len=w.input_len, output_len=w.output_len),
@@ -244,6 +250,12 @@ def _bench(ctx: RunContext) -> None:
                           output_len=w.output_len, warmup=1)]
     for opts in plans:
         run_bench(endpoint, model, work, opts, ctx.out, pid=pid, progress=ctx.progress, name=f"bench-{opts.mode}.json")
+
+
+def _default_tokenizer_dir():
+    from llm_adapt.models.source import resolve_model
+
+    return resolve_model("default").path
 
 
 def _report(ctx: RunContext) -> None:

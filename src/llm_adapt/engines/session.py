@@ -26,6 +26,7 @@ class ServeResult(StageResult):
     engine_facts: dict[str, Any]
     predicted: dict[str, Any]
     prediction_matches: bool | None
+    dummy_weights: bool = False
 
 
 def choose_engine(requested: str | None) -> str:
@@ -47,16 +48,30 @@ def launch_spec(engine: str, plan: dict[str, Any], model_dir: Path, mode: str, p
     return transformers_launch(model_dir, port=port, host=host, dtype=plan["dtype"], startup_timeout_s=startup_timeout_s)
 
 
+def dummy_args(inspect_result) -> list[str]:
+    """vLLM flags for a dummy-weight start: random weights; no tokenizer init when the model has none."""
+    args = ["--load-format", "dummy"]
+    if not inspect_result.model.get("has_tokenizer"):
+        args.append("--skip-tokenizer-init")
+    return args
+
+
 @contextmanager
 def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "eager", port: int | None = None,
-                   startup_timeout_s: float = 900.0, extra_args: list[str] | None = None) -> Iterator[tuple[ManagedServer, ServeResult]]:
+                   startup_timeout_s: float = 900.0, extra_args: list[str] | None = None,
+                   dummy: bool = False) -> Iterator[tuple[ManagedServer, ServeResult]]:
     """Start, wait for readiness, write serve.json, yield; always stop on the way out."""
     plan = inspect_result.plan
+    if dummy:
+        if engine != "vllm":
+            raise AdaptError("--dummy needs vLLM (--load-format dummy); transformers serve cannot start without weights")
+        extra_args = [*(extra_args or []), *dummy_args(inspect_result)]
     spec = launch_spec(engine, plan, Path(inspect_result.model["path"]), mode, port or free_port(), startup_timeout_s,
                        extra_args)
     log = Path(run_dir) / "engine.log"
     with ManagedServer(spec, log) as server:
         result = serve_result(server, spec, plan, mode)
+        result.dummy_weights = dummy
         result.save(Path(run_dir) / "serve.json")
         yield server, result
 

@@ -30,6 +30,12 @@ class ModelSource:
     def has_weights(self) -> bool:
         return any(self.path.glob("*.safetensors")) or any(self.path.glob("*.bin"))
 
+    def require_weights(self, what: str) -> None:
+        """Stages that run the model need its weights; a config-only model gets one clear line."""
+        if not self.has_weights:
+            raise UsageError(f"{self.given}: no weights (config only); {what} needs them. Use --dummy with serve/run "
+                             "for a dummy-weight check, or give a model with safetensors weights")
+
     @property
     def has_tokenizer(self) -> bool:
         return any((self.path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json"))
@@ -46,13 +52,19 @@ def default_gguf() -> Path:
     return path
 
 
-def resolve_model(given: str) -> ModelSource:
-    """Turn MODEL into a ModelSource; converts a GGUF on first use."""
+def resolve_model(given: str, *, weights: bool = True, offline: bool = False) -> ModelSource:
+    """Turn MODEL into a ModelSource; converts a GGUF on first use.
+
+    Hub ids fetch only config and tokenizer when `weights` is False (all `inspect` needs)."""
     if given == DEFAULT_MODEL:
         path = gguf.ensure_converted(default_gguf())
         return ModelSource(name=DEFAULT_FILE.split(".")[0], path=path, origin="default", given=given)
     if given.startswith(("hf:", "ms:")):
-        raise UsageError(f"{given}: hub ids are not supported yet; download the model and pass its directory")
+        from llm_adapt.models.hub import parse_hub_id, resolve_hub
+
+        hub_id = parse_hub_id(given)
+        path = resolve_hub(hub_id, weights=weights, offline=offline)
+        return ModelSource(name=hub_id.name, path=path, origin=hub_id.hub, given=given)
     path = Path(given).expanduser()
     if not path.exists():
         raise UsageError(f"{given}: no such file or directory; pass an HF model directory, a .gguf file or 'default'")

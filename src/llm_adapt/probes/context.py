@@ -11,6 +11,7 @@ import httpx
 from llm_adapt.engines.endpoint import Endpoint
 
 SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN = "supported", "unsupported", "error", "not run"
+NOT_APPLICABLE = "not applicable"
 
 
 @dataclass

@@ -9,7 +9,7 @@ import httpx
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
-from llm_adapt.probes.context import ERROR, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
+from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, Outcome, Timer, make_context, snippet
 from llm_adapt.probes.features import PROBES
 from llm_adapt.results import StageResult
 
@@ -25,8 +25,13 @@ class ProbesResult(StageResult):
     complete: bool
 
 
+# Probes whose verdict reads the model's words: meaningless with random (dummy) weights.
+JUDGE_CONTENT = ("stop sequences", "Chinese prompt answered in Chinese")
+
+
 def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None = None,
-               only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None) -> ProbesResult:
+               only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
+               dummy: bool = False) -> ProbesResult:
     model, _ = resolve_model_name(endpoint)
     ctx = make_context(endpoint, model)
     names = [n for n in PROBES if not only or n in only]
@@ -37,6 +42,9 @@ def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None =
             progress("probes", i, len(names))
         if stopped:
             rows.append(_row(name, Outcome(NOT_RUN, stopped), None))
+            continue
+        if dummy and name in JUDGE_CONTENT:
+            rows.append(_row(name, Outcome(NOT_APPLICABLE, "judges the answer's content; the weights are random"), None))
             continue
         outcome, ms = _run_one(PROBES[name], ctx)
         rows.append(_row(name, outcome, ms))
