@@ -67,6 +67,12 @@ EPILOG_REPORT = """examples:
   llm-adapt report runs/x --lang zh
 """
 
+EPILOG_TUNE = """examples:
+  llm-adapt tune default --budget 10
+  llm-adapt tune ./Llama-3.1-8B-Instruct --platform cuda --objective latency --budget 30
+  llm-adapt tune default --objective goodput --slo ttft=500,tpot=100 --out runs/x   # the run's report gains a tuning section
+"""
+
 EPILOG_MODELS = """examples:
   llm-adapt models
 """
@@ -85,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mock_server(sub)
     _add_run(sub)
     _add_report(sub)
+    _add_tune(sub)
     return parser
 
 
@@ -579,6 +586,54 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_name(model: str) -> str:
     return "SmolLM2-135M-Instruct" if model == "default" else Path(model).name.removesuffix(".gguf") or "model"
+
+
+def _add_tune(sub) -> None:
+    p = sub.add_parser("tune", help="try the deployment knobs that matter, recommend the best, show the evidence",
+                       description="Start vLLM once per setting (thread binding, graph mode, batching, prefix "
+                                   "caching, KV space, memory utilization, ...), run the same short benchmark "
+                                   "repeatedly, and recommend a setting only when it beats the engine's defaults "
+                                   "outside the noise.", epilog=EPILOG_TUNE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    p.add_argument("--budget", type=positive_float, default=20.0, metavar="MINUTES", help="time budget (default 20)")
+    p.add_argument("--objective", choices=["throughput", "latency", "goodput"], default="throughput")
+    p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
+    p.add_argument("--repeats", type=positive_int, default=2, metavar="N", help="benchmark runs per setting (default 2)")
+    p.add_argument("--num-prompts", type=positive_int, default=8, metavar="N")
+    p.add_argument("--input-len", type=positive_int, default=64, metavar="N")
+    p.add_argument("--output-len", type=positive_int, default=32, metavar="N")
+    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write tune.json here (a run directory: its report gains the section)")
+    p.set_defaults(handler=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.engines.vllm import require_vllm
+    from llm_adapt.platforms import cpu_cores, local_device_count
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.tune.run import TuneOptions, run_tune
+    from llm_adapt.tune.summary import print_tune
+
+    if args.objective == "goodput" and not args.slo:
+        raise UsageError("--objective goodput needs --slo, e.g. --slo ttft=500,tpot=100")
+    require_vllm()
+    args.dummy = False
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"tune-{inspected.platform['name']}")
+    options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, repeats=args.repeats,
+                          num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
+                          startup_timeout_s=args.startup_timeout)
+    with progress_bar() as report:
+        result = run_tune(inspected, options, out, cores=cpu_cores(),
+                          devices=max(1, local_device_count(inspected.platform["name"])), progress=report,
+                          log=lambda m: print(m, file=sys.stderr))
+    print_tune(result, Console())
+    print(f"result: {out / 'tune.json'}")
+    return 0 if result.recommendation else 1
 
 
 def _add_report(sub) -> None:

@@ -38,6 +38,7 @@ class LaunchSpec:
     served_model: str
     ready_paths: tuple[str, ...] = ("/health",)
     startup_timeout_s: float = 900.0
+    unset_env: tuple[str, ...] = ()  # variables removed from the inherited environment
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -82,7 +83,7 @@ class ManagedServer:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.spec.env}
+        env = {k: v for k, v in os.environ.items() if k not in self.spec.unset_env} | self.spec.env
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,

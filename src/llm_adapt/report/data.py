@@ -11,7 +11,7 @@ from llm_adapt.errors import UsageError
 
 FILES = {"status": "status.json", "environment": "environment.json", "inspect": "inspect.json",
          "accuracy": "accuracy.json", "serve": "serve.json", "probes": "probes.json",
-         "endpoint_accuracy": "endpoint_accuracy.json"}
+         "endpoint_accuracy": "endpoint_accuracy.json", "tune": "tune.json"}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve")
 
 

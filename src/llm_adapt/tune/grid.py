@@ -1,0 +1,111 @@
+"""The tuning grid and the budget cutter. Pure functions of the plan and a few numbers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Trial:
+    name: str
+    knob: str  # what this trial changes against the engine's defaults ("baseline" for none)
+    env: dict[str, str] = field(default_factory=dict)  # set (value) or removed (value None is not allowed: use unset)
+    unset_env: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()  # extra engine flags
+    remove_args: tuple[str, ...] = ()  # plan flags dropped (with their values)
+    graph: bool = False
+    prior: float = 0.0  # expected relative gain, for ordering under a budget
+
+
+def cpu_trials(plan: dict, cores: int) -> list[Trial]:
+    """The knobs that matter on vLLM-CPU. The baseline is the engine's own default thread binding."""
+    all_cores = f"0-{cores - 1}" if cores > 1 else "0"
+    seqs = int(plan["max_num_seqs"])
+    trials = [
+        Trial("engine defaults", "baseline", unset_env=("VLLM_CPU_OMP_THREADS_BIND",)),
+        Trial(f"bind all cores ({all_cores})", "VLLM_CPU_OMP_THREADS_BIND", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
+              prior=0.5),
+        Trial(f"all cores + OMP_NUM_THREADS={cores}", "OMP_NUM_THREADS",
+              env={"VLLM_CPU_OMP_THREADS_BIND": all_cores, "OMP_NUM_THREADS": str(cores)}, prior=0.1),
+        Trial("all cores + graph mode (torch.compile)", "graph mode", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
+              graph=True, prior=0.3),
+        Trial(f"all cores + max-num-seqs {seqs * 2}", "--max-num-seqs", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
+              args=("--max-num-seqs", str(seqs * 2)), remove_args=("--max-num-seqs",), prior=0.1),
+        Trial("all cores + prefix caching off", "prefix caching", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
+              args=("--no-enable-prefix-caching",), prior=0.05),
+        Trial("all cores + max-num-batched-tokens 1024", "--max-num-batched-tokens",
+              env={"VLLM_CPU_OMP_THREADS_BIND": all_cores}, args=("--max-num-batched-tokens", "1024"), prior=0.05),
+    ]
+    space = int(plan["env"].get("VLLM_CPU_KVCACHE_SPACE", "4"))
+    trials.append(Trial(f"all cores + KV cache {space * 2} GiB", "VLLM_CPU_KVCACHE_SPACE",
+                        env={"VLLM_CPU_OMP_THREADS_BIND": all_cores, "VLLM_CPU_KVCACHE_SPACE": str(space * 2)}, prior=0.02))
+    return trials
+
+
+def accelerator_trials(plan: dict, platform: str, devices: int) -> list[Trial]:
+    """CUDA / Ascend: memory utilization, graph mode, batching, prefix caching, TP, Ascend graph variants."""
+    seqs = int(plan["max_num_seqs"])
+    trials = [
+        Trial("engine defaults (eager)", "baseline"),
+        Trial("graph mode", "graph mode", graph=True, prior=0.4),
+        Trial("graph mode + gpu-memory-utilization 0.95", "--gpu-memory-utilization", graph=True,
+              args=("--gpu-memory-utilization", "0.95"), remove_args=("--gpu-memory-utilization",), prior=0.1),
+        Trial(f"graph mode + max-num-seqs {seqs * 2}", "--max-num-seqs", graph=True,
+              args=("--max-num-seqs", str(seqs * 2)), remove_args=("--max-num-seqs",), prior=0.15),
+        Trial("graph mode + max-num-batched-tokens 16384", "--max-num-batched-tokens", graph=True,
+              args=("--max-num-batched-tokens", "16384"), prior=0.1),
+        Trial("graph mode + prefix caching off", "prefix caching", graph=True, args=("--no-enable-prefix-caching",),
+              prior=0.05),
+    ]
+    if platform == "npu":
+        full = json.dumps({"cudagraph_mode": "FULL_DECODE_ONLY"})
+        trials.append(Trial("graph mode, FULL_DECODE_ONLY", "cudagraph_mode", graph=True,
+                            args=("--compilation-config", full), prior=0.2))
+    tp = int(plan["tensor_parallel"])
+    if devices >= tp * 2:
+        trials.append(Trial(f"graph mode + tensor parallel {tp * 2}", "--tensor-parallel-size", graph=True,
+                            args=("--tensor-parallel-size", str(tp * 2)), remove_args=("--tensor-parallel-size",),
+                            prior=0.2))
+    return trials
+
+
+def build_grid(plan: dict, platform: str, cores: int = 1, devices: int = 1) -> list[Trial]:
+    return cpu_trials(plan, cores) if platform == "cpu" else accelerator_trials(plan, platform, devices)
+
+
+def trial_cost_s(trial: Trial, startup_s: dict[str, float], run_s: float, repeats: int) -> float:
+    """Estimated seconds for one trial: its start-up (graph mode costs more) plus the repeated benchmark."""
+    return startup_s["graph" if trial.graph else "eager"] + run_s * repeats
+
+
+def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, float], run_s: float,
+                  repeats: int) -> tuple[list[Trial], list[dict]]:
+    """Baseline first, then by expected gain per second, while the budget lasts; the rest is skipped."""
+    baseline, rest = trials[0], trials[1:]
+    order = sorted(rest, key=lambda t: t.prior / trial_cost_s(t, startup_s, run_s, repeats), reverse=True)
+    chosen, skipped, spent = [baseline], [], trial_cost_s(baseline, startup_s, run_s, repeats)
+    for trial in order:
+        cost = trial_cost_s(trial, startup_s, run_s, repeats)
+        if spent + cost <= budget_s:
+            chosen.append(trial)
+            spent += cost
+        else:
+            skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1),
+                            "reason": "over the budget"})
+    return chosen, skipped
+
+
+def apply_trial(argv: list[str], env: dict[str, str], trial: Trial) -> tuple[list[str], dict[str, str]]:
+    """The plan's eager argv and env with a trial's changes."""
+    out = list(argv)
+    for flag in trial.remove_args:
+        if flag in out:
+            i = out.index(flag)
+            del out[i:i + 2]
+    if trial.graph and "--enforce-eager" in out:
+        out.remove("--enforce-eager")
+    out += list(trial.args)
+    new_env = {k: v for k, v in env.items() if k not in trial.unset_env}
+    new_env.update(trial.env)
+    return out, new_env

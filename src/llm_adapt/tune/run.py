@@ -1,0 +1,157 @@
+"""`llm-adapt tune`: each trial a fresh server and an identical short benchmark, repeated; the
+winner only when it beats the engine's defaults outside the noise."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from llm_adapt.inspect.plan import render_command
+from llm_adapt.results import StageResult
+from llm_adapt.tune import stats
+from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
+
+OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
+              "goodput": ("request_goodput", True)}
+# Start-up priors before the baseline is measured (seconds; graph/eager from vLLM-CPU on 2 cores: 265 / 75).
+STARTUP_PRIOR = {"cpu": {"eager": 75.0, "graph": 265.0}, "cuda": {"eager": 60.0, "graph": 120.0},
+                 "npu": {"eager": 60.0, "graph": 150.0}}
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    objective: str = "throughput"
+    slo: dict[str, float] | None = None
+    budget_minutes: float = 20.0
+    repeats: int = 2
+    num_prompts: int = 8
+    input_len: int = 64
+    output_len: int = 32
+    startup_timeout_s: float = 900.0
+
+
+class TuneResult(StageResult):
+    KIND: ClassVar[str] = "tune"
+
+    platform: str
+    objective: str
+    metric: str
+    settings: dict[str, Any]
+    trials: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    recommendation: dict[str, Any] | None = None
+
+
+def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, devices: int = 1,
+             progress: Callable[[str, int, int], None] | None = None, log: Callable[[str], None] = print) -> TuneResult:
+    plan, platform = inspect_result.plan, inspect_result.platform["name"]
+    metric, higher = OBJECTIVES[opts.objective]
+    grid = build_grid(plan, platform, cores, devices)
+    result = TuneResult(platform=platform, objective=opts.objective, metric=metric,
+                        settings={"budget_minutes": opts.budget_minutes, "repeats": opts.repeats,
+                                  "num_prompts": opts.num_prompts, "input_len": opts.input_len,
+                                  "output_len": opts.output_len, "slo": opts.slo}, trials=[], skipped=[])
+    started = time.monotonic()
+    baseline = _trial(grid[0], inspect_result, opts, out, progress, log)
+    result.trials.append(baseline)
+    result.save(out / "tune.json")
+    startup = dict(STARTUP_PRIOR.get(platform, STARTUP_PRIOR["cuda"]))
+    run_s = baseline.get("bench_seconds_each") or 30.0
+    if baseline.get("startup_s"):
+        scale = baseline["startup_s"] / startup["eager"]
+        startup = {k: v * scale for k, v in startup.items()}
+    remaining = opts.budget_minutes * 60 - (time.monotonic() - started)
+    chosen, result.skipped = cut_to_budget(grid, remaining + _cost(grid[0], startup, run_s, opts), startup, run_s,
+                                           opts.repeats)
+    for trial in chosen[1:]:
+        result.trials.append(_trial(trial, inspect_result, opts, out, progress, log))
+        result.save(out / "tune.json")
+    result.recommendation = recommend(result.trials, metric, higher)
+    result.save(out / "tune.json")
+    return result
+
+
+def _cost(trial: Trial, startup, run_s, opts) -> float:
+    from llm_adapt.tune.grid import trial_cost_s
+
+    return trial_cost_s(trial, startup, run_s, opts.repeats)
+
+
+def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress, log) -> dict[str, Any]:
+    """Start a server with the trial's settings, benchmark it `repeats` times, stop it."""
+    from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
+
+    plan = inspect_result.plan
+    argv, env = apply_trial(plan["argv"]["eager"], plan["env"], trial)
+    row: dict[str, Any] = {"name": trial.name, "knob": trial.knob, "graph": trial.graph, "argv": argv, "env": env,
+                           "unset_env": list(trial.unset_env)}
+    port = free_port()
+    launch = list(argv)
+    launch[0] = sys.executable
+    launch[launch.index("--port") + 1] = str(port)
+    spec = LaunchSpec(engine="vllm", argv=launch, env=env, host="127.0.0.1", port=port,
+                      served_model=argv[argv.index("--served-model-name") + 1], ready_paths=("/health", "/v1/models"),
+                      startup_timeout_s=opts.startup_timeout_s, unset_env=trial.unset_env)
+    log(f"tune: {trial.name} ...")
+    try:
+        with ManagedServer(spec, out / f"tune-{_slug(trial.name)}.log") as server:
+            row["startup_s"] = server.startup_seconds
+            runs = [_bench_once(server, inspect_result, opts, out, trial, i, progress) for i in range(opts.repeats)]
+    except Exception as exc:  # a failed trial (OOM, crash, timeout) is a row, not the end of the run
+        row.update(status="failed", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        log(f"tune: {trial.name}: failed")
+        return row
+    row.update(status="done", runs=[r["metrics"] for r in runs], bench_seconds_each=sum(r["seconds"] for r in runs) / len(runs))
+    for key in ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
+                "median_e2el_ms", "request_goodput"):
+        values = [m[key] for m in row["runs"] if m.get(key) is not None and not math.isnan(m[key])]
+        row[key] = stats.summary(values)
+    return row
+
+
+def _bench_once(server, inspect_result, opts, out, trial, index, progress) -> dict:
+    from transformers import AutoTokenizer
+
+    from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
+
+    tokenizer = AutoTokenizer.from_pretrained(inspect_result.model["path"])
+    bench_opts = BenchOptions(mode="throughput", num_prompts=opts.num_prompts, input_len=opts.input_len,
+                              output_len=opts.output_len, warmup=1 if index == 0 else 0, slo=opts.slo, seed=index)
+    started = time.monotonic()
+    result = run_bench(server.endpoint, server.spec.served_model, Workload(tokenizer, as_ids=True), bench_opts, out,
+                       pid=server.proc.pid, progress=progress, name=f"tune-{_slug(trial.name)}-{index}.json")
+    return {"metrics": result.runs[0]["metrics"], "seconds": time.monotonic() - started}
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:60]
+
+
+def recommend(trials: list[dict[str, Any]], metric: str, higher: bool) -> dict[str, Any] | None:
+    """The best trial if it beats the baseline outside the noise; else the baseline, saying so."""
+    done = [t for t in trials if t.get("status") == "done" and t.get(metric, {}).get("n")]
+    if not done:
+        return None
+    baseline = trials[0] if trials[0].get("status") == "done" else None
+    best = max(done, key=lambda t: t[metric]["mean"] * (1 if higher else -1))
+    out: dict[str, Any] = {"name": best["name"], "metric": metric}
+    if baseline is None:
+        out.update(significant=False, note="the engine-default baseline failed; nothing to compare against")
+    else:
+        ratio, err = stats.ratio_with_uncertainty(best[metric], baseline[metric])
+        if not higher and ratio:
+            ratio, err = 1 / ratio, err / ratio**2
+        significant = best is not baseline and stats.clearly_better(best[metric], baseline[metric], higher)
+        out.update(gain=round(ratio, 4), gain_uncertainty=round(err, 4), significant=significant,
+                   note="better than the engine's defaults in every repeat" if significant else
+                   "no setting beats the engine's defaults outside the noise; keep the defaults")
+        if not significant:
+            best = baseline
+            out["name"] = baseline["name"]
+    out.update(argv=best["argv"], env=best["env"], unset_env=best.get("unset_env", []),
+               command=render_command(best["env"], best["argv"]))
+    return out

@@ -1,0 +1,60 @@
+import pytest
+
+from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
+from llm_adapt.tune.run import recommend
+from llm_adapt.tune.stats import clearly_better, ratio_with_uncertainty, summary
+
+PLAN = {"max_num_seqs": 16, "tensor_parallel": 1, "env": {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_OMP_THREADS_BIND": "0-1"},
+        "argv": {"eager": ["python", "-m", "vllm", "--max-num-seqs", "16", "--port", "8000", "--enforce-eager"]}}
+
+
+def test_cpu_grid_starts_from_engine_defaults_and_tries_binding():
+    grid = build_grid(PLAN, "cpu", cores=2)
+    assert grid[0].knob == "baseline" and "VLLM_CPU_OMP_THREADS_BIND" in grid[0].unset_env
+    assert any(t.knob == "VLLM_CPU_OMP_THREADS_BIND" and t.env["VLLM_CPU_OMP_THREADS_BIND"] == "0-1" for t in grid)
+    assert any(t.graph for t in grid)
+
+
+def test_npu_grid_has_graph_variants_and_tp_when_devices_allow():
+    plan = dict(PLAN, tensor_parallel=1)
+    knobs = {t.knob for t in build_grid(plan, "npu", devices=2)}
+    assert {"cudagraph_mode", "--tensor-parallel-size", "--gpu-memory-utilization"} <= knobs
+    assert "--tensor-parallel-size" not in {t.knob for t in build_grid(plan, "cuda", devices=1)}
+
+
+def test_apply_trial():
+    argv, env = apply_trial(PLAN["argv"]["eager"], PLAN["env"],
+                            Trial("x", "k", env={"A": "1"}, unset_env=("VLLM_CPU_OMP_THREADS_BIND",),
+                                  args=("--max-num-seqs", "32"), remove_args=("--max-num-seqs",), graph=True))
+    assert argv == ["python", "-m", "vllm", "--port", "8000", "--max-num-seqs", "32"]
+    assert env == {"VLLM_CPU_KVCACHE_SPACE": "4", "A": "1"}
+
+
+def test_budget_cutter_keeps_baseline_and_orders_by_value():
+    trials = [Trial("base", "baseline"), Trial("cheap-good", "a", prior=0.5), Trial("graph", "g", graph=True, prior=0.3),
+              Trial("cheap-meh", "b", prior=0.01)]
+    startup = {"eager": 60.0, "graph": 240.0}
+    chosen, skipped = cut_to_budget(trials, budget_s=3 * 80, startup_s=startup, run_s=10, repeats=2)
+    assert [t.name for t in chosen] == ["base", "cheap-good", "cheap-meh"]
+    assert skipped == [{"name": "graph", "knob": "g", "estimated_s": 260.0, "reason": "over the budget"}]
+
+
+def test_noise_rules():
+    a, b = summary([52.0, 53.0]), summary([30.0, 31.0])
+    assert clearly_better(a, b) and not clearly_better(b, a)
+    assert not clearly_better(summary([30.5, 33.0]), b)  # overlapping ranges: inside the noise
+    ratio, err = ratio_with_uncertainty(a, b)
+    assert ratio == pytest.approx(52.5 / 30.5) and err > 0
+
+
+def row(name, values, status="done"):
+    return {"name": name, "status": status, "output_throughput": summary(values), "argv": ["python", name],
+            "env": {}, "unset_env": []}
+
+
+def test_recommendation_only_outside_the_noise():
+    rec = recommend([row("base", [30, 31]), row("bind", [52, 53])], "output_throughput", True)
+    assert rec["name"] == "bind" and rec["significant"] and rec["gain"] == pytest.approx(52.5 / 30.5, rel=1e-3)
+    rec = recommend([row("base", [30, 33]), row("noise", [31, 34])], "output_throughput", True)
+    assert rec["name"] == "base" and not rec["significant"] and "keep the defaults" in rec["note"]
+    assert recommend([row("base", [], status="failed")], "output_throughput", True) is None

