@@ -107,3 +107,17 @@ def start_mock(tmp_path, *flags):
     spec = LaunchSpec(engine="mock", argv=argv, env={}, host="127.0.0.1", port=port, served_model="mock",
                       startup_timeout_s=60)
     return ManagedServer(spec, tmp_path / f"mock-{port}.log")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(default_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(default_model.path)
+
+
+def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
+    """One benchmark through the library, as the CLI runs it."""
+    from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
+
+    return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)

@@ -267,9 +267,10 @@ def inspect_for_engine(args: argparse.Namespace):
     from llm_adapt.models.source import resolve_model
 
     source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)
+    inspected = run_inspect(source, plan_options_from(args, source), args.platform)  # config errors first
     if not args.dummy:
         source.require_weights("starting an engine")
-    return source, run_inspect(source, plan_options_from(args, source), args.platform)
+    return source, inspected
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -299,7 +300,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from llm_adapt.probes.run import run_probes
     from llm_adapt.probes.summary import print_probes
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import ensure_writable, new_run_dir
 
     if bool(args.endpoint) == bool(args.model):
         raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")

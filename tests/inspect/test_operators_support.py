@@ -36,3 +36,9 @@ def test_classification():
     assert classify(spec(architectures=["NoSuchForCausalLM"]), registry).vllm == UNSUPPORTED
     custom = spec(architectures=["MyOwnForCausalLM"], auto_map={"AutoModelForCausalLM": "m.MyOwn"})
     assert classify(custom, registry).vllm == TRANSFORMERS_BACKEND
+
+
+def test_cpu_flags_head_dims_vllm_cpu_cannot_run():
+    odd = {op.name: op for op in operator_inventory(spec(head_dim=16, num_attention_heads=32), "cpu", set())}
+    assert "fails at the first request" in odd["head_dim"].caveats[0]
+    assert not {op.name: op for op in operator_inventory(spec(), "cpu", set())}["head_dim"].caveats

@@ -266,6 +266,17 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
 
 
 def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts) -> dict[str, Any]:
+    def mutual(k: int, pos: int) -> bool:
+        return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k)
+
+    return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual)
+
+
+def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
+               mutual: Callable[[int, int], bool | None]) -> dict[str, Any]:
+    """One prompt's greedy comparison: first divergence, classified by the reference's own margin there.
+
+    `mutual(k, pos)` says whether each side's token at divergence k is in the other's top-k."""
     k = m.first_divergence(ref.generated, generated)
     row: dict[str, Any] = {
         "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
@@ -280,9 +291,9 @@ def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, toke
         return row
     pos = len(ref.input_ids) + k - 1  # the position whose logits chose token k
     margin = m.top2_margin(ref.logits[pos])
-    row.update(divergence=m.classify_divergence(margin, opts.tie_margin), ref_margin=round(margin, 5),
-               mutual_topk=m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k),
-               ref_token=tokenizer.decode([ref.generated[k]]), target_token=tokenizer.decode([generated[k]]))
+    row.update(divergence=m.classify_divergence(margin, tie_margin), ref_margin=round(margin, 5),
+               mutual_topk=mutual(k, pos), ref_token=tokenizer.decode([ref.generated[k]]),
+               target_token=tokenizer.decode([generated[k]]))
     return row
 
 

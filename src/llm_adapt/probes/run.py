@@ -9,7 +9,7 @@ import httpx
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
-from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, Outcome, Timer, make_context, snippet
+from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
 from llm_adapt.probes.features import PROBES
 from llm_adapt.results import StageResult
 

@@ -102,11 +102,22 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
     return [md_path, html_path]
 
 
+CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+
+
+def inert(markdown_text: str) -> str:
+    """Escape every '<' outside code, so no text from a model, a prompt or a server becomes HTML.
+
+    Markdown passes raw HTML through; code spans and blocks are escaped by Markdown itself."""
+    parts = CODE.split(markdown_text)
+    return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+
+
 def to_html(markdown_text: str, run_dir: Path, lang: str) -> str:
     """One self-contained page: the Markdown converted, every plot embedded as a data URI."""
     import markdown
 
-    body = markdown.markdown(markdown_text, extensions=["tables", "fenced_code"])
+    body = markdown.markdown(inert(markdown_text), extensions=["tables", "fenced_code"])
 
     def embed(match: re.Match) -> str:
         path = run_dir / html.unescape(match.group(1))
