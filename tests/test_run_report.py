@@ -95,3 +95,15 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
     assert images and all(src.startswith("data:image/png;base64") and width > 0 for src, width in images), images
     assert scripts == 0 and not pwned
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
+    _, out = quick_run
+    copy = tmp_path / "resumed"
+    shutil.copytree(out, copy)
+    stamp = (copy / "accuracy.json").stat().st_mtime_ns
+    code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--quick", "--out", str(copy),
+                 "--resume", "--kv-cache-space", "2", "--max-model-len", "2048"])
+    assert code == 0
+    assert (copy / "accuracy.json").stat().st_mtime_ns == stamp  # not measured again
+    assert json.loads((copy / "status.json").read_text())["finished"]

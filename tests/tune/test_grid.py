@@ -58,3 +58,15 @@ def test_recommendation_only_outside_the_noise():
     rec = recommend([row("base", [30, 33]), row("noise", [31, 34])], "output_throughput", True)
     assert rec["name"] == "base" and not rec["significant"] and "keep the defaults" in rec["note"]
     assert recommend([row("base", [], status="failed")], "output_throughput", True) is None
+
+
+def test_repeated_baseline_widens_its_spread():
+    from llm_adapt.tune.run import _merge_runs
+
+    base = {"runs": [{"output_throughput": 30.0}, {"output_throughput": 31.0}]}
+    again = {"runs": [{"output_throughput": 36.0}, {"output_throughput": 37.0}]}
+    _merge_runs(base, again)
+    assert base["output_throughput"]["n"] == 4 and base["output_throughput"]["max"] == 37.0
+    rows = [dict(row("base", []), **base), dict(row("x", [35, 35.5])), dict(row("again", [36, 37]), merged_into_baseline=True)]
+    rec = recommend(rows, "output_throughput", True)
+    assert rec["name"] == "base" and not rec["significant"]  # drift swallowed the apparent gain

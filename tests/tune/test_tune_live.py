@@ -17,6 +17,7 @@ def test_tune_default_model_tries_thread_binding(capsys, tmp_path, default_model
     result = json.loads((tmp_path / "tune.json").read_text())
     knobs = [t["knob"] for t in result["trials"]]
     assert knobs[0] == "baseline" and "VLLM_CPU_OMP_THREADS_BIND" in knobs
-    assert all(t["status"] == "done" and t["output_throughput"]["n"] == 2 for t in result["trials"])
+    assert all(t["status"] == "done" and t["output_throughput"]["n"] >= 2 for t in result["trials"])
+    assert result["trials"][-1]["name"].endswith("(again, at the end)") and result["trials"][0]["output_throughput"]["n"] == 4
     assert result["skipped"]  # the budget cut the rest, and says so
     assert result["recommendation"]["command"].startswith("export ")
