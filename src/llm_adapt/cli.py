@@ -134,6 +134,7 @@ def _add_inspect(sub) -> None:
     add_plan_options(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--out", type=Path, metavar="DIR", help="also write inspect.json into DIR")
+    p.add_argument("--tuned", type=Path, metavar="TUNE_JSON", help="add the recommendation of an earlier `llm-adapt tune`")
     p.set_defaults(handler=cmd_inspect)
 
 
@@ -675,6 +676,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     source = resolve_model(args.model, weights=False, offline=args.offline)
     result = run_inspect(source, plan_options_from(args, source), args.platform)
+    if args.tuned:
+        from llm_adapt.tune.run import TuneResult
+
+        result.plan["tuned"] = TuneResult.load(args.tuned).recommendation
     if args.out:
         result.save(args.out / "inspect.json")
     if args.json:

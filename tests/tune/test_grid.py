@@ -70,3 +70,16 @@ def test_repeated_baseline_widens_its_spread():
     rows = [dict(row("base", []), **base), dict(row("x", [35, 35.5])), dict(row("again", [36, 37]), merged_into_baseline=True)]
     rec = recommend(rows, "output_throughput", True)
     assert rec["name"] == "base" and not rec["significant"]  # drift swallowed the apparent gain
+
+
+def test_inspect_shows_a_tune_recommendation(capsys, tmp_path, default_model):
+    import json
+
+    from llm_adapt.cli import main
+    from llm_adapt.tune.run import TuneResult
+
+    rec = recommend([row("base", [30, 31]), row("bind", [52, 53])], "output_throughput", True)
+    TuneResult(platform="cpu", objective="throughput", metric="output_throughput", settings={}, trials=[], skipped=[],
+               recommendation=rec).save(tmp_path / "tune.json")
+    assert main(["inspect", "default", "--tuned", str(tmp_path / "tune.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["tuned"]["name"] == "bind"

@@ -93,22 +93,43 @@ async def send(session: aiohttp.ClientSession, base_url: str, model: str, spec: 
 
 
 async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: float) -> None:
-    """Parse SSE events as bytes arrive (split on blank lines), timing each content chunk."""
-    state = {"last": start, "done": False, "parts": []}
-    buffer = b""
+    """Parse SSE events as bytes arrive, timing content by the arrival of the network chunk carrying it.
+
+    One split per chunk (not one per event) keeps long streams linear in their length."""
+    last, done, parts, pending = start, False, [], b""
     async for data in resp.content.iter_any():
-        buffer += data
-        while b"\n\n" in buffer:
-            event, buffer = buffer.split(b"\n\n", 1)
-            if not _on_event(event, record, state, start):
-                return
-            if state["done"]:
+        now = time.perf_counter()
+        events = (pending + data).split(b"\n\n")
+        pending = events.pop()  # an incomplete event waits for the next chunk
+        for event in events:
+            payload = _event_payload(event)
+            if payload is None:
+                continue
+            if payload is DONE:
+                done = True
                 break
-        if state["done"]:
+            if isinstance(payload, _Malformed):
+                _fail(record, "malformed_stream", f"not JSON: {payload.data[:80]!r}", start)
+                return
+            text = chunk_text(payload)
+            if text:
+                if record.ttft is None:
+                    record.ttft = now - start
+                else:
+                    record.itl.append(now - last)
+                last = now
+                record.chunks += 1
+                parts.append(text)
+            usage = payload.get("usage")
+            if usage:
+                record.usage_reported = True
+                record.output_tokens = usage.get("completion_tokens")
+                record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
+        if done:
             break
     record.e2el = time.perf_counter() - start
-    record.text = "".join(state["parts"])
-    if not state["done"]:
+    record.text = "".join(parts)
+    if not done:
         _fail(record, "truncated_stream", "the stream ended without [DONE]", start)
     elif record.ttft is None:
         _fail(record, "empty", "no content in the stream", start)
@@ -118,37 +139,32 @@ async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: floa
         record.success = True
 
 
-def _on_event(event: bytes, record: Record, state: dict, start: float) -> bool:
-    """Handle one SSE event; False when the stream is malformed (the record then says so)."""
-    for line in event.split(b"\n"):
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            state["done"] = True
-            return True
-        try:
-            payload = _decode(data)
-        except (_DecodeError, ValueError):
-            _fail(record, "malformed_stream", f"not JSON: {data[:80]!r}", start)
-            return False
-        now = time.perf_counter()
-        text = chunk_text(payload)
-        if text:
-            if record.ttft is None:
-                record.ttft = now - start
-            else:
-                record.itl.append(now - state["last"])
-            state["last"] = now
-            record.chunks += 1
-            state["parts"].append(text)
-        usage = payload.get("usage")
-        if usage:
-            record.usage_reported = True
-            record.output_tokens = usage.get("completion_tokens")
-            record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
-    return True
+DONE = object()
+
+
+class _Malformed:
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+def _event_payload(event: bytes):
+    """The JSON of one SSE event's data line(s); DONE; None for comments and keep-alives."""
+    if b"\n" in event:  # several fields: keep the data lines
+        event = b"".join(line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:"))
+        data = event
+    else:
+        event = event.strip()
+        if not event.startswith(b"data:"):
+            return None
+        data = event[5:].strip()
+    if not data:
+        return None
+    if data == b"[DONE]":
+        return DONE
+    try:
+        return _decode(data)
+    except (_DecodeError, ValueError):
+        return _Malformed(data)
 
 
 def _fail(record: Record, kind: str, message: str, start: float) -> Record:

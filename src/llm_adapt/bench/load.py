@@ -16,7 +16,8 @@ from llm_adapt.engines.endpoint import Endpoint
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
-                   max_concurrency: int | None = None, timeout_s: float = 600.0, count_tokens: Callable[[str], int] | None = None,
+                   max_concurrency: int | None = None, timeout_s: float = 600.0,
+                   count_tokens: Callable[[list[str]], list[int]] | None = None,
                    sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
                    label: str = "requests") -> dict[str, Any]:
     """Warm-up requests first (not recorded), then the measured ones; returns timing facts."""
@@ -43,7 +44,7 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
                         record = await send(session, endpoint.base_url, model, spec, t0, headers)
                 else:
                     record = await send(session, endpoint.base_url, model, spec, t0, headers)
-                _write(sink, record, count_tokens)
+                _write(sink, record)
                 done += 1
                 if progress:
                     progress(label, done, len(measured))
@@ -54,16 +55,38 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
                 duration = time.perf_counter() - t0
                 if sampler_task:
                     sampler_task.cancel()
+    if count_tokens:
+        count_client_tokens(records_path, count_tokens)  # after the clock stopped: not part of the load
     return {"duration": duration, "sent": len(measured), "warmup": len(warm)}
 
 
-def _write(sink, record: Record, count_tokens) -> None:
-    """One JSON line per finished request; the generated text is dropped after counting its tokens."""
-    if count_tokens and record.success:
-        record.client_tokens = count_tokens(record.text)
-    row = {k: v for k, v in vars(record).items() if k != "text"}
-    sink.write(json.dumps(row) + "\n")
+def _write(sink, record: Record) -> None:
+    """One JSON line per finished request, on disk at once (nothing accumulates in memory)."""
+    sink.write(json.dumps(vars(record)) + "\n")
     sink.flush()
+
+
+def count_client_tokens(path: Path, count: Callable[[list[str]], list[int]], batch: int = 256) -> None:
+    """Add the client tokenizer's count to each record and drop the generated text, streaming the file."""
+    tmp = path.with_suffix(".tmp")
+    with open(path) as src, open(tmp, "w") as dst:
+        rows: list[dict] = []
+        for line in src:
+            rows.append(json.loads(line))
+            if len(rows) == batch:
+                _flush_counted(rows, count, dst)
+        _flush_counted(rows, count, dst)
+    tmp.replace(path)
+
+
+def _flush_counted(rows: list[dict], count, dst) -> None:
+    texts = [r.get("text") or "" for r in rows]
+    counts = count(texts) if any(texts) else [0] * len(rows)
+    for row, text, n in zip(rows, texts, counts):
+        row.pop("text", None)
+        row["client_tokens"] = n if row["success"] and text else None
+        dst.write(json.dumps(row) + "\n")
+    rows.clear()
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -94,6 +117,7 @@ class ResourceSampler:
                     pass
                 if self.pid:
                     sample["rss_bytes"] = tree_rss(self.pid)
+                    sample["device_memory_bytes"] = await device_memory_used()
                 self.samples.append(sample)
                 await asyncio.sleep(self.interval_s)
 
@@ -103,7 +127,8 @@ class ResourceSampler:
             return max(values) if values else None
 
         return {"samples": len(self.samples), "kv_cache_usage_max": peak("kv_cache_usage"),
-                "running_max": peak("running"), "waiting_max": peak("waiting"), "rss_bytes_max": peak("rss_bytes")}
+                "running_max": peak("running"), "waiting_max": peak("waiting"), "rss_bytes_max": peak("rss_bytes"),
+                "device_memory_bytes_max": peak("device_memory_bytes")}
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -132,4 +157,22 @@ def tree_rss(pid: int) -> int | None:
         root = psutil.Process(pid)
         return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
     except psutil.Error:
+        return None
+
+
+async def device_memory_used() -> int | None:
+    """Memory in use on the NVIDIA GPUs (nvidia-smi), summed; None where there is no such tool.
+
+    Ascend's npu-smi prints a table per chip with no machine-readable query, so NPU memory is
+    not sampled here."""
+    import shutil
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        proc = await asyncio.create_subprocess_exec("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=5)
+        return sum(int(v) for v in out.decode().split()) * 1024 * 1024
+    except (OSError, ValueError, asyncio.TimeoutError):
         return None

@@ -66,13 +66,13 @@ def build_app(cfg: MockConfig) -> web.Application:
         fault = cfg.fault if cfg.fault and rng.random() < cfg.fault_rate else None
         if chat:
             await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
-        await asyncio.sleep(max(0.0, cfg.ttft_ms / 1000 - (time.perf_counter() - arrived)))
+        await sleep_until(arrived + cfg.ttft_ms / 1000)
         if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
             await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
             return resp
         for i in range(n):
             if i:
-                await asyncio.sleep(cfg.itl_ms / 1000)
+                await sleep_until(time.perf_counter() + cfg.itl_ms / 1000)
             if fault and i == n // 2:
                 return await _break(resp, request, fault)
             choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
@@ -110,6 +110,15 @@ def build_app(cfg: MockConfig) -> web.Application:
                     web.get("/v1/models", models), web.get("/health", health), web.post("/tokenize", tokenize),
                     web.get("/metrics", metrics)])
     return app
+
+
+async def sleep_until(deadline: float) -> None:
+    """Wake at `deadline` (perf_counter) to well under a millisecond: the event loop's timers round
+    up to whole milliseconds, so sleep to just short of it and yield until it passes."""
+    while (left := deadline - time.perf_counter()) > 0.002:
+        await asyncio.sleep(left - 0.002)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0)
 
 
 def _whole_stream(body: dict, n: int, chat: bool, created: int, model: str, prompt_tokens: int) -> bytes:

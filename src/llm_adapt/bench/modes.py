@@ -136,7 +136,8 @@ def fast_loop_factory():
 
 def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid, progress, label) -> dict[str, Any]:
     sampler = ResourceSampler(endpoint, pid)
-    count = (lambda text: len(work.tokenizer(text, add_special_tokens=False)["input_ids"])) if work.tokenizer else None
+    count = ((lambda texts: [len(ids) for ids in work.tokenizer(texts, add_special_tokens=False)["input_ids"]])
+             if work.tokenizer else None)
     with asyncio.Runner(loop_factory=fast_loop_factory()) as runner:
         timing = runner.run(run_load(endpoint, model, specs, records_path, max_concurrency=concurrency,
                                      timeout_s=opts.timeout_s, count_tokens=count, sampler=sampler, progress=progress,

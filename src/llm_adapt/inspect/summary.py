@@ -29,6 +29,11 @@ def print_inspect(result: InspectResult, console: Console) -> None:
         title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform['graph_mode']}"
         console.print(f"\n[bold]{title}[/bold]")
         console.print(plan["commands"][mode], markup=False, highlight=False, soft_wrap=True)
+    tuned = plan.get("tuned")
+    if tuned:
+        gain = f"{tuned['gain']:.2f}x ± {tuned['gain_uncertainty']:.2f}" if "gain" in tuned else "n/a"
+        console.print(f"\n[bold]Tuned ({tuned['name']}; gain over engine defaults {gain}; {tuned['note']})[/bold]")
+        console.print(tuned["command"], markup=False, highlight=False, soft_wrap=True)
     for warning in plan["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     if params["agree"] is False:

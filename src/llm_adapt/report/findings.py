@@ -123,7 +123,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
         m = thr["runs"][0]["metrics"]
         out.append((3, T["tput"].format(n=thr["runs"][0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
                                         tpot=m["median_tpot_ms"])))
-    return [text for _, text in sorted(out, key=lambda x: x[0])][:5]
+    return [text for _, text in sorted(out, key=lambda x: x[0])][:4]
 
 
 def notes(run: RunData) -> list[str]:

@@ -76,9 +76,10 @@ def peak_server(run: RunData) -> dict | None:
     samples = [r["server"] for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
     rss = [s["rss_bytes_max"] for s in samples if s.get("rss_bytes_max")]
     kv = [s["kv_cache_usage_max"] for s in samples if s.get("kv_cache_usage_max") is not None]
+    device = [s["device_memory_bytes_max"] for s in samples if s.get("device_memory_bytes_max")]
     if not rss and not kv:
         return None
-    return {"rss": max(rss) if rss else None, "kv": max(kv) if kv else None}
+    return {"rss": max(rss) if rss else None, "kv": max(kv) if kv else None, "device": max(device) if device else None}
 
 
 def _why(run: RunData, stage: str) -> str:
