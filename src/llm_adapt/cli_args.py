@@ -49,3 +49,30 @@ def memory_gib(text: str) -> float:
     number = raw[:-1] if scale is not None else raw
     value = positive_float(number) if number else positive_float(text)
     return value * (scale or 1.0)
+
+
+def rate_value(text: str) -> float:
+    if text.strip().lower() in ("inf", "infinity"):
+        return float("inf")
+    return positive_float(text)
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected whole numbers separated by commas, e.g. 1,2,4,8") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive whole numbers, e.g. 1,2,4,8")
+    return values
+
+
+def slo_value(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower().removesuffix("_ms")
+        if not sep or key not in ("ttft", "tpot", "e2el"):
+            raise argparse.ArgumentTypeError(f"{part!r}: expected ttft=MS, tpot=MS or e2el=MS")
+        out[key] = positive_float(value.strip().lower().removesuffix("ms"))
+    return out

@@ -1,0 +1,111 @@
+"""Options and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=36)
+
+
+def add_plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--platform", choices=["cpu", "cuda", "npu"], help="target platform (default: detected)")
+    p.add_argument("--device-memory", type=memory_gib, metavar="GIB", help="memory per device, e.g. 64 or 64GiB")
+    p.add_argument("--devices", type=positive_int, metavar="N", help="devices per node (default: those present, else 8)")
+    p.add_argument("--nodes", type=positive_int, metavar="N", help="at most this many nodes (default: as many as needed)")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="serving dtype (default bf16)")
+    p.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
+                   help="KV-cache dtype (default: the serving dtype)")
+    p.add_argument("--max-model-len", type=positive_int, metavar="N", help="context length (default: longest that fits)")
+    p.add_argument("--max-num-seqs", type=positive_int, metavar="N", help="concurrent sequences (default 16 on CPU, 256 elsewhere)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, metavar="N", help="tokens per scheduler step")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9, metavar="F", help="fraction of device memory (default 0.9)")
+    p.add_argument("--kv-cache-space", type=positive_int, metavar="GIB", help="CPU: VLLM_CPU_KVCACHE_SPACE in GiB (default: up to 4)")
+    p.add_argument("--host", default="127.0.0.1", help="address the server binds (default 127.0.0.1)")
+    p.add_argument("--port", type=positive_int, help="server port (inspect's commands: 8000; started servers: a free port)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
+    p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["vllm", "transformers"], help="engine to start (default: vllm when installed)")
+    p.add_argument("--graph", action="store_true", help="start in graph mode (CUDA graphs / ACLGraph / torch.compile); default eager")
+    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S", help="seconds to wait for readiness")
+    p.add_argument("--dummy", action="store_true",
+                   help="vLLM with random weights (--load-format dummy): check architecture, kernels and memory before weights exist")
+
+
+def add_endpoint_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server someone else started")
+    p.add_argument("--model", dest="served_model", metavar="NAME", help="model name on the endpoint (default: the one it serves)")
+    p.add_argument("--api-key", metavar="KEY", help="API key (default: $OPENAI_API_KEY)")
+
+
+def endpoint_from_args(args: argparse.Namespace):
+    from llm_adapt.engines.endpoint import endpoint_from_url
+
+    return endpoint_from_url(args.endpoint, args.served_model, args.api_key)
+
+
+def inspect_for_engine(args: argparse.Namespace):
+    """Resolve MODEL and build the plan an engine start needs."""
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+
+    dummy = getattr(args, "dummy", False)  # only the commands that start engines have --dummy
+    source = resolve_model(args.model, weights=not dummy, offline=args.offline)
+    inspected = run_inspect(source, plan_options_from(args, source), args.platform)  # config errors first
+    if not dummy:
+        source.require_weights("starting an engine")
+    return source, inspected
+
+
+@dataclass
+class Target:
+    endpoint: "Endpoint"  # noqa: F821
+    engine: str | None  # None: an external endpoint
+    out: Path
+    pid: int | None = None
+    model_dir: Path | None = None
+
+
+@contextmanager
+def engine_or_endpoint(args: argparse.Namespace, label: str):
+    """Yield a Target: an external --endpoint, or an engine started for MODEL (stopped on the way out)."""
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    if args.endpoint:
+        endpoint = endpoint_from_args(args)
+        out = ensure_writable(args.out) if args.out else new_run_dir("endpoint", label)
+        yield Target(endpoint, None, out)
+        return
+    from llm_adapt.engines.session import choose_engine, started_engine
+
+    engine = choose_engine(args.engine)
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, label)
+    inspected.save(out / "inspect.json")
+    print(f"starting {engine} for {source.name} ...", file=sys.stderr)
+    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
+                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, _):
+        yield Target(server.endpoint, engine, out, server.proc.pid, source.path)
+
+
+def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821
+    from llm_adapt.inspect.plan import PlanOptions
+
+    return PlanOptions(
+        model_path=str(source.path), served_model_name=source.name, dtype=args.dtype, kv_dtype=args.kv_dtype,
+        max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens, gpu_memory_utilization=args.gpu_memory_utilization,
+        device_memory_gib=args.device_memory, devices_per_node=args.devices, max_nodes=args.nodes,
+        kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port or 8000,
+        trust_remote_code=args.trust_remote_code,
+    )

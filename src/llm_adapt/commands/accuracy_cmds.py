@@ -1,0 +1,119 @@
+"""`llm-adapt compare`: in process, or against an endpoint."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from llm_adapt.cli_args import positive_float, positive_int
+from llm_adapt.cli_common import _formatter, add_endpoint_options, endpoint_from_args
+
+EPILOG_COMPARE = """examples:
+  llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
+  llm-adapt compare ./Llama-3.2-3B-Instruct --reference cpu:fp32 --target npu:bf16 --baseline cpu:bf16
+  llm-adapt compare ./orig --target cpu:fp32 --target-model ./converted --prompts my_prompts.jsonl
+"""
+
+
+def add_compare_parser(sub) -> None:
+    p = sub.add_parser("compare", help="accuracy against the float32 gold reference, layer by layer",
+                       description="Compare target runners with the gold reference: every layer (full and local "
+                                   "error), logits (KL, same top-1, perplexity), greedy tokens (near-tie vs genuine "
+                                   "divergences) and int8 weights, each judged against a measured noise floor.",
+                       epilog=EPILOG_COMPARE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32)")
+    p.add_argument("--target", action="append", metavar="DEVICE:DTYPE",
+                   help="runner under test, repeatable (default: the detected platform at bf16)")
+    p.add_argument("--target-model", type=Path, metavar="PATH", help="another checkpoint of the same architecture for the targets")
+    p.add_argument("--quant", action="append", choices=["int8-tensor", "int8-channel"],
+                   help="also test each target with weight-only int8 (repeatable)")
+    p.add_argument("--baseline", metavar="DEVICE:DTYPE", help="noise floor for every target (default: the reference's device at each target's dtype)")
+    p.add_argument("--prompts", default="default", metavar="SUITE|FILE", help="prompt suite (default, quick) or a JSONL file")
+    p.add_argument("--max-new-tokens", type=positive_int, default=64, metavar="N", help="greedy tokens per prompt (default 64)")
+    p.add_argument("--tie-margin", type=positive_float, default=0.3, metavar="NATS", help="top-1 vs top-2 margin of a near-tie (default 0.3)")
+    p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="k for top-k overlap and mutual top-k (default 5)")
+    add_endpoint_options(p)
+    p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
+    p.add_argument("--served-dtype", default="bf16", choices=["bf16", "fp16", "fp32"],
+                   help="with --endpoint: the dtype the server computes in, for its noise floor (default bf16)")
+    p.add_argument("--reference-streaming", action="store_true", default=None,
+                   help="compute the reference one layer at a time from the shards (automatic when fp32 does not fit in RAM)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write accuracy.json here (default: a new directory under runs/)")
+    p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
+    p.set_defaults(handler=cmd_compare)
+
+
+def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":  # noqa: F821
+    from dataclasses import replace
+
+    from llm_adapt.accuracy.compare import CompareOptions
+    from llm_adapt.accuracy.runner import parse_runner
+
+    reference = parse_runner(args.reference)
+    mains = [parse_runner(t) for t in (args.target or [f"{platform}:bf16"])]
+    if args.target_model:
+        mains = [replace(t, model_path=args.target_model.resolve()) for t in mains]
+    targets = mains + [replace(t, quant=q) for t in mains for q in (args.quant or [])]
+    return CompareOptions(reference=reference, targets=tuple(targets),
+                          baseline=parse_runner(args.baseline) if args.baseline else None, prompts=args.prompts,
+                          max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
+                          reference_streaming=args.reference_streaming)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.accuracy.compare import check_same_family, compare
+    from llm_adapt.accuracy.prompts import load_prompts
+    from llm_adapt.accuracy.summary import print_accuracy
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.platforms import detect_platform
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    load_prompts(args.prompts)  # bad prompts fail before any model loads
+    options = compare_options_from(args, detect_platform())
+    if args.endpoint:
+        return compare_with_endpoint(args, options)
+    source = resolve_model(args.model, offline=args.offline)
+    source.require_weights("compare")
+    if args.target_model:
+        check_same_family(source.path, args.target_model)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare")
+    with progress_bar() as report:
+        result = compare(source, options, report)
+    path = result.save(out / "accuracy.json")
+    if args.json:
+        print(result.to_json())
+    else:
+        print_accuracy(result, Console())
+        print(f"result: {path}")
+    return 0
+
+
+def compare_with_endpoint(args: argparse.Namespace, options) -> int:
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from llm_adapt.accuracy.endpoint import compare_endpoint
+    from llm_adapt.accuracy.endpoint_summary import print_endpoint_accuracy
+    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    endpoint = endpoint_from_args(args)
+    source = resolve_model(args.model, offline=args.offline)
+    source.require_weights("compare")
+    floor = parse_runner(args.baseline) if args.baseline else replace(options.reference, dtype=args.served_dtype)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
+    with progress_bar() as report:
+        result = compare_endpoint(source, endpoint, options, None if floor == options.reference else floor, out, report)
+    if args.json:
+        print(result.to_json())
+    else:
+        print_endpoint_accuracy(result, Console())
+        print(f"result: {out / 'endpoint_accuracy.json'}")
+    return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1

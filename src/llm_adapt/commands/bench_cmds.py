@@ -1,0 +1,172 @@
+"""`llm-adapt bench` and `llm-adapt tune`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from llm_adapt.cli_args import (
+    int_list,
+    positive_float,
+    positive_int,
+    rate_value,
+    slo_value,
+)
+from llm_adapt.cli_common import (
+    _formatter,
+    add_endpoint_options,
+    add_engine_options,
+    add_plan_options,
+    engine_or_endpoint,
+    inspect_for_engine,
+)
+from llm_adapt.errors import UsageError
+
+EPILOG_BENCH = """examples:
+  llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
+  llm-adapt bench default --mode latency --input-len 128 --output-len 64 --iterations 10
+  llm-adapt bench default --mode sweep --concurrencies 1,2,4,8 --slo ttft=500,tpot=100
+  llm-adapt bench --endpoint http://127.0.0.1:8000 --mode throughput --dataset sharegpt.json
+"""
+
+
+EPILOG_TUNE = """examples:
+  llm-adapt tune default --budget 10
+  llm-adapt tune ./Llama-3.1-8B-Instruct --platform cuda --objective latency --budget 30
+  llm-adapt tune default --objective goodput --slo ttft=500,tpot=100 --out runs/x   # the run's report gains a tuning section
+"""
+
+
+def add_bench_parser(sub) -> None:
+    p = sub.add_parser("bench", help="serve / latency / throughput / sweep benchmarks of an endpoint",
+                       description="Benchmark an OpenAI-compatible endpoint (or an engine started for MODEL) with "
+                                   "vLLM's metric definitions: TTFT, TPOT, ITL, E2EL, throughput and goodput.",
+                       epilog=EPILOG_BENCH, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--mode", choices=["serve", "latency", "throughput", "sweep"], default="serve", help="benchmark mode (default serve)")
+    p.add_argument("--num-prompts", type=positive_int, default=32, metavar="N", help="measured requests (default 32)")
+    p.add_argument("--input-len", type=positive_int, default=128, metavar="N", help="prompt tokens (default 128)")
+    p.add_argument("--output-len", type=positive_int, default=64, metavar="N", help="output tokens, fixed with ignore_eos (default 64)")
+    p.add_argument("--request-rate", type=rate_value, default=float("inf"), metavar="R", help="requests/s or inf (default inf)")
+    p.add_argument("--burstiness", type=positive_float, default=1.0, metavar="B", help="gamma shape of arrivals; 1 = Poisson")
+    p.add_argument("--max-concurrency", type=positive_int, metavar="N", help="at most N requests in flight")
+    p.add_argument("--concurrencies", type=int_list, default=(1, 2, 4, 8), metavar="LIST", help="sweep: e.g. 1,2,4,8")
+    p.add_argument("--warmup", type=int, default=2, metavar="N", help="warm-up requests, not measured (default 2)")
+    p.add_argument("--iterations", type=positive_int, default=8, metavar="N", help="latency mode: requests (default 8)")
+    p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
+    p.add_argument("--dataset", metavar="FILE", help="ShareGPT-style JSON/JSONL instead of fixed-length prompts")
+    p.add_argument("--prompts", dest="suite", metavar="SUITE", help="chat prompts from a suite (default, quick) or JSONL")
+    p.add_argument("--tokenizer", metavar="DIR", help="tokenizer for prompt building (default: the model's, else the default model's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(handler=cmd_bench)
+
+
+def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  # noqa: F821
+    from llm_adapt.bench.modes import BenchOptions
+
+    if args.warmup < 0:
+        raise UsageError(f"--warmup {args.warmup}: must be 0 or more")
+    return BenchOptions(mode=mode, num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
+                        request_rate=args.request_rate, burstiness=args.burstiness, max_concurrency=args.max_concurrency,
+                        concurrencies=args.concurrencies, warmup=args.warmup, iterations=args.iterations, slo=args.slo,
+                        dataset=args.dataset, suite=args.suite, seed=args.seed, timeout_s=args.timeout)
+
+
+def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
+    """The tokenizer that builds prompts: --tokenizer, the model's own, else the default model's."""
+    from transformers import AutoTokenizer
+
+    from llm_adapt.models.source import resolve_model
+
+    path = args.tokenizer or model_dir
+    note = None
+    if path is None:
+        path, note = resolve_model("default").path, "prompts built with the default model's tokenizer (pass --tokenizer for the served model's)"
+    try:
+        return AutoTokenizer.from_pretrained(path), note
+    except (OSError, ValueError):
+        raise UsageError(f"--tokenizer {path}: no loadable tokenizer there") from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.bench.modes import Workload, run_bench, server_tokenizes
+    from llm_adapt.bench.summary import print_bench
+    from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.progress import progress_bar
+
+    if bool(args.endpoint) == bool(args.model):
+        raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
+    options = bench_options_from(args, args.mode)
+    if options.suite:
+        from llm_adapt.accuracy.prompts import load_prompts
+
+        load_prompts(options.suite)
+    with engine_or_endpoint(args, f"bench-{options.mode}") as target:
+        out = target.out
+        model, _ = resolve_model_name(target.endpoint)
+        tokenizer, note = bench_tokenizer(args, target.model_dir)
+        work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model), notes=[note] if note else [])
+        with progress_bar() as report:
+            result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
+    if args.json:
+        print(result.to_json())
+    else:
+        print_bench(result, Console())
+        print(f"result: {out / 'bench.json'}")
+    return 0
+
+
+def add_tune_parser(sub) -> None:
+    p = sub.add_parser("tune", help="try the deployment knobs that matter, recommend the best, show the evidence",
+                       description="Start vLLM once per setting (thread binding, graph mode, batching, prefix "
+                                   "caching, KV space, memory utilization, ...), run the same short benchmark "
+                                   "repeatedly, and recommend a setting only when it beats the engine's defaults "
+                                   "outside the noise.", epilog=EPILOG_TUNE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    p.add_argument("--budget", type=positive_float, default=20.0, metavar="MINUTES", help="time budget (default 20)")
+    p.add_argument("--objective", choices=["throughput", "latency", "goodput"], default="throughput")
+    p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
+    p.add_argument("--repeats", type=positive_int, default=2, metavar="N", help="benchmark runs per setting (default 2)")
+    p.add_argument("--num-prompts", type=positive_int, default=8, metavar="N")
+    p.add_argument("--input-len", type=positive_int, default=64, metavar="N")
+    p.add_argument("--output-len", type=positive_int, default=32, metavar="N")
+    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write tune.json here (a run directory: its report gains the section)")
+    p.set_defaults(handler=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.engines.vllm import require_vllm
+    from llm_adapt.platforms import cpu_cores, local_device_count
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.tune.run import TuneOptions, run_tune
+    from llm_adapt.tune.summary import print_tune
+
+    if args.objective == "goodput" and not args.slo:
+        raise UsageError("--objective goodput needs --slo, e.g. --slo ttft=500,tpot=100")
+    require_vllm()
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"tune-{inspected.platform['name']}")
+    options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, repeats=args.repeats,
+                          num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
+                          startup_timeout_s=args.startup_timeout)
+    with progress_bar() as report:
+        result = run_tune(inspected, options, out, cores=cpu_cores(),
+                          devices=max(1, local_device_count(inspected.platform["name"])), progress=report,
+                          log=lambda m: print(m, file=sys.stderr))
+    print_tune(result, Console())
+    print(f"result: {out / 'tune.json'}")
+    return 0 if result.recommendation else 1

@@ -1,0 +1,87 @@
+"""`llm-adapt models` and `llm-adapt inspect`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from llm_adapt.cli_common import _formatter, add_plan_options, plan_options_from
+from llm_adapt.errors import AdaptError
+
+EPILOG_INSPECT = """examples:
+  llm-adapt inspect default
+  llm-adapt inspect ./Llama-3.1-8B-Instruct --platform npu --device-memory 64 --devices 8
+  llm-adapt inspect model.gguf --platform cuda --device-memory 24 --json
+"""
+
+
+EPILOG_MODELS = """examples:
+  llm-adapt models
+"""
+
+
+def add_models_parser(sub) -> None:
+    p = sub.add_parser("models", help="list the default model and the converted-model cache",
+                       description="List the bundled default model and the models converted so far.",
+                       epilog=EPILOG_MODELS, formatter_class=_formatter)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_models)
+
+
+def add_inspect_parser(sub) -> None:
+    p = sub.add_parser("inspect", help="architecture support, operators, memory/KV math and the deployment plan",
+                       description="Check a model against vLLM and plan its deployment on a platform.",
+                       epilog=EPILOG_INSPECT, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--out", type=Path, metavar="DIR", help="also write inspect.json into DIR")
+    p.add_argument("--tuned", type=Path, metavar="TUNE_JSON", help="add the recommendation of an earlier `llm-adapt tune`")
+    p.set_defaults(handler=cmd_inspect)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.inspect.summary import print_inspect
+    from llm_adapt.models.source import resolve_model
+
+    source = resolve_model(args.model, weights=False, offline=args.offline)
+    result = run_inspect(source, plan_options_from(args, source), args.platform)
+    if args.tuned:
+        from llm_adapt.tune.run import TuneResult
+
+        result.plan["tuned"] = TuneResult.load(args.tuned).recommendation
+    if args.out:
+        result.save(args.out / "inspect.json")
+    if args.json:
+        print(result.to_json())
+    else:
+        print_inspect(result, Console())
+    if result.support["vllm"] == "unsupported":
+        sys.stderr.write(f"llm-adapt inspect: error: {result.architecture} is not supported by "
+                         f"{result.support['registry']} nor by transformers; {result.support['strategy'].lower()}\n")
+        return 1
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from llm_adapt.models.source import cached_models, default_gguf
+
+    try:
+        default = {"name": "default", "path": str(default_gguf()), "installed": True}
+    except AdaptError as exc:
+        default = {"name": "default", "path": None, "installed": False, "hint": str(exc)}
+    rows = cached_models()
+    if args.json:
+        print(json.dumps({"default": default, "cached": rows}, indent=2))
+        return 0
+    print(f"default  SmolLM2-135M-Instruct  {default['path'] or 'not installed: ' + default['hint']}")
+    for row in rows:
+        print(f"cached   {row['name']}  {int(row['bytes']) / 1024**2:.0f} MiB  {row['path']}  (from {row['source']})")
+    if not rows:
+        print("(no converted models yet; they appear after first use of a .gguf or 'default')")
+    return 0

@@ -1,0 +1,117 @@
+"""`llm-adapt run` and `llm-adapt report`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from llm_adapt.cli_common import (
+    _formatter,
+    add_endpoint_options,
+    add_engine_options,
+    add_plan_options,
+    endpoint_from_args,
+    plan_options_from,
+)
+from llm_adapt.errors import UsageError
+
+EPILOG_RUN = """examples:
+  llm-adapt run default
+  llm-adapt run ./Llama-3.2-3B-Instruct --platform cuda --out runs/llama3b --lang zh
+  llm-adapt run default --endpoint http://npu-host:8000/v1 --model llama --skip bench
+  llm-adapt run default --out runs/x --resume
+"""
+
+
+EPILOG_REPORT = """examples:
+  llm-adapt report runs/SmolLM2-135M-Instruct-cpu-20261130-120000
+  llm-adapt report runs/x --lang zh
+"""
+
+
+def add_run_parser(sub) -> None:
+    p = sub.add_parser("run", help="the whole adaptation report in one command",
+                       description="inspect -> accuracy (in-process) -> engine -> probes -> endpoint accuracy -> bench "
+                                   "-> report. Each stage's JSON is on disk before the next starts.",
+                       epilog=EPILOG_RUN, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", default="default", help="HF directory, .gguf file or 'default'")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<model>-<platform>-<time>)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
+    p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")
+    p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
+    p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
+    p.add_argument("--prompts", metavar="SUITE|FILE", help="accuracy prompts: a suite (default, quick) or a JSONL file")
+    p.set_defaults(handler=cmd_run)
+
+
+def pipeline_skippable() -> tuple[str, ...]:
+    return ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from llm_adapt.pipeline import QUICK, RunContext, Workload, run_pipeline
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    workload = QUICK if args.quick else Workload()
+    if args.prompts:
+        from llm_adapt.accuracy.prompts import load_prompts
+
+        load_prompts(args.prompts)  # bad prompts fail before any work
+        workload = replace(workload, prompts=args.prompts)
+    if args.resume and not (args.out and (args.out / "status.json").exists()):
+        raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
+    endpoint = endpoint_from_args(args) if args.endpoint else None
+    if endpoint is not None:
+        from llm_adapt.engines.preflight import resolve_model_name
+
+        resolve_model_name(endpoint)  # an unreachable endpoint fails before any work
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.platforms import detect_platform
+
+    source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)  # fail before making a run dir
+    if not args.dummy:
+        source.require_weights("run (use --dummy for a dummy-weight check)")
+    label = args.platform or detect_platform()
+    out = ensure_writable(args.out) if args.out else new_run_dir(_run_name(args.model), label)
+    print(f"run directory: {out}", file=sys.stderr)
+    with progress_bar() as report:
+        ctx = RunContext(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
+                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
+                         graph=args.graph, startup_timeout_s=args.startup_timeout, dummy=args.dummy,
+                         offline=args.offline,
+                         workload=workload, lang=args.lang, skip=set(args.skip),
+                         resume=args.resume, progress=report, log=lambda m: print(m, file=sys.stderr))
+        status = run_pipeline(ctx)
+    report_path = out / ("report.md" if args.lang == "en" else f"report.{args.lang}.md")
+    print(f"report: {report_path}")
+    failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]
+    return 1 if failed else 0
+
+
+def _run_name(model: str) -> str:
+    return "SmolLM2-135M-Instruct" if model == "default" else Path(model).name.removesuffix(".gguf") or "model"
+
+
+def add_report_parser(sub) -> None:
+    p = sub.add_parser("report", help="re-render report.md / report.html from a run directory's JSON",
+                       description="Render the adaptation report from the JSON results of a run, without rerunning anything.",
+                       epilog=EPILOG_REPORT, formatter_class=_formatter)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.set_defaults(handler=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from llm_adapt.report.render import render_report
+
+    for path in render_report(args.run_dir, args.lang):
+        print(path)
+    return 0

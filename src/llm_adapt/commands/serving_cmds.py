@@ -1,0 +1,138 @@
+"""`llm-adapt serve`, `probe` and `mock-server`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from llm_adapt.cli_args import positive_int
+from llm_adapt.cli_common import (
+    _formatter,
+    add_endpoint_options,
+    add_engine_options,
+    add_plan_options,
+    engine_or_endpoint,
+    inspect_for_engine,
+)
+from llm_adapt.errors import AdaptError, UsageError
+
+EPILOG_SERVE = """examples:
+  llm-adapt serve default
+  llm-adapt serve ./Llama-3.1-8B-Instruct --platform npu --mode graph --port 8000
+  llm-adapt serve default --engine transformers
+"""
+
+
+EPILOG_PROBE = """examples:
+  llm-adapt probe --endpoint http://127.0.0.1:8000/v1
+  llm-adapt probe default                      # starts vLLM, probes it, stops it
+  llm-adapt probe --endpoint http://npu-host:8000 --model llama --api-key $KEY --only streaming
+"""
+
+
+EPILOG_MOCK = """examples:
+  llm-adapt mock-server --port 8100 --ttft-ms 10 --itl-ms 5
+  llm-adapt mock-server --error-rate 0.05
+"""
+
+
+def add_serve_parser(sub) -> None:
+    p = sub.add_parser("serve", help="start vLLM (or transformers serve) from the plan and keep it running",
+                       description="Start the engine with inspect's plan on 127.0.0.1, wait for readiness, record "
+                                   "start-up time and the engine's KV-cache figures beside the prediction, and "
+                                   "stop the whole process group on Ctrl-C or SIGTERM.",
+                       epilog=EPILOG_SERVE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--out", type=Path, metavar="DIR", help="run directory for serve.json and engine.log")
+    p.set_defaults(handler=cmd_serve)
+
+
+def add_probe_parser(sub) -> None:
+    p = sub.add_parser("probe", help="measure the feature-support matrix of an endpoint",
+                       description="Probe an OpenAI-compatible server feature by feature; each row is measured, "
+                                   "with its evidence.", epilog=EPILOG_PROBE, formatter_class=_formatter)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
+    add_endpoint_options(p)
+    add_plan_options(p)
+    add_engine_options(p)
+    p.add_argument("--only", action="append", metavar="NAME", help="run only this probe (repeatable)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write probes.json here (default: a new directory under runs/)")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(handler=cmd_probe)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from llm_adapt.engines.session import choose_engine, started_engine
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    engine = choose_engine(args.engine)
+    source, inspected = inspect_for_engine(args)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"serve-{inspected.platform['name']}")
+    inspected.save(out / "inspect.json")
+    print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
+    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
+                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, result):
+        facts = result.engine_facts
+        print(f"ready in {result.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
+        if facts.get("kv_cache_tokens") is not None:
+            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {result.predicted['kv_cache_tokens']:,} predicted")
+        print("Ctrl-C stops the server.", file=sys.stderr)
+        while server.alive():
+            time.sleep(1)
+        raise AdaptError(f"{engine} exited on its own (code {server.proc.returncode}); see {server.log_path}")
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from llm_adapt.probes.run import run_probes
+    from llm_adapt.probes.summary import print_probes
+    from llm_adapt.progress import progress_bar
+
+    if bool(args.endpoint) == bool(args.model):
+        raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
+    with engine_or_endpoint(args, "probe") as target:
+        out = target.out
+        with progress_bar() as report:
+            result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
+                                dummy=bool(getattr(args, "dummy", False) and args.model))
+    if args.json:
+        print(result.to_json())
+    else:
+        print_probes(result, Console())
+        print(f"result: {out / 'probes.json'}")
+    return 0 if result.complete else 1
+
+
+def add_mock_server_parser(sub) -> None:
+    p = sub.add_parser("mock-server", help="a mock OpenAI streaming server for calibration and tests",
+                       description="Serve a mock OpenAI-compatible streaming API with configurable TTFT, "
+                                   "inter-token delay, output length and error rate, at zero model cost.",
+                       epilog=EPILOG_MOCK, formatter_class=_formatter)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=positive_int, default=8000)
+    p.add_argument("--ttft-ms", type=float, default=0.0)
+    p.add_argument("--itl-ms", type=float, default=0.0)
+    p.add_argument("--output-len", type=positive_int, help="fixed output tokens (default: max_tokens)")
+    p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with HTTP 500")
+    p.add_argument("--fault", choices=["malformed", "truncate", "stall", "reset"], help="break some streams this way")
+    p.add_argument("--fault-rate", type=float, default=1.0, help="share of streams broken by --fault (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default="mock", help="served model name")
+    p.set_defaults(handler=cmd_mock_server)
+
+
+def cmd_mock_server(args: argparse.Namespace) -> int:
+    from llm_adapt.bench.mock_server import MockConfig, serve
+
+    if not 0 <= args.error_rate <= 1 or not 0 <= args.fault_rate <= 1 or args.ttft_ms < 0 or args.itl_ms < 0:
+        raise UsageError("--error-rate and --fault-rate must be in [0, 1]; --ttft-ms and --itl-ms must be 0 or more")
+    print(f"mock server on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
+    serve(MockConfig(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, output_len=args.output_len, error_rate=args.error_rate,
+                     fault=args.fault, fault_rate=args.fault_rate if args.fault else 0.0, seed=args.seed,
+                     model=args.model), args.host, args.port)
+    return 0
