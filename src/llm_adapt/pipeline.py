@@ -178,17 +178,12 @@ def _accuracy(ctx: RunContext) -> None:
 
     from llm_adapt.accuracy.compare import compare
     from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.platforms import detect_platform
 
-    main = parse_runner(ctx.target or f"{_torch_device(ctx)}:bf16")
+    main = parse_runner(ctx.target or f"{detect_platform()}:bf16")  # in-process targets run on this machine
     targets = [main] + [replace(main, quant=q) for q in ctx.workload.quants]
     result = compare(ctx.source, _compare_options(ctx, targets), ctx.progress, keep_gold=ctx.gold)
     result.save(ctx.out / "accuracy.json")
-
-
-def _torch_device(ctx: RunContext) -> str:
-    from llm_adapt.platforms import detect_platform
-
-    return detect_platform()  # a target must exist here: in-process targets run on this machine
 
 
 def _serve(ctx: RunContext, scope: contextlib.ExitStack) -> None:

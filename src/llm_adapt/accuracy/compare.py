@@ -194,7 +194,7 @@ def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
     num_layers = len(kept[0].hidden) - 2
     gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers))
     gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
-    gold.report.streaming = isinstance(ref, InMemoryReference) is False
+    gold.report.streaming = not isinstance(ref, InMemoryReference)
     return gold
 
 
