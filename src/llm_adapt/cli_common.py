@@ -11,7 +11,7 @@ from pathlib import Path
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
 
 
-def _formatter(prog: str) -> argparse.HelpFormatter:
+def help_formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=36)
 
 

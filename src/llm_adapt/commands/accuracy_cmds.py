@@ -6,7 +6,11 @@ import argparse
 from pathlib import Path
 
 from llm_adapt.cli_args import positive_float, positive_int
-from llm_adapt.cli_common import _formatter, add_endpoint_options, endpoint_from_args
+from llm_adapt.cli_common import (
+    add_endpoint_options,
+    endpoint_from_args,
+    help_formatter,
+)
 
 EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
@@ -20,7 +24,7 @@ def add_compare_parser(sub) -> None:
                        description="Compare target runners with the gold reference: every layer (full and local "
                                    "error), logits (KL, same top-1, perplexity), greedy tokens (near-tie vs genuine "
                                    "divergences) and int8 weights, each judged against a measured noise floor.",
-                       epilog=EPILOG_COMPARE, formatter_class=_formatter)
+                       epilog=EPILOG_COMPARE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32)")
     p.add_argument("--target", action="append", metavar="DEVICE:DTYPE",

@@ -14,11 +14,11 @@ from llm_adapt.cli_args import (
     slo_value,
 )
 from llm_adapt.cli_common import (
-    _formatter,
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
     engine_or_endpoint,
+    help_formatter,
     inspect_for_engine,
 )
 from llm_adapt.errors import UsageError
@@ -42,7 +42,7 @@ def add_bench_parser(sub) -> None:
     p = sub.add_parser("bench", help="serve / latency / throughput / sweep benchmarks of an endpoint",
                        description="Benchmark an OpenAI-compatible endpoint (or an engine started for MODEL) with "
                                    "vLLM's metric definitions: TTFT, TPOT, ITL, E2EL, throughput and goodput.",
-                       epilog=EPILOG_BENCH, formatter_class=_formatter)
+                       epilog=EPILOG_BENCH, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
     add_endpoint_options(p)
     add_plan_options(p)
@@ -130,7 +130,7 @@ def add_tune_parser(sub) -> None:
                        description="Start vLLM once per setting (thread binding, graph mode, batching, prefix "
                                    "caching, KV space, memory utilization, ...), run the same short benchmark "
                                    "repeatedly, and recommend a setting only when it beats the engine's defaults "
-                                   "outside the noise.", epilog=EPILOG_TUNE, formatter_class=_formatter)
+                                   "outside the noise.", epilog=EPILOG_TUNE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     add_plan_options(p)
     p.add_argument("--budget", type=positive_float, default=20.0, metavar="MINUTES", help="time budget (default 20)")

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from llm_adapt.cli_common import _formatter, add_plan_options, plan_options_from
+from llm_adapt.cli_common import add_plan_options, help_formatter, plan_options_from
 from llm_adapt.errors import AdaptError
 
 EPILOG_INSPECT = """examples:
@@ -25,7 +25,7 @@ EPILOG_MODELS = """examples:
 def add_models_parser(sub) -> None:
     p = sub.add_parser("models", help="list the default model and the converted-model cache",
                        description="List the bundled default model and the models converted so far.",
-                       epilog=EPILOG_MODELS, formatter_class=_formatter)
+                       epilog=EPILOG_MODELS, formatter_class=help_formatter)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_models)
 
@@ -33,7 +33,7 @@ def add_models_parser(sub) -> None:
 def add_inspect_parser(sub) -> None:
     p = sub.add_parser("inspect", help="architecture support, operators, memory/KV math and the deployment plan",
                        description="Check a model against vLLM and plan its deployment on a platform.",
-                       epilog=EPILOG_INSPECT, formatter_class=_formatter)
+                       epilog=EPILOG_INSPECT, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     add_plan_options(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")

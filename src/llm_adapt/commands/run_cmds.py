@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from llm_adapt.cli_common import (
-    _formatter,
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
     endpoint_from_args,
+    help_formatter,
     plan_options_from,
 )
 from llm_adapt.errors import UsageError
@@ -34,7 +34,7 @@ def add_run_parser(sub) -> None:
     p = sub.add_parser("run", help="the whole adaptation report in one command",
                        description="inspect -> accuracy (in-process) -> engine -> probes -> endpoint accuracy -> bench "
                                    "-> report. Each stage's JSON is on disk before the next starts.",
-                       epilog=EPILOG_RUN, formatter_class=_formatter)
+                       epilog=EPILOG_RUN, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", nargs="?", default="default", help="HF directory, .gguf file or 'default'")
     add_endpoint_options(p)
     add_plan_options(p)
@@ -103,7 +103,7 @@ def _run_name(model: str) -> str:
 def add_report_parser(sub) -> None:
     p = sub.add_parser("report", help="re-render report.md / report.html from a run directory's JSON",
                        description="Render the adaptation report from the JSON results of a run, without rerunning anything.",
-                       epilog=EPILOG_REPORT, formatter_class=_formatter)
+                       epilog=EPILOG_REPORT, formatter_class=help_formatter)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--lang", choices=["en", "zh"], default="en")
     p.set_defaults(handler=cmd_report)

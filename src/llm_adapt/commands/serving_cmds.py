@@ -9,11 +9,11 @@ from pathlib import Path
 
 from llm_adapt.cli_args import positive_int
 from llm_adapt.cli_common import (
-    _formatter,
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
     engine_or_endpoint,
+    help_formatter,
     inspect_for_engine,
 )
 from llm_adapt.errors import AdaptError, UsageError
@@ -43,7 +43,7 @@ def add_serve_parser(sub) -> None:
                        description="Start the engine with inspect's plan on 127.0.0.1, wait for readiness, record "
                                    "start-up time and the engine's KV-cache figures beside the prediction, and "
                                    "stop the whole process group on Ctrl-C or SIGTERM.",
-                       epilog=EPILOG_SERVE, formatter_class=_formatter)
+                       epilog=EPILOG_SERVE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     add_plan_options(p)
     add_engine_options(p)
@@ -54,7 +54,7 @@ def add_serve_parser(sub) -> None:
 def add_probe_parser(sub) -> None:
     p = sub.add_parser("probe", help="measure the feature-support matrix of an endpoint",
                        description="Probe an OpenAI-compatible server feature by feature; each row is measured, "
-                                   "with its evidence.", epilog=EPILOG_PROBE, formatter_class=_formatter)
+                                   "with its evidence.", epilog=EPILOG_PROBE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", nargs="?", help="start this model's engine first (instead of --endpoint)")
     add_endpoint_options(p)
     add_plan_options(p)
@@ -112,7 +112,7 @@ def add_mock_server_parser(sub) -> None:
     p = sub.add_parser("mock-server", help="a mock OpenAI streaming server for calibration and tests",
                        description="Serve a mock OpenAI-compatible streaming API with configurable TTFT, "
                                    "inter-token delay, output length and error rate, at zero model cost.",
-                       epilog=EPILOG_MOCK, formatter_class=_formatter)
+                       epilog=EPILOG_MOCK, formatter_class=help_formatter)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=positive_int, default=8000)
     p.add_argument("--ttft-ms", type=float, default=0.0)
