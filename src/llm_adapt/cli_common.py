@@ -109,3 +109,14 @@ def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noq
         kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port or 8000,
         trust_remote_code=args.trust_remote_code,
     )
+
+
+def show_result(result, as_json: bool, summary, path: Path) -> None:
+    """--json prints the result itself; otherwise the terminal summary and where the result lies."""
+    if as_json:
+        print(result.to_json())
+        return
+    from rich.console import Console
+
+    summary(result, Console())
+    print(f"result: {path}")

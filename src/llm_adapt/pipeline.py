@@ -21,7 +21,7 @@ SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
 
 
 @dataclass(frozen=True)
-class Workload:
+class RunSizes:
     """How much each measuring stage does; `make run` must finish in about 15 minutes on 2 cores."""
 
     prompts: str = "default"
@@ -35,7 +35,7 @@ class Workload:
     quants: tuple[str, ...] = ("int8-tensor", "int8-channel")
 
 
-QUICK = Workload(prompts="quick", max_new_tokens=12, latency_iterations=3, input_len=64, output_len=16,
+QUICK = RunSizes(prompts="quick", max_new_tokens=12, latency_iterations=3, input_len=64, output_len=16,
                  throughput_prompts=6, sweep=(1, 2), sweep_prompts=4, quants=("int8-tensor",))
 
 
@@ -61,7 +61,7 @@ class RunContext:
     endpoint: Any  # an external Endpoint, or None
     graph: bool
     startup_timeout_s: float
-    workload: Workload
+    workload: RunSizes
     lang: str
     skip: set[str]
     resume: bool

@@ -10,6 +10,7 @@ from llm_adapt.cli_common import (
     add_endpoint_options,
     endpoint_from_args,
     help_formatter,
+    show_result,
 )
 
 EPILOG_COMPARE = """examples:
@@ -66,7 +67,6 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from llm_adapt.accuracy.compare import check_same_family, compare
     from llm_adapt.accuracy.prompts import load_prompts
@@ -88,18 +88,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with progress_bar() as report:
         result = compare(source, options, report)
     path = result.save(out / "accuracy.json")
-    if args.json:
-        print(result.to_json())
-    else:
-        print_accuracy(result, Console())
-        print(f"result: {path}")
+    show_result(result, args.json, print_accuracy, path)
     return 0
 
 
 def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     from dataclasses import replace
-
-    from rich.console import Console
 
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.endpoint_summary import print_endpoint_accuracy
@@ -115,9 +109,5 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
     with progress_bar() as report:
         result = compare_endpoint(source, endpoint, options, None if floor == options.reference else floor, out, report)
-    if args.json:
-        print(result.to_json())
-    else:
-        print_endpoint_accuracy(result, Console())
-        print(f"result: {out / 'endpoint_accuracy.json'}")
+    show_result(result, args.json, print_endpoint_accuracy, out / "endpoint_accuracy.json")
     return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1

@@ -20,6 +20,7 @@ from llm_adapt.cli_common import (
     engine_or_endpoint,
     help_formatter,
     inspect_for_engine,
+    show_result,
 )
 from llm_adapt.errors import UsageError
 
@@ -96,7 +97,6 @@ def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from llm_adapt.bench.modes import Workload, run_bench, server_tokenizes
     from llm_adapt.bench.summary import print_bench
@@ -117,11 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model), notes=[note] if note else [])
         with progress_bar() as report:
             result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
-    if args.json:
-        print(result.to_json())
-    else:
-        print_bench(result, Console())
-        print(f"result: {out / 'bench.json'}")
+    show_result(result, args.json, print_bench, out / "bench.json")
     return 0
 
 

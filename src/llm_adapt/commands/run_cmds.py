@@ -56,11 +56,11 @@ def pipeline_skippable() -> tuple[str, ...]:
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from llm_adapt.pipeline import QUICK, RunContext, Workload, run_pipeline
+    from llm_adapt.pipeline import QUICK, RunContext, RunSizes, run_pipeline
     from llm_adapt.progress import progress_bar
     from llm_adapt.rundir import ensure_writable, new_run_dir
 
-    workload = QUICK if args.quick else Workload()
+    workload = QUICK if args.quick else RunSizes()
     if args.prompts:
         from llm_adapt.accuracy.prompts import load_prompts
 

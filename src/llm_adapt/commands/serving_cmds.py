@@ -15,6 +15,7 @@ from llm_adapt.cli_common import (
     engine_or_endpoint,
     help_formatter,
     inspect_for_engine,
+    show_result,
 )
 from llm_adapt.errors import AdaptError, UsageError
 
@@ -87,7 +88,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from llm_adapt.probes.run import run_probes
     from llm_adapt.probes.summary import print_probes
@@ -100,11 +100,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         with progress_bar() as report:
             result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
                                 dummy=bool(getattr(args, "dummy", False) and args.model))
-    if args.json:
-        print(result.to_json())
-    else:
-        print_probes(result, Console())
-        print(f"result: {out / 'probes.json'}")
+    show_result(result, args.json, print_probes, out / "probes.json")
     return 0 if result.complete else 1
 
 
