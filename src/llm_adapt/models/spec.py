@@ -23,6 +23,15 @@ class RopeSpec:
 
 
 @dataclass(frozen=True)
+class MlaSpec:
+    kv_lora_rank: int
+    q_lora_rank: int | None  # None: q is one full projection
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     architecture: str  # e.g. "LlamaForCausalLM"
     model_type: str  # e.g. "llama"
@@ -46,6 +55,21 @@ class ModelSpec:
     mlp_bias: bool
     torch_dtype: str | None
     custom_code: bool  # config.json has auto_map: the model ships its own Python code
+    # Family details that change the parameter formula and the operator inventory. Defaults are
+    # the Llama layout, so a spec built by hand for a Llama needs none of them.
+    qkv_bias: bool = False  # q/k/v projections carry a bias (Qwen2 always; Llama with attention_bias)
+    o_bias: bool = False
+    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3, Gemma3)
+    norms_per_layer: int = 2  # Gemma2/3 add pre/post feed-forward norms: 4
+    mla: MlaSpec | None = None  # DeepSeek-style multi-head latent attention
+    moe_layers: int = 0  # layers whose MLP is a mixture of experts
+    expert_intermediate_size: int | None = None
+    shared_expert_intermediate_size: int = 0  # all shared experts of one layer together
+    shared_expert_gate: bool = False  # Qwen2-MoE's sigmoid gate on the shared expert
+    attn_softcap: float | None = None  # tanh soft-capping of attention logits (Gemma2)
+    final_softcap: float | None = None  # tanh soft-capping of the output logits (Gemma2)
+    layer_types: tuple[str, ...] = ()  # per layer: "full" or "sliding"
+    embed_scale: float | None = None  # embeddings multiplied by this (Gemma: sqrt(hidden))
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -88,22 +112,25 @@ def spec_from_config(config: dict[str, Any]) -> ModelSpec:
     if heads % kv_heads:
         raise UsageError(f"config.json: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})")
     experts = _int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0) or None
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    family = str(cfg.get("model_type") or config.get("model_type", ""))
     return ModelSpec(
         architecture=str(archs[0]),
         model_type=str(config.get("model_type", "")),
         hidden_size=hidden,
         intermediate_size=_int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden),
-        num_layers=_int(cfg, "num_hidden_layers", "n_layer", "num_layers"),
+        num_layers=layers,
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
         vocab_size=_int(cfg, "vocab_size"),
         max_position_embeddings=_int(cfg, "max_position_embeddings", "n_positions", "max_seq_len", default=2048),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
-        hidden_act=str(cfg.get("hidden_act") or cfg.get("activation_function") or "silu"),
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", cfg.get("tie_word_embeddings", family in TIED_BY_DEFAULT))),
+        # Gemma's MLP reads `hidden_activation`; `hidden_act` beside it is legacy
+        hidden_act=str(cfg.get("hidden_activation") or cfg.get("hidden_act") or cfg.get("activation_function") or "silu"),
         norm_eps=_float_or_none(cfg, "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps"),
         rope=_rope(cfg),
-        sliding_window=_int(cfg, "sliding_window", default=0) or None,
+        sliding_window=_sliding_window(cfg),
         num_experts=experts,
         experts_per_token=_int(cfg, "num_experts_per_tok", default=0) or None,
         moe_intermediate_size=_int(cfg, "moe_intermediate_size", default=0) or None,
@@ -111,8 +138,83 @@ def spec_from_config(config: dict[str, Any]) -> ModelSpec:
         mlp_bias=bool(cfg.get("mlp_bias", False)),
         torch_dtype=_dtype_name(config.get("torch_dtype") or config.get("dtype")),
         custom_code=bool(config.get("auto_map")),
+        **_family_details(cfg, family, layers, hidden, experts),
         raw=config,
     )
+
+
+# transformers' config classes that tie the output head to the embedding unless told otherwise
+TIED_BY_DEFAULT = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+QKV_BIAS_ALWAYS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: bias=True on q, k, v; none on o
+QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})  # + pre/post feed-forward norms
+SCALED_EMBEDDING = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # x sqrt(hidden_size)
+
+
+def _family_details(cfg: dict[str, Any], family: str, layers: int, hidden: int, experts: int | None) -> dict[str, Any]:
+    bias = bool(cfg.get("attention_bias", False))
+    return dict(
+        qkv_bias=bias or family in QKV_BIAS_ALWAYS, o_bias=bias and family not in QKV_BIAS_ALWAYS,
+        qk_norm=family in QK_NORM, norms_per_layer=4 if family in FOUR_NORMS else 2, mla=_mla(cfg),
+        moe_layers=_moe_layer_count(cfg, layers) if experts else 0,
+        expert_intermediate_size=_int(cfg, "moe_intermediate_size", "intermediate_size", default=0) if experts else None,
+        shared_expert_intermediate_size=_shared_width(cfg),
+        shared_expert_gate=family == "qwen2_moe" and bool(cfg.get("shared_expert_intermediate_size")),
+        attn_softcap=_float_or_none(cfg, "attn_logit_softcapping"),
+        final_softcap=_float_or_none(cfg, "final_logit_softcapping"),
+        layer_types=_layer_types(cfg, family, layers),
+        embed_scale=hidden**0.5 if family in SCALED_EMBEDDING else None,
+    )
+
+
+def _mla(cfg: dict[str, Any]) -> MlaSpec | None:
+    if not cfg.get("kv_lora_rank"):
+        return None
+    return MlaSpec(kv_lora_rank=_int(cfg, "kv_lora_rank"), q_lora_rank=_int(cfg, "q_lora_rank", default=0) or None,
+                   qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"), qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
+                   v_head_dim=_int(cfg, "v_head_dim"))
+
+
+def _moe_layer_count(cfg: dict[str, Any], layers: int) -> int:
+    """DeepSeek: dense below first_k_dense_replace, then every moe_layer_freq-th; Qwen2-MoE: decoder_sparse_step
+    and mlp_only_layers; Mixtral: every layer."""
+    first_dense = _int(cfg, "first_k_dense_replace", default=0)
+    step = _int(cfg, "moe_layer_freq", "decoder_sparse_step", default=1) or 1
+    dense_only = set(cfg.get("mlp_only_layers") or [])
+    if "first_k_dense_replace" in cfg:
+        return sum(1 for i in range(layers) if i >= first_dense and i % step == 0)
+    return sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+
+
+def _shared_width(cfg: dict[str, Any]) -> int:
+    if cfg.get("shared_expert_intermediate_size"):
+        return _int(cfg, "shared_expert_intermediate_size")
+    return _int(cfg, "n_shared_experts", default=0) * _int(cfg, "moe_intermediate_size", default=0)
+
+
+def _sliding_window(cfg: dict[str, Any]) -> int | None:
+    if cfg.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
+        return None
+    return _int(cfg, "sliding_window", default=0) or None
+
+
+def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[str, ...]:
+    """Per layer "full" or "sliding", the way transformers' config classes derive them."""
+    given = cfg.get("layer_types")
+    if isinstance(given, list) and len(given) == layers:
+        return tuple("sliding" if "sliding" in str(t) else "full" for t in given)
+    window = _sliding_window(cfg)
+    if not window:
+        return ("full",) * layers
+    if family == "gemma2":
+        return tuple("sliding" if (i + 1) % 2 else "full" for i in range(layers))
+    if family in ("gemma3", "gemma3_text"):
+        pattern = _int(cfg, "sliding_window_pattern", default=6)
+        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(layers))
+    if family in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        first = _int(cfg, "max_window_layers", default=0)
+        return tuple("sliding" if i >= first else "full" for i in range(layers))
+    return ("sliding",) * layers
 
 
 def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
