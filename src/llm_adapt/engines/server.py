@@ -3,17 +3,23 @@
 The server runs in its own session (process group) so that stopping it reaches every
 process it spawned (vLLM's engine core, its workers); anything that escaped the group is
 found through the process tree and stopped too. Start-up fails at once when the process
-dies, with the tail of its log, instead of waiting for a timeout.
+dies, with the log's root-cause line, instead of waiting for a timeout.
+
+The engine also dies with us: the kernel sends it SIGTERM when the thread that started it
+ends (PR_SET_PDEATHSIG, Linux), and a small watchdog process stops its whole group and tree
+when our pid disappears (SIGKILL, OOM killer), since the death signal reaches only the
+direct child and not vLLM's engine core.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,11 +27,24 @@ import httpx
 import psutil
 
 from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.logcause import root_cause
 from llm_adapt.errors import AdaptError
+
+PR_SET_PDEATHSIG = 1
 
 
 class EngineStartError(AdaptError):
-    """The engine died or never became ready during start-up."""
+    """The engine died or never became ready during start-up.
+
+    `.cause` is the log's root-cause line (or what happened, when the log names none);
+    str() is one line: what happened, the cause, and where the full log is.
+    """
+
+    def __init__(self, summary: str, cause: str | None, log_path: Path):
+        self.summary = summary
+        self.cause = cause or summary
+        self.log_path = Path(log_path)
+        super().__init__(f"{summary}: {cause} (full log: {log_path})" if cause else f"{summary} (full log: {log_path})")
 
 
 @dataclass
@@ -48,12 +67,36 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
+def log_cause(path: Path) -> str | None:
     try:
-        with open(path, errors="replace") as handle:
-            return "".join(deque(handle, maxlen=lines))
+        return root_cause(Path(path).read_text(errors="replace"))
     except OSError:
-        return ""
+        return None
+
+
+def _load_prctl():
+    # Looked up once here: a preexec_fn runs between fork and exec, where loading a library can deadlock.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent(parent_pid: int):
+    """A preexec_fn: SIGTERM this child when the thread that started it ends (kill included)."""
+
+    def set_signal() -> None:
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_signal
 
 
 class ManagedServer:
@@ -63,6 +106,7 @@ class ManagedServer:
         self.spec = spec
         self.log_path = Path(log_path)
         self.proc: subprocess.Popen | None = None
+        self.watchdog: subprocess.Popen | None = None
         self.startup_seconds: float | None = None
 
     @property
@@ -87,7 +131,9 @@ class ManagedServer:
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent(os.getpid()))
+        self.watchdog = start_watchdog(self.proc.pid)
         self._wait_ready(started)
         self.startup_seconds = round(time.monotonic() - started, 2)
 
@@ -97,14 +143,13 @@ class ManagedServer:
         with httpx.Client(timeout=5.0) as client:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
-                    raise EngineStartError(
-                        f"{self.spec.engine} exited with code {self.proc.returncode} during start-up; "
-                        f"log {self.log_path}, last lines:\n{log_tail(self.log_path)}")
+                    raise EngineStartError(exit_summary(self.spec.engine, self.proc.returncode),
+                                           log_cause(self.log_path), self.log_path)
                 if all(_answers(client, root + path) for path in self.spec.ready_paths):
                     return
                 time.sleep(0.5)
-        raise EngineStartError(f"{self.spec.engine} not ready after {self.spec.startup_timeout_s:.0f} s; "
-                               f"see {self.log_path}; last lines:\n{log_tail(self.log_path)}")
+        raise EngineStartError(f"{self.spec.engine} not ready after {self.spec.startup_timeout_s:.0f} s",
+                               log_cause(self.log_path), self.log_path)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -123,6 +168,32 @@ class ManagedServer:
         for child in family:
             _kill_quietly(child)
         psutil.wait_procs(family, timeout=5)
+        self._stop_watchdog()
+
+    def _stop_watchdog(self) -> None:
+        if self.watchdog is None:
+            return
+        if self.watchdog.poll() is None:
+            self.watchdog.terminate()
+        try:
+            self.watchdog.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.watchdog.kill()
+            self.watchdog.wait(timeout=5)
+
+
+def exit_summary(engine: str, returncode: int) -> str:
+    text = f"{engine} exited with code {returncode} during start-up"
+    if returncode == -signal.SIGKILL:
+        text += " (killed: out of host memory?)"
+    return text
+
+
+def start_watchdog(engine_pid: int) -> subprocess.Popen:
+    """A process of ours, in its own session, that stops the engine's group and tree when we die."""
+    argv = [sys.executable, "-m", "llm_adapt.engines.watchdog", str(os.getpid()), str(engine_pid)]
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def _answers(client: httpx.Client, url: str) -> bool:
