@@ -11,6 +11,8 @@ from typing import Any
 
 import aiohttp
 
+from llm_adapt.bench.events import StreamTimes, event_text
+
 try:  # msgspec (a vLLM dependency) decodes each SSE event several times faster than json
     from msgspec import DecodeError as _DecodeError
     from msgspec.json import decode as _decode
@@ -62,17 +64,6 @@ def payload(spec: RequestSpec, model: str) -> tuple[str, dict[str, Any]]:
     return "completions", {**body, "prompt": spec.prompt}
 
 
-def chunk_text(event: dict[str, Any]) -> str:
-    """Content carried by one SSE event of completions or chat completions (role-only chunks carry none)."""
-    choices = event.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    if "delta" in choice:
-        return (choice.get("delta") or {}).get("content") or ""
-    return choice.get("text") or ""
-
-
 async def send(session: aiohttp.ClientSession, base_url: str, model: str, spec: RequestSpec, t0: float,
                headers: dict[str, str] | None = None) -> Record:
     record = Record(index=spec.index, scheduled=spec.scheduled, max_tokens=spec.max_tokens, prompt_tokens=spec.prompt_len)
@@ -93,15 +84,14 @@ async def send(session: aiohttp.ClientSession, base_url: str, model: str, spec: 
 
 
 async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: float) -> None:
-    """Parse SSE events as bytes arrive, timing content by the arrival of the network chunk carrying it.
-
-    One split per chunk (not one per event) keeps long streams linear in their length."""
-    last, done, parts, pending = start, False, [], b""
+    """Parse SSE events as bytes arrive; each event is timed when it is parsed (vLLM's rule, see
+    bench/events.py). One split per network chunk keeps long streams linear in their length."""
+    times, done, pending = StreamTimes(start=start, prompt_tokens=record.prompt_tokens), False, b""
     async for data in resp.content.iter_any():
-        now = time.perf_counter()
         events = (pending + data).split(b"\n\n")
         pending = events.pop()  # an incomplete event waits for the next chunk
         for event in events:
+            now = time.perf_counter()  # per event, as vLLM's chat client does (before decoding)
             payload = _event_payload(event)
             if payload is None:
                 continue
@@ -111,33 +101,26 @@ async def _read_stream(resp: aiohttp.ClientResponse, record: Record, start: floa
             if isinstance(payload, _Malformed):
                 _fail(record, "malformed_stream", f"not JSON: {payload.data[:80]!r}", start)
                 return
-            text = chunk_text(payload)
-            if text:
-                if record.ttft is None:
-                    record.ttft = now - start
-                else:
-                    record.itl.append(now - last)
-                last = now
-                record.chunks += 1
-                parts.append(text)
-            usage = payload.get("usage")
-            if usage:
-                record.usage_reported = True
-                record.output_tokens = usage.get("completion_tokens")
-                record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
+            times.feed(payload, now)
         if done:
             break
-    record.e2el = time.perf_counter() - start
-    record.text = "".join(parts)
-    if not done:
+    _finish(record, times, done, start)
+
+
+def _finish(record: Record, times: StreamTimes, done: bool, start: float) -> None:
+    record.ttft, record.itl, record.chunks, record.text = times.ttft, times.itl, times.events, times.text
+    record.output_tokens, record.prompt_tokens = times.output_tokens, times.prompt_tokens
+    record.usage_reported = times.output_tokens is not None
+    if not done:  # stricter than vLLM, which counts a cleanly closed stream without [DONE] as a success
         _fail(record, "truncated_stream", "the stream ended without [DONE]", start)
-    elif record.ttft is None:
-        _fail(record, "empty", "no content in the stream", start)
+    elif times.ttft is None:
+        _fail(record, "empty", "no token event (no chunk with choices) in the stream", start)
     else:
-        if record.output_tokens is None:
-            record.output_tokens = record.chunks  # no usage: one token per content chunk
+        record.e2el = times.e2el  # to the last token event, not to [DONE]
         record.success = True
 
+
+chunk_text = event_text  # the name older callers use
 
 DONE = object()
 

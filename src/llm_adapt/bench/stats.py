@@ -1,8 +1,12 @@
-"""Benchmark statistics with vLLM's definitions (vllm/benchmarks/serve.py). Pure.
+"""Benchmark statistics with vLLM's definitions, from vLLM 0.32 `vllm/benchmarks/serve.py`
+`calculate_metrics` (and `benchmark`'s `process_one_metric` for key names). Pure.
 
-TTFT: time to the first chunk carrying content. TPOT: (E2EL - TTFT) / (output tokens - 1).
-ITL: gaps between content chunks. E2EL: request start to last byte. Field names follow
-`vllm bench serve --save-result` wherever the metric is the same.
+TTFT, ITL and E2EL per request come from bench/events.py (vLLM's request functions). Here:
+output length = the server's usage count, else the client tokenizer's count of the text;
+TPOT = (E2EL - TTFT) / (output length - 1) for outputs longer than one token; for goodput a
+one-token output's TPOT counts as 0 (it passes any TPOT SLO); ITL pools every request's gaps;
+throughputs divide by the run's wall time. Key names follow `vllm bench serve --save-result`.
+One deviation: a metric with no values is NaN here (vLLM writes 0); the vLLM-format file writes 0.
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import numpy as np
 PERCENTILES = (50, 90, 95, 99)
 
 
+def pct_key(p: float) -> str:
+    """vLLM's spelling of a percentile in a key: 99 -> "99", 99.9 -> "99.9"."""
+    return str(int(p)) if int(p) == p else str(p)
+
+
 def describe(values: Iterable[float], prefix: str, scale: float = 1000.0, pcts=PERCENTILES) -> dict[str, float]:
     """mean/median/std/pXX of `values` (seconds), as milliseconds by default, with vLLM's key names."""
     arr = np.asarray(list(values), dtype=float) * scale
@@ -22,44 +31,74 @@ def describe(values: Iterable[float], prefix: str, scale: float = 1000.0, pcts=P
         arr = np.array([math.nan])
     out = {f"mean_{prefix}": float(np.mean(arr)), f"median_{prefix}": float(np.median(arr)),
            f"std_{prefix}": float(np.std(arr))}
-    out.update({f"p{p}_{prefix}": float(np.percentile(arr, p)) for p in pcts})
+    out.update({f"p{pct_key(p)}_{prefix}": float(np.percentile(arr, p)) for p in pcts})
     return out
 
 
+def output_len(record: dict[str, Any]) -> int:
+    """vLLM: `output_tokens` from usage, else the tokenizer's count of the generated text. Without
+    either we count token events (vLLM would count 1)."""
+    return record.get("output_tokens") or record.get("client_tokens") or record.get("chunks") or 0
+
+
 def tpot(record: dict[str, Any]) -> float | None:
-    if record["output_tokens"] and record["output_tokens"] > 1 and record["ttft"] is not None:
-        return (record["e2el"] - record["ttft"]) / (record["output_tokens"] - 1)
+    """Time per output token after the first; None for outputs of one token (vLLM leaves them out)."""
+    n = output_len(record)
+    if n > 1 and record["ttft"] is not None:
+        return (record["e2el"] - record["ttft"]) / (n - 1)
     return None
 
 
 def meets_slo(record: dict[str, Any], slo: dict[str, float]) -> bool:
-    """Goodput: a request counts when every SLO (in ms) holds."""
-    values = {"ttft": record["ttft"], "tpot": tpot(record), "e2el": record["e2el"]}
-    return all(values[k] is not None and values[k] * 1000 <= limit for k, limit in slo.items())
+    """Goodput: a request counts when every SLO (in ms) holds. As vLLM: value <= slo / 1000 in seconds,
+    and a one-token output's TPOT is 0, so it passes the TPOT SLO."""
+    values = {"ttft": record["ttft"], "tpot": tpot(record) or 0.0, "e2el": record["e2el"]}
+    return all(values[k] is not None and values[k] <= limit / 1000 for k, limit in slo.items())
 
 
-def compute_metrics(records: list[dict[str, Any]], duration_s: float, slo: dict[str, float] | None = None) -> dict[str, Any]:
+def peak_rates(ok: list[dict[str, Any]]) -> tuple[float, int]:
+    """vLLM's max_output_tokens_per_s and max_concurrent_requests: token events and active requests
+    counted in one-second buckets from the first successful request's start."""
+    if not ok:
+        return 0.0, 0
+    t0 = min(r["start"] for r in ok)
+    buckets = int(np.ceil(max(r["start"] + r["e2el"] for r in ok) - t0)) + 1
+    tokens, active = np.zeros(buckets), np.zeros(buckets)
+    for r in ok:
+        times = np.cumsum([r["start"] + r["ttft"], *r["itl"]]) - t0
+        for second in times.astype(int):
+            if 0 <= second < buckets:
+                tokens[second] += 1
+        active[int(r["start"] - t0):int(r["start"] + r["e2el"] - t0) + 1] += 1
+    return float(tokens.max()), int(active.max())
+
+
+def compute_metrics(records: list[dict[str, Any]], duration_s: float, slo: dict[str, float] | None = None,
+                    pcts: Iterable[float] = PERCENTILES) -> dict[str, Any]:
     """Aggregate per-request records (warm-up excluded by the caller) into one metrics dict."""
+    pcts = tuple(pcts)
     ok = [r for r in records if r["success"]]
     errors: dict[str, int] = {}
     for r in records:
         if not r["success"]:
             errors[r["error_kind"]] = errors.get(r["error_kind"], 0) + 1
-    out_tokens = sum(r["output_tokens"] or 0 for r in ok)
+    out_tokens = sum(output_len(r) for r in ok)
     in_tokens = sum(r["prompt_tokens"] or 0 for r in ok)
     duration_s = max(duration_s, 1e-9)
     busy = sum(r["e2el"] for r in ok)
+    peak_tokens, peak_requests = peak_rates(ok)
     metrics: dict[str, Any] = {
         "duration": duration_s, "completed": len(ok), "failed": len(records) - len(ok), "errors": errors,
         "total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
         "request_throughput": len(ok) / duration_s, "output_throughput": out_tokens / duration_s,
         "total_token_throughput": (in_tokens + out_tokens) / duration_s,
         "achieved_concurrency": busy / duration_s,
-        **describe([r["ttft"] for r in ok if r["ttft"] is not None], "ttft_ms"),
-        **describe([t for t in (tpot(r) for r in ok) if t is not None], "tpot_ms"),
-        **describe([g for r in ok for g in r["itl"]], "itl_ms"),
-        **describe([r["e2el"] for r in ok], "e2el_ms"),
-        **describe([r["dispatch_lag"] for r in records], "dispatch_lag_ms"),
+        "max_output_tokens_per_s": peak_tokens, "max_concurrent_requests": peak_requests,
+        **describe([r["ttft"] for r in ok if r["ttft"] is not None], "ttft_ms", pcts=pcts),
+        **describe([t for t in (tpot(r) for r in ok) if t is not None], "tpot_ms", pcts=pcts),
+        **describe([g for r in ok for g in r["itl"]], "itl_ms", pcts=pcts),
+        **describe([r["e2el"] for r in ok], "e2el_ms", pcts=pcts),
+        **describe([r["dispatch_lag"] for r in records], "dispatch_lag_ms", pcts=pcts),
     }
     if slo:
         good = sum(1 for r in ok if meets_slo(r, slo))
@@ -81,7 +120,7 @@ def token_accounting(records: list[dict[str, Any]], tolerance: float = 0.05) -> 
     disagree = [r for r in ok if r.get("client_tokens") is not None and r["output_tokens"]
                 and abs(r["client_tokens"] - r["output_tokens"]) > tolerance * r["output_tokens"]]
     chunks_off = [r for r in ok if r["output_tokens"] and abs(r["chunks"] - r["output_tokens"]) > tolerance * r["output_tokens"]]
-    wrong = [r for r in ok if (r["output_tokens"] or 0) != r["max_tokens"]]
+    wrong = [r for r in ok if output_len(r) != r["max_tokens"]]
     return {"requests": len(ok), "usage_reported": sum(1 for r in ok if r["usage_reported"]),
             "client_vs_server_disagree": len(disagree), "chunks_vs_server_disagree": len(chunks_off),
             "tolerance": tolerance, "fixed_length_honoured": not wrong, "wrong_length": len(wrong)}
