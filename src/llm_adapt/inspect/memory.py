@@ -1,8 +1,10 @@
 """Memory and KV-cache arithmetic. Pure functions of a ModelSpec and a few numbers.
 
-The KV figures follow vLLM's own accounting (vllm/v1/core/kv_cache_utils.py):
+The KV figures follow vLLM's own accounting (vLLM 0.32, vllm/v1/core/kv_cache_utils.py):
 blocks = floor(pool / (block_size * bytes_per_token)); tokens = blocks * block_size;
-max concurrency = blocks / ceil(max_model_len / block_size).
+max concurrency = blocks / ceil(max_model_len / block_size). One block is the block pool's
+permanent null block, so one request of max_model_len must fit in blocks - 1 (the check in
+`get_kv_cache_configs`, and the "estimated maximum model length" it reports on failure).
 """
 
 from __future__ import annotations
@@ -114,9 +116,19 @@ def max_concurrency(num_blocks: int, max_model_len: int, block_size: int) -> flo
     return num_blocks / per_request if per_request else 0.0
 
 
-def longest_context(kv_tokens: int, max_position_embeddings: int) -> int:
+def longest_fitting_len(num_blocks: int, block_size: int) -> int:
+    """The longest max-model-len vLLM accepts for a pool of `num_blocks`.
+
+    vLLM checks ceil(max_model_len / block_size) * block_bytes <= pool - block_bytes (the null
+    block held back), i.e. ceil(len / block_size) <= num_blocks - 1; its binary search for the
+    "estimated maximum model length" lands on the same number.
+    """
+    return max(0, (num_blocks - 1) * block_size)
+
+
+def longest_context(num_blocks: int, block_size: int, max_position_embeddings: int) -> int:
     """The longest max-model-len one request can use: bounded by the pool and the model."""
-    return max(0, min(kv_tokens, max_position_embeddings))
+    return max(0, min(longest_fitting_len(num_blocks, block_size), max_position_embeddings))
 
 
 def activation_reserve_bytes(

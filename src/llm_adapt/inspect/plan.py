@@ -1,9 +1,13 @@
 """The deployment plan: how many devices, how much KV cache, and the exact commands.
 
 Pure: `make_plan` takes a ModelSpec, a parameter count, a Platform and PlanOptions.
-On CPU the KV pool is VLLM_CPU_KVCACHE_SPACE exactly, so the token figures equal vLLM's log.
+On CPU the KV pool is VLLM_CPU_KVCACHE_SPACE exactly, so the token figures equal vLLM's log
+and the longest max-model-len is the one vLLM accepts (its null block held back). The pool
+is sized from the host memory available now: weights, activations, a runtime reserve and
+the KV cache must all fit, or the plan refuses before anything starts.
 On CUDA / Ascend the pool is what remains of memory x utilization after weights, an
-activation estimate and runtime overhead: an estimate, and labelled as one.
+activation estimate and runtime overhead: an estimate, labelled as one, and the longest
+max-model-len leaves GPU_KV_MARGIN of it unused so that the plan's own command starts.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 KV_DTYPE_FLAGS = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
 MIN_USEFUL_CONTEXT = 4096  # smallest context we plan for when the user sets none
 CPU_DEFAULT_KV_GIB = 4
+# Share of an estimated (CUDA / Ascend) KV pool the longest max-model-len leaves unused: the
+# activation and runtime figures behind the estimate are approximations, not vLLM's profile.
+GPU_KV_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class PlanOptions:
     devices_per_node: int | None = None
     max_nodes: int | None = None
     kv_cache_space_gib: int | None = None  # CPU only
+    host_available_gib: float | None = None  # CPU only: host memory free now (None: use device_memory_gib)
     cpu_cores: int = 1  # CPU only: cores to bind vLLM's worker to
     host: str = "127.0.0.1"
     port: int = 8000
@@ -65,7 +73,9 @@ class DeployPlan:
     kv_cache_blocks: int
     kv_cache_tokens: int  # as vLLM logs it
     max_model_len: int
+    max_model_len_from: str  # "user" (--max-model-len) or "plan" (the longest that fits)
     longest_max_model_len: int
+    kv_margin: float  # share of the pool the longest max-model-len leaves unused (0 where the pool is exact)
     max_concurrency: float
     max_num_seqs: int
     env: dict[str, str]
@@ -97,7 +107,8 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     layout = _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched)
     per_token = mem.kv_bytes_per_token(spec, kv_dtype, layout.tp, layout.pp)
     blocks = mem.kv_cache_blocks(layout.pool_bytes, per_token, platform.block_size)
-    longest = mem.longest_context(blocks * platform.block_size, spec.max_position_embeddings)
+    margin = 0.0 if platform.name == "cpu" else GPU_KV_MARGIN
+    longest = mem.longest_context(math.floor(blocks * (1 - margin)), platform.block_size, spec.max_position_embeddings)
     mml = _max_model_len(opts, longest, spec, layout.pool_bytes, per_token)
     concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
     env = _env(platform, opts, layout)
@@ -112,7 +123,9 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         runtime_overhead_bytes=int(platform.runtime_overhead_gib * mem.GIB),
         kv_pool_bytes=layout.pool_bytes, kv_pool_exact=platform.name == "cpu",
         kv_bytes_per_token=per_token, block_size=platform.block_size, kv_cache_blocks=blocks,
-        kv_cache_tokens=int(concurrency * mml), max_model_len=mml, longest_max_model_len=longest,
+        kv_cache_tokens=int(concurrency * mml), max_model_len=mml,
+        max_model_len_from="plan" if opts.max_model_len is None else "user", longest_max_model_len=longest,
+        kv_margin=margin,
         max_concurrency=round(concurrency, 2), max_num_seqs=seqs, env=env,
         commands={mode: render_command(env, args) for mode, args in argv.items()}, argv=argv,
         ray=_ray_commands(layout) if layout.nodes > 1 else None,
@@ -143,6 +156,8 @@ def _check_options(spec: ModelSpec, opts: PlanOptions) -> None:
 def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
     if opts.device_memory_gib is not None:
         return opts.device_memory_gib, False
+    if platform.name == "cpu" and opts.host_available_gib is not None:
+        return opts.host_available_gib, False
     from llm_adapt.platforms import local_device_memory_gib
 
     local = local_device_memory_gib(platform.name)
@@ -186,18 +201,22 @@ def _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batch
 
 
 def _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched) -> _Layout:
+    """The KV space (whole GiB, as VLLM_CPU_KVCACHE_SPACE takes it) from the memory left after the rest."""
     reserve = mem.activation_reserve_bytes(spec, batched, seqs, "fp32")
-    free = memory_gib * mem.GIB - weights - reserve - platform.runtime_overhead_gib * mem.GIB
+    runtime = platform.runtime_overhead_gib * mem.GIB
+    free = memory_gib * mem.GIB - weights - reserve - runtime
     if opts.kv_cache_space_gib is not None:
         space = opts.kv_cache_space_gib
     else:
         want = (opts.max_model_len or 0) * mem.kv_bytes_per_token(spec, kv_dtype)
         space = max(math.ceil(want / mem.GIB), min(CPU_DEFAULT_KV_GIB, int(free // mem.GIB)), 1)
     if space * mem.GIB > free:
+        what = "available host memory" if opts.device_memory_gib is None else "RAM (--device-memory)"
         raise AdaptError(
-            f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache and "
-            f"{reserve / mem.GIB:.1f} GiB of activations exceed {memory_gib:.1f} GiB of RAM; "
-            "use a smaller --dtype, a smaller --kv-cache-space or a larger machine"
+            f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache, "
+            f"{reserve / mem.GIB:.1f} GiB of activations and {runtime / mem.GIB:.1f} GiB of runtime "
+            f"({(weights + reserve + runtime) / mem.GIB + space:.1f} GiB) exceed {memory_gib:.1f} GiB of {what}; "
+            "free memory, use a smaller --dtype or --kv-cache-space, or a larger machine"
         )
     return _Layout(1, 1, 1, int(space * mem.GIB), weights, reserve)
 

@@ -13,6 +13,7 @@ from llm_adapt.inspect.support import classify, vllm_registry
 from llm_adapt.inspect.weights import parameters_from_weights
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
+from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
 
@@ -65,6 +66,28 @@ def platform_report(name: str, detected: str) -> dict[str, Any]:
     return report
 
 
+AVAILABLE_MEMORY_ENV = "LLM_ADAPT_AVAILABLE_MEMORY_GIB"
+
+
+def available_host_memory_gib() -> float:
+    """Host memory free for a new engine now; LLM_ADAPT_AVAILABLE_MEMORY_GIB caps it (a budget, or tests)."""
+    import os
+
+    import psutil
+
+    available = psutil.virtual_memory().available / mem.GIB
+    override = os.environ.get(AVAILABLE_MEMORY_ENV)
+    if not override:
+        return available
+    try:
+        cap = float(override)
+    except ValueError:
+        raise UsageError(f"{AVAILABLE_MEMORY_ENV}={override!r}: give a number of GiB, e.g. 16") from None
+    if cap <= 0:
+        raise UsageError(f"{AVAILABLE_MEMORY_ENV}={override!r}: must be a positive number of GiB")
+    return min(available, cap)
+
+
 def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:
     """Everything `llm-adapt inspect` prints, as one typed result."""
     spec = spec_from_config(load_config(source.path))
@@ -72,7 +95,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
     target = platforms.get_platform(platform or detected)
     params = parameter_report(spec, source)
     if target.name == "cpu":
-        options = replace(options, cpu_cores=platforms.cpu_cores())
+        options = replace(options, cpu_cores=platforms.cpu_cores(), host_available_gib=available_host_memory_gib())
     elif options.devices_per_node is None and target.name == detected:
         options = replace(options, devices_per_node=platforms.local_device_count(target.name))
     plan = make_plan(spec, params["from_config"], target, options)
