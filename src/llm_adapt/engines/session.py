@@ -1,13 +1,21 @@
-"""Start the engine a run asks for and record what it did, as a typed result."""
+"""Start the engine a run asks for and record what it did, as a typed result.
+
+When vLLM refuses the plan's own max-model-len ("the estimated maximum model length is N")
+the engine is started once more at N; both attempts go into serve.json. A length the user
+set is never changed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
-from llm_adapt.engines.server import ManagedServer, free_port
+from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
 
@@ -27,6 +35,7 @@ class ServeResult(StageResult):
     predicted: dict[str, Any]
     prediction_matches: bool | None
     dummy_weights: bool = False
+    attempts: list[dict[str, Any]] = []  # one per start: max_model_len, outcome, cause, log
 
 
 def choose_engine(requested: str | None) -> str:
@@ -56,11 +65,17 @@ def dummy_args(inspect_result) -> list[str]:
     return args
 
 
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 @contextmanager
 def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "eager", port: int | None = None,
                    startup_timeout_s: float = 900.0, extra_args: list[str] | None = None,
-                   dummy: bool = False) -> Iterator[tuple[ManagedServer, ServeResult]]:
-    """Start, wait for readiness, write serve.json, yield; always stop on the way out."""
+                   dummy: bool = False, notify: Callable[[str], None] = _stderr
+                   ) -> Iterator[tuple[ManagedServer, ServeResult]]:
+    """Start (once more at vLLM's own estimate if it refuses the plan's length), wait for readiness,
+    write serve.json, yield; always stop on the way out."""
     plan = inspect_result.plan
     if dummy:
         if engine != "vllm":
@@ -68,12 +83,55 @@ def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "e
         extra_args = [*(extra_args or []), *dummy_args(inspect_result)]
     spec = launch_spec(engine, plan, Path(inspect_result.model["path"]), mode, port or free_port(), startup_timeout_s,
                        extra_args)
-    log = Path(run_dir) / "engine.log"
-    with ManagedServer(spec, log) as server:
-        result = serve_result(server, spec, plan, mode)
+    with contextlib.ExitStack() as stack:
+        server, attempts = _start(stack, spec, plan, Path(run_dir), notify)
+        result = serve_result(server, server.spec, plan, mode)
         result.dummy_weights = dummy
+        result.attempts = attempts
         result.save(Path(run_dir) / "serve.json")
         yield server, result
+
+
+def retry_length(cause: str | None, plan: dict[str, Any], refused: int | None) -> int | None:
+    """The length for a second start: vLLM's own estimate, only when the plan (not the user) chose
+    the refused length and the estimate is a real, shorter length."""
+    from llm_adapt.engines.vllm import estimated_max_len
+
+    estimate = estimated_max_len(cause)
+    if plan.get("max_model_len_from") != "plan" or estimate is None or refused is None:
+        return None
+    return estimate if 0 < estimate < refused else None
+
+
+def attempt_record(spec: LaunchSpec, outcome: str, cause: str | None, log: Path) -> dict[str, Any]:
+    from llm_adapt.engines.vllm import argv_max_model_len
+
+    return {"max_model_len": argv_max_model_len(spec.argv), "outcome": outcome, "cause": cause, "log": str(log)}
+
+
+def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: dict[str, Any], run_dir: Path,
+           notify: Callable[[str], None]) -> tuple[ManagedServer, list[dict[str, Any]]]:
+    from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
+
+    log = run_dir / "engine.log"
+    try:
+        return stack.enter_context(ManagedServer(spec, log)), [attempt_record(spec, "started", None, log)]
+    except EngineStartError as error:
+        refused = argv_max_model_len(spec.argv) if spec.engine == "vllm" else None
+        retry = retry_length(error.cause, plan, refused)
+        if retry is None:
+            raise
+        kept = log.replace(run_dir / "engine-refused.log")
+        first = attempt_record(spec, "refused", error.cause, kept)
+    notify(f"{spec.engine} refused max-model-len {refused} (its KV cache holds one block less than that); "
+           f"starting again at its own estimate, {retry} (first log: {kept})")
+    spec = replace(spec, argv=with_max_model_len(spec.argv, retry))
+    try:
+        server = stack.enter_context(ManagedServer(spec, log))
+    except EngineStartError as error:
+        raise EngineStartError(f"{error.summary} (second start at max-model-len {retry}, after {refused} was refused)",
+                               error.cause, error.log_path) from None
+    return server, [first, attempt_record(spec, "started", None, log)]
 
 
 def serve_result(server: ManagedServer, spec, plan: dict[str, Any], mode: str) -> ServeResult:
@@ -82,11 +140,25 @@ def serve_result(server: ManagedServer, spec, plan: dict[str, Any], mode: str) -
         from llm_adapt.engines.vllm import parse_vllm_log
 
         facts = parse_vllm_log(server.log_path)
-    predicted = {"kv_cache_tokens": plan["kv_cache_tokens"], "max_concurrency": plan["max_concurrency"],
-                 "max_model_len": plan["max_model_len"], "exact": plan["kv_pool_exact"]}
+    predicted = predicted_for(plan, _served_len(spec, plan))
     matches = None
     if facts.get("kv_cache_tokens") is not None:
         matches = facts["kv_cache_tokens"] == plan["kv_cache_tokens"]
     return ServeResult(engine=spec.engine, endpoint=server.endpoint.redacted(), host=spec.host, argv=spec.argv,
                        env=spec.env, mode=mode, startup_seconds=server.startup_seconds, log=str(server.log_path),
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
+
+
+def _served_len(spec: LaunchSpec, plan: dict[str, Any]) -> int:
+    from llm_adapt.engines.vllm import argv_max_model_len
+
+    return (argv_max_model_len(spec.argv) if spec.engine == "vllm" else None) or plan["max_model_len"]
+
+
+def predicted_for(plan: dict[str, Any], max_model_len: int) -> dict[str, Any]:
+    """The plan's KV figures at the length actually served (vLLM's formula: whole blocks per request)."""
+    from llm_adapt.inspect import memory as mem
+
+    concurrency = mem.max_concurrency(plan["kv_cache_blocks"], max_model_len, plan["block_size"])
+    return {"kv_cache_tokens": int(concurrency * max_model_len), "max_concurrency": round(concurrency, 2),
+            "max_model_len": max_model_len, "exact": plan["kv_pool_exact"]}

@@ -13,6 +13,8 @@ from llm_adapt.errors import AdaptError
 KV_LINE = re.compile(r"(?P<pool>[\w +]+) KV cache size: (?P<tokens>[\d,]+) tokens, "
                      r"Maximum concurrency for (?P<mml>[\d,]+) tokens per request: (?P<conc>[\d.]+)x")
 VERSION_LINE = re.compile(r"\bversion (?P<version>\d+\.\d+\.\S+)")
+# vLLM's refusal of a max-model-len the KV pool cannot hold (vllm/v1/core/kv_cache_utils.py).
+ESTIMATED_LEN = re.compile(r"estimated maximum model length is (?P<len>\d+)")
 
 
 def require_vllm() -> None:
@@ -61,3 +63,20 @@ def group_warnings(messages, limit: int = 30) -> list[dict]:
 def _strip_prefix(line: str) -> str:
     # "(APIServer pid=1) WARNING 11-30 05:00:00 [file.py:12] message" -> "message"
     return line.split("] ", 1)[-1].strip()
+
+
+def estimated_max_len(cause: str | None) -> int | None:
+    """N from vLLM's "... the estimated maximum model length is N." refusal; None for any other cause."""
+    match = ESTIMATED_LEN.search(cause or "")
+    return int(match["len"]) if match else None
+
+
+def argv_max_model_len(argv: list[str]) -> int | None:
+    return int(argv[argv.index("--max-model-len") + 1]) if "--max-model-len" in argv else None
+
+
+def with_max_model_len(argv: list[str], length: int) -> list[str]:
+    """The same command line at another --max-model-len."""
+    out = list(argv)
+    out[out.index("--max-model-len") + 1] = str(length)
+    return out

@@ -25,8 +25,9 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     """Worst of: the engine started, core features work, the main in-process target, the endpoint."""
     parts: list[tuple[str, str]] = []
     stages = (run.get("status") or {}).get("stages", {})
-    if stages.get("serve", {}).get("status") == "failed":
-        parts.append(("FAIL", f"the engine did not start: {stages['serve'].get('reason')}"))
+    if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
+        cause = (stages["serve"].get("reason") or "").strip().splitlines()
+        parts.append(("FAIL", f"the engine did not start: {cause[0] if cause else 'no cause recorded'}"))
     probes = run.get("probes")
     if probes:
         rows = {r["name"]: r for r in probes["rows"]}
@@ -130,8 +131,15 @@ def notes(run: RunData) -> list[str]:
     """Troubleshooting derived from what was seen in this run."""
     out: list[str] = []
     stages = (run.get("status") or {}).get("stages", {})
+    engine_failed = stages.get("serve", {}).get("status") == "failed"
+    blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run"
+               and str(b.get("reason", "")).startswith("no endpoint")]
+    if engine_failed:  # the cause is in the summary's verdict: say it once, there
+        out.append(f"Stage serve failed{'; ' + ', '.join(blocked) + ' not run' if blocked else ''}: "
+                   "the engine did not start (its cause and log are in the summary).")
+    said = set(blocked) | ({"serve"} if engine_failed else set())
     for name, body in stages.items():
-        if body.get("status") in ("failed", "not run", "interrupted"):
+        if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
             out.append(f"Stage {name} {body['status']}: {body.get('reason', 'interrupted by the user')}.")
     for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
         out.append(f"Plan: {warning}.")
