@@ -1,4 +1,5 @@
-from llm_adapt.inspect.operators import attention_kind, operator_inventory, rope_text
+from llm_adapt.inspect.inventory import facts_from_spec
+from llm_adapt.inspect.operators import operator_inventory
 from llm_adapt.inspect.support import NATIVE, TRANSFORMERS_BACKEND, UNSUPPORTED, Registry, classify, shipped_registry
 from llm_adapt.models.spec import spec_from_config
 from tests.conftest import config_fixture
@@ -8,20 +9,23 @@ def spec(**changes):
     return spec_from_config(config_fixture("llama-3.1-8b") | changes)
 
 
+def ops(platform="cpu", flags=None, **changes):
+    return {op.name: op for op in operator_inventory(facts_from_spec(spec(**changes), "test"), platform, flags)}
+
+
 def test_attention_kinds():
-    assert attention_kind(spec()).startswith("GQA") and "group size 4" in attention_kind(spec())
-    assert attention_kind(spec(num_key_value_heads=32)).startswith("MHA")
-    assert attention_kind(spec(num_key_value_heads=1)).startswith("MQA")
+    assert ops()["attention"].value.startswith("GQA") and "group size 4" in ops()["attention"].value
+    assert ops(num_key_value_heads=32)["attention"].value.startswith("MHA")
+    assert ops(num_key_value_heads=1)["attention"].value.startswith("MQA")
 
 
-def test_rope_text_names_llama3_scaling():
-    assert rope_text(spec()) == "RoPE (theta 500000, llama3 scaling x8 from 8192)"
+def test_rope_names_llama3_scaling():
+    assert ops()["positional encoding"].value == "RoPE (llama3, theta 500000)"
 
 
 def test_inventory_flags_avx2_only_cpu():
-    names = {op.name for op in operator_inventory(spec(), "cpu", {"avx2"})}
-    assert "CPU ISA" in names
-    assert "CPU ISA" not in {op.name for op in operator_inventory(spec(), "cpu", {"avx2", "avx512f"})}
+    assert "CPU ISA" in ops("cpu", {"avx2"})
+    assert "CPU ISA" not in ops("cpu", {"avx2", "avx512f"})
 
 
 def test_shipped_registry_is_stamped_and_knows_llama():
@@ -39,6 +43,12 @@ def test_classification():
 
 
 def test_cpu_flags_head_dims_vllm_cpu_cannot_run():
-    odd = {op.name: op for op in operator_inventory(spec(head_dim=16, num_attention_heads=32), "cpu", set())}
+    odd = ops(head_dim=16, num_attention_heads=32)
     assert "fails at the first request" in odd["head_dim"].caveats[0]
-    assert not {op.name: op for op in operator_inventory(spec(), "cpu", set())}["head_dim"].caveats
+    assert not ops()["head_dim"].caveats
+
+
+def test_config_fallback_is_labelled():
+    facts = facts_from_spec(spec(), "the model could not be instantiated (ValueError: custom code)")
+    assert facts.source == "config only" and "custom code" in facts.source_note
+    assert "not read from the model's code" in ops()["norm"].evidence

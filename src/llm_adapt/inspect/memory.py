@@ -55,32 +55,28 @@ class ParamBreakdown:
         return {**asdict(self), "total": self.total}
 
 
+def _role_params(spec: ModelSpec) -> dict[str, int]:
+    from llm_adapt.inspect.accounting import expected_groups
+
+    totals = {role: 0 for role in ("embedding", "attention", "mlp", "norms", "lm_head")}
+    for group in expected_groups(spec):
+        totals[group.role] += group.params
+    return totals
+
+
 def attention_params(spec: ModelSpec) -> int:
-    """q, k, v and o projections of one layer, with biases when the config asks for them."""
-    weights = spec.hidden_size * (spec.q_size + 2 * spec.kv_size) + spec.q_size * spec.hidden_size
-    bias = (spec.q_size + 2 * spec.kv_size) if spec.attention_bias else 0
-    return weights + bias
+    """Attention projections of every layer (q, k, v, o or MLA's), with the biases the family has."""
+    return _role_params(spec)["attention"]
 
 
 def mlp_params(spec: ModelSpec) -> int:
-    """Gated MLP of one layer (gate, up, down); for MoE all experts plus the router."""
-    width = (spec.moe_intermediate_size or spec.intermediate_size) if spec.is_moe else spec.intermediate_size
-    one = 3 * spec.hidden_size * width + ((2 * width + spec.hidden_size) if spec.mlp_bias else 0)
-    if not spec.is_moe:
-        return one
-    return one * int(spec.num_experts or 0) + spec.hidden_size * int(spec.num_experts or 0)
+    """MLPs of every layer: dense ones, and for MoE layers all experts, the router and shared experts."""
+    return _role_params(spec)["mlp"]
 
 
 def parameter_breakdown(spec: ModelSpec) -> ParamBreakdown:
-    """Parameters from the config's shapes (Llama family layout: two RMSNorms per layer + final norm)."""
-    embedding = spec.vocab_size * spec.hidden_size
-    return ParamBreakdown(
-        embedding=embedding,
-        attention=spec.num_layers * attention_params(spec),
-        mlp=spec.num_layers * mlp_params(spec),
-        norms=(2 * spec.num_layers + 1) * spec.hidden_size,
-        lm_head=0 if spec.tie_word_embeddings else embedding,
-    )
+    """Parameters from the config's shapes; the tensor-level formula lives in inspect/accounting.py."""
+    return ParamBreakdown(**_role_params(spec))
 
 
 def weight_bytes(params: int, dtype: str) -> int:

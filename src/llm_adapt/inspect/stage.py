@@ -7,10 +7,12 @@ from typing import Any, ClassVar
 
 from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem
-from llm_adapt.inspect.operators import operator_inventory
+from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
+from llm_adapt.inspect.model_walk import read_facts
+from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.support import classify, vllm_registry
-from llm_adapt.inspect.weights import parameters_from_weights
+from llm_adapt.inspect.weights import parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
 from llm_adapt.errors import UsageError
@@ -32,6 +34,8 @@ class InspectResult(StageResult):
     operators: list[dict[str, Any]]
     platform: dict[str, Any]
     plan: dict[str, Any]
+    inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
+    caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
 
 
 def config_summary(spec: ModelSpec) -> dict[str, Any]:
@@ -52,7 +56,9 @@ def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
                               "from_weights": None, "weights_by_dtype": None, "agree": None}
     if from_weights is not None:
         total, by_dtype = from_weights
-        report.update(from_weights=total, weights_by_dtype=by_dtype, agree=total == breakdown.total)
+        accounting = reconcile(expected_groups(spec), weight_groups(tensor_shapes(source.path) or {}))
+        report.update(from_weights=total, weights_by_dtype=by_dtype, agree=accounting.agree,
+                      accounting=accounting.to_dict())
     return report
 
 
@@ -99,6 +105,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
     elif options.devices_per_node is None and target.name == detected:
         options = replace(options, devices_per_node=platforms.local_device_count(target.name))
     plan = make_plan(spec, params["from_config"], target, options)
+    facts = read_facts(source.path, spec, options.trust_remote_code)
     return InspectResult(
         model={"name": source.name, "path": str(source.path), "origin": source.origin, "given": source.given,
                "has_weights": source.has_weights, "has_tokenizer": source.has_tokenizer},
@@ -107,7 +114,8 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         weight_bytes={d: mem.weight_bytes(params["from_config"], d) for d in ("fp32", "bf16", "int8")},
         kv_cache_bytes_per_token=mem.kv_bytes_per_token(spec, plan.kv_dtype), kv_dtype=plan.kv_dtype,
         support=classify(spec, vllm_registry()).to_dict(),
-        operators=[op.to_dict() for op in operator_inventory(spec, target.name, platforms.cpu_flags())],
+        operators=[op.to_dict() for op in operator_inventory(facts, target.name, platforms.cpu_flags())],
+        inventory=facts.to_dict(), caveats=caveat_dicts(facts, target.name, platforms.cpu_flags()),
         platform=platform_report(target.name, detected),
         plan=plan.to_dict(),
     )

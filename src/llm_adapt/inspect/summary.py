@@ -19,7 +19,18 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     console.print(f"vLLM support: [bold]{support['vllm']}[/bold] per {support['registry']}")
     console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
     console.print(_model_table(result))
+    inventory = result.inventory
+    if inventory:
+        label = "read from the model's code" if inventory["source"] == "model code" else "[yellow]config only[/yellow]"
+        console.print(f"Operator inventory {label}: {inventory['source_note']}", markup=True, highlight=False)
     console.print(_operator_table(result))
+    if inventory.get("aten_ops"):
+        ops = ", ".join(f"{name} x{n}" for name, n in inventory["aten_ops"].items())
+        console.print(f"aten ops of one decoder layer: {ops} ({inventory['trace_note']})", markup=False, highlight=False)
+    for caveat in result.caveats:
+        console.print(f"caveat on {caveat['operator']}: {caveat['text']}. Check: {caveat['check']}. "
+                      f"Source: {caveat['source']}",
+                      markup=False, highlight=False)
     console.print(_memory_table(result))
     console.print(f"\n[bold]Deployment plan[/bold] on {result.platform['display']}: "
                   f"TP {plan['tensor_parallel']} x PP {plan['pipeline_parallel']} over {plan['nodes']} node(s)")
@@ -39,6 +50,8 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     if params["agree"] is False:
         console.print(f"[red]warning:[/red] config says {params['from_config']:,} parameters, "
                       f"weights hold {params['from_weights']:,}")
+        for line in params.get("accounting", {}).get("warnings", []):
+            console.print(f"[red]warning:[/red] {line}", highlight=False)
 
 
 def _model_table(result: InspectResult) -> Table:
@@ -57,9 +70,10 @@ def _operator_table(result: InspectResult) -> Table:
     table = Table(title="Operators")
     table.add_column("operator")
     table.add_column("value")
+    table.add_column("read from")
     table.add_column("caveats")
     for op in result.operators:
-        table.add_row(op["name"], op["value"], "; ".join(op["caveats"]) or "-")
+        table.add_row(op["name"], op["value"], op.get("evidence", ""), str(len(op["caveats"])) if op["caveats"] else "-")
     return table
 
 

@@ -45,3 +45,14 @@ def parameters_from_weights(model_dir: Path) -> tuple[int, dict[str, int]] | Non
         for entry in read_header(path).values():
             by_dtype[SAFETENSORS_DTYPES.get(entry["dtype"], entry["dtype"])] += math.prod(entry["shape"])
     return sum(by_dtype.values()), dict(by_dtype)
+
+
+def tensor_shapes(model_dir: Path) -> dict[str, list[int]] | None:
+    """{tensor name: shape} over every shard, from the headers alone; None without safetensors."""
+    files = safetensors_files(model_dir)
+    if not files:
+        return None
+    shapes: dict[str, list[int]] = {}
+    for path in files:
+        shapes.update({name: list(entry["shape"]) for name, entry in read_header(path).items()})
+    return shapes

@@ -70,6 +70,7 @@ class ModelSpec:
     final_softcap: float | None = None  # tanh soft-capping of the output logits (Gemma2)
     layer_types: tuple[str, ...] = ()  # per layer: "full" or "sliding"
     embed_scale: float | None = None  # embeddings multiplied by this (Gemma: sqrt(hidden))
+    norm_one_plus_w: bool = False  # RMSNorm scales by (1 + w) (Gemma), not w
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -149,6 +150,7 @@ QKV_BIAS_ALWAYS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: bias=True
 QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
 FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})  # + pre/post feed-forward norms
 SCALED_EMBEDDING = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # x sqrt(hidden_size)
+ONE_PLUS_W_NORM = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # GemmaRMSNorm: x * (1 + w)
 
 
 def _family_details(cfg: dict[str, Any], family: str, layers: int, hidden: int, experts: int | None) -> dict[str, Any]:
@@ -164,6 +166,7 @@ def _family_details(cfg: dict[str, Any], family: str, layers: int, hidden: int, 
         final_softcap=_float_or_none(cfg, "final_logit_softcapping"),
         layer_types=_layer_types(cfg, family, layers),
         embed_scale=hidden**0.5 if family in SCALED_EMBEDDING else None,
+        norm_one_plus_w=family in ONE_PLUS_W_NORM,
     )
 
 

@@ -62,3 +62,37 @@ def copy_tokenizer(src: Path, dst: Path) -> None:
     for name in TOKENIZER_FILES:
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
+
+
+# Other families, written by transformers' own classes: (config class, model class, what the tiny
+# config sets beyond the shared shape). Each family keeps the details that make it different.
+FAMILIES: dict[str, tuple[str, str, dict]] = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # q/k/v biases
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),  # qk-norm
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"sliding_window": 16}),  # (1 + w) norms, soft-capping
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 16}),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2,
+                                                            "moe_intermediate_size": 32,
+                                                            "shared_expert_intermediate_size": 64}),
+}
+TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=32, vocab_size=1024, max_position_embeddings=2048,
+                  bos_token_id=1, eos_token_id=2)
+
+
+def write_tiny_family(family: str, out: Path, *, seed: int = 0, **overrides) -> Path:
+    """A random 2-layer model of `family` (a FAMILIES key) saved as safetensors; returns `out`."""
+    import torch
+    import transformers
+
+    config_cls, model_cls, extra = FAMILIES[family]
+    torch.manual_seed(seed)
+    config = getattr(transformers, config_cls)(**{**TINY_SHAPE, **extra, **overrides})
+    model = getattr(transformers, model_cls)(config)
+    _spread_weights(model, seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    return out

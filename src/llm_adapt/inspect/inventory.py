@@ -1,0 +1,178 @@
+"""What the model is built of: ModelFacts, read from its code (model_walk.py) or, failing that, its config.
+
+Everything downstream (inventory rows, caveats, the report) reads ModelFacts, so the two sources
+stay interchangeable and the fallback is labelled in one place. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from llm_adapt.models.spec import ModelSpec
+
+FROM_MODEL = "model code"
+FROM_CONFIG = "config only"
+
+# ACT2FN names -> one canonical name per function (the numeric probe in model_walk uses the same keys)
+ACT_ALIASES = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
+               "gelu_fast": "gelu_tanh", "gelu": "gelu", "relu": "relu", "quick_gelu": "quick_gelu"}
+ACT_TEXT = {"silu": "SiLU", "gelu_tanh": "GELU (tanh approximation)", "gelu": "GELU (exact erf)", "relu": "ReLU",
+            "quick_gelu": "QuickGELU (x * sigmoid(1.702 x))"}
+NORM_TEXT = {"rms": "RMSNorm: x / rms(x) * w", "rms_1p": "RMSNorm with (1 + w): x / rms(x) * (1 + w)",
+             "layernorm": "LayerNorm: (x - mean) / std * w + b"}
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    source: str  # FROM_MODEL or FROM_CONFIG
+    source_note: str  # the model class, or why the model could not be instantiated
+    norm: str  # "rms" | "rms_1p" | "layernorm" | a class name when neither formula matched
+    norm_class: str | None
+    norm_eps: float | None
+    layer_norms: tuple[str, ...]  # norm modules of one decoder layer, by attribute name
+    activation: str  # canonical key of ACT_TEXT, or the name as found
+    gated_mlp: bool
+    biased: tuple[str, ...]  # projections with a bias, e.g. "self_attn.q_proj"
+    rope: str  # e.g. "default", "llama3", "yarn"; "none" without rotary embeddings
+    rope_theta: float | None
+    attention: str  # MHA | GQA | MQA | MLA
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    qk_norm: bool
+    attn_softcap: float | None
+    final_softcap: float | None
+    layer_types: tuple[str, ...]  # per layer: "full" | "sliding"
+    sliding_window: int | None
+    experts: int | None
+    experts_per_token: int | None
+    shared_experts: str | None  # e.g. "1 (intermediate 5632), sigmoid-gated"
+    router: str | None
+    moe_layers: int
+    embed_scale: float | None
+    tied: bool
+    quantization: str | None  # quantization_config.quant_method
+    kv_lora_rank: int | None = None  # MLA: the rank of the compressed KV the cache holds
+    evidence: dict[str, str] = field(default_factory=dict)  # fact name -> where it was read
+    aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
+    trace_note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelFacts:
+        names = {f.name for f in fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+        return cls(**values)
+
+    @property
+    def sliding_layers(self) -> int:
+        return sum(1 for t in self.layer_types if t == "sliding")
+
+
+def attention_variant(heads: int, kv_heads: int, mla: bool) -> str:
+    if mla:
+        return "MLA"
+    if kv_heads == heads:
+        return "MHA"
+    return "MQA" if kv_heads == 1 else "GQA"
+
+
+def quantization_method(config: dict[str, Any]) -> str | None:
+    quant = config.get("quantization_config")
+    return str(quant.get("quant_method") or quant.get("quant_type") or "unknown") if isinstance(quant, dict) else None
+
+
+def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
+    """The config-based inventory: what transformers' config classes imply for this family."""
+    norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+             "post_feedforward_layernorm")[: spec.norms_per_layer]
+    biased = tuple(f"self_attn.{p}_proj" for p in "qkv" if spec.qkv_bias) + (("self_attn.o_proj",) if spec.o_bias else ())
+    biased += tuple(f"mlp.{p}_proj" for p in ("gate", "up", "down") if spec.mlp_bias)
+    shared = spec.shared_expert_intermediate_size
+    return ModelFacts(
+        source=FROM_CONFIG, source_note=why,
+        norm="rms_1p" if spec.norm_one_plus_w else "rms", norm_class=None, norm_eps=spec.norm_eps,
+        layer_norms=norms + (("self_attn.q_norm", "self_attn.k_norm") if spec.qk_norm else ()),
+        activation=ACT_ALIASES.get(spec.hidden_act, spec.hidden_act), gated_mlp=True, biased=biased,
+        rope=(spec.rope.scaling_type or "default") if spec.rope else "none",
+        rope_theta=spec.rope.theta if spec.rope else None,
+        attention=attention_variant(spec.num_heads, spec.num_kv_heads, spec.mla is not None),
+        num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim, qk_norm=spec.qk_norm,
+        attn_softcap=spec.attn_softcap, final_softcap=spec.final_softcap, layer_types=spec.layer_types,
+        sliding_window=spec.sliding_window if "sliding" in spec.layer_types else None,
+        experts=spec.num_experts, experts_per_token=spec.experts_per_token,
+        shared_experts=f"intermediate {shared}" + (", sigmoid-gated" if spec.shared_expert_gate else "") if shared else None,
+        router="linear top-k" if spec.num_experts else None, moe_layers=spec.moe_layers,
+        embed_scale=spec.embed_scale, tied=spec.tie_word_embeddings, quantization=quantization_method(spec.raw),
+        kv_lora_rank=spec.mla.kv_lora_rank if spec.mla else None,
+        evidence={"all": f"config.json ({spec.model_type or 'unknown'} family rules); not read from the model's code"},
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    value: str
+    evidence: str
+
+
+def _ev(facts: ModelFacts, key: str) -> str:
+    return facts.evidence.get(key) or facts.evidence.get("all", "")
+
+
+def inventory_rows(facts: ModelFacts) -> list[Row]:
+    """The inventory as (operator, value, evidence) rows, in the order of a decoder layer."""
+    f = facts
+    eps = f" (eps {f.norm_eps:g})" if f.norm_eps is not None else ""
+    rows = [Row("norm", NORM_TEXT.get(f.norm, f.norm) + eps, _ev(f, "norm")),
+            Row("norms per layer", ", ".join(f.layer_norms) or "none", _ev(f, "layer_norms")),
+            Row("activation", ACT_TEXT.get(f.activation, f.activation) + (" gated MLP (act(gate) * up)" if f.gated_mlp else " MLP"),
+                _ev(f, "activation")),
+            Row("biases", ", ".join(f.biased) or "none", _ev(f, "biased")),
+            Row("positional encoding", "none" if f.rope == "none" else
+                f"RoPE ({f.rope}" + (f", theta {f.rope_theta:g}" if f.rope_theta else "") + ")", _ev(f, "rope")),
+            Row("attention", _attention_text(f), _ev(f, "attention")),
+            Row("head_dim", str(f.head_dim), _ev(f, "attention")),
+            Row("attention window", _window_text(f), _ev(f, "layer_types")),
+            Row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
+            Row("MoE", _moe_text(f), _ev(f, "moe")),
+            Row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else "none", _ev(f, "embed_scale")),
+            Row("output head", "tied to the embedding" if f.tied else "separate lm_head", _ev(f, "tied"))]
+    if f.quantization:
+        rows.append(Row("quantization", f.quantization, "config.json quantization_config"))
+    return rows
+
+
+def _attention_text(f: ModelFacts) -> str:
+    if f.attention == "MLA":
+        return f"MLA ({f.num_heads} heads, compressed KV of rank {f.kv_lora_rank})" + (", qk-norm" if f.qk_norm else "")
+    text = f"{f.attention} ({f.num_heads} query heads, {f.num_kv_heads} KV heads"
+    if f.attention == "GQA":
+        text += f", group size {f.num_heads // max(1, f.num_kv_heads)}"
+    return text + ")" + (", qk-norm" if f.qk_norm else "")
+
+
+def _window_text(f: ModelFacts) -> str:
+    if not f.sliding_layers:
+        return "full attention in every layer"
+    if f.sliding_layers == len(f.layer_types):
+        return f"sliding window {f.sliding_window} in every layer"
+    pattern = "".join("S" if t == "sliding" else "F" for t in f.layer_types[:12])
+    return (f"sliding window {f.sliding_window} in {f.sliding_layers} of {len(f.layer_types)} layers "
+            f"(pattern {pattern}{'...' if len(f.layer_types) > 12 else ''}; S sliding, F full)")
+
+
+def _softcap_text(f: ModelFacts) -> str:
+    parts = [f"attention logits {f.attn_softcap:g} * tanh(x / {f.attn_softcap:g})" if f.attn_softcap else "",
+             f"final logits {f.final_softcap:g} * tanh(x / {f.final_softcap:g})" if f.final_softcap else ""]
+    return "; ".join(p for p in parts if p) or "none"
+
+
+def _moe_text(f: ModelFacts) -> str:
+    if not f.experts:
+        return "dense"
+    text = f"{f.experts} experts, top-{f.experts_per_token}, in {f.moe_layers} of {len(f.layer_types)} layers; router {f.router}"
+    return text + (f"; shared experts {f.shared_experts}" if f.shared_experts else "")

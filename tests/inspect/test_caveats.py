@@ -1,0 +1,56 @@
+"""The caveat table on plain facts: each rule fires where it must and stays quiet on a clean model."""
+
+from dataclasses import replace
+
+import pytest
+
+from llm_adapt.inspect.caveats import RULES, platform_caveats
+from llm_adapt.inspect.inventory import facts_from_spec
+from llm_adapt.models.spec import spec_from_config
+from tests.conftest import config_fixture
+
+
+def facts(name):
+    return facts_from_spec(spec_from_config(config_fixture(name)), "test")
+
+
+def ids(f, platform):
+    return {c.id for c in platform_caveats(f, platform, {"avx512f"})}
+
+
+def test_every_rule_names_a_source_and_an_accuracy_check():
+    for rule in RULES:
+        assert rule.source and rule.check and rule.platforms
+
+
+def test_clean_llama_gets_no_model_caveat_anywhere():
+    llama = facts("llama-3.1-8b")
+    assert ids(llama, "cpu") == set() and ids(llama, "npu") == set() and ids(llama, "cuda") == set()
+
+
+def test_gemma2_on_ascend_gets_softcap_sliding_fp16_norm_and_scale():
+    assert ids(facts("gemma-2-9b"), "npu") == {"ascend-softcap", "ascend-sliding", "fp16-softcap", "norm-one-plus-w",
+                                                "embed-scale"}
+    assert "ascend-softcap" not in ids(facts("gemma-2-9b"), "cpu")  # vLLM-CPU applies the cap
+
+
+def test_deepseek_mla_on_cpu_and_ascend():
+    ds = facts("deepseek-v2-lite")
+    assert {"cpu-mla", "moe-cpu"} <= ids(ds, "cpu") and "cpu-head-dim" not in ids(ds, "cpu")
+    assert "ascend-mla" in ids(ds, "npu")
+
+
+def test_qwen2_window_it_does_not_use_is_no_caveat():
+    assert "ascend-sliding" not in ids(facts("qwen2.5-7b-instruct"), "npu")
+
+
+@pytest.mark.parametrize("method,fires", [("gptq", True), ("awq", True), ("w8a8", False), (None, False)])
+def test_ascend_quantization_formats(method, fires):
+    f = replace(facts("llama-3.1-8b"), quantization=method)
+    assert ("ascend-quant" in ids(f, "npu")) is fires
+
+
+def test_cpu_head_dim_list():
+    llama = facts("llama-3.1-8b")
+    assert "cpu-head-dim" in ids(replace(llama, head_dim=40), "cpu")
+    assert "cpu-head-dim" not in ids(replace(llama, head_dim=80), "cpu")
