@@ -76,3 +76,40 @@ def slo_value(text: str) -> dict[str, float]:
             raise argparse.ArgumentTypeError(f"{part!r}: expected ttft=MS, tpot=MS or e2el=MS")
         out[key] = positive_float(value.strip().lower().removesuffix("ms"))
     return out
+
+
+def goodput_pair(text: str) -> tuple[str, float]:
+    """One of vLLM's `--goodput` items, KEY:MS (ttft:500)."""
+    key, sep, value = text.partition(":")
+    key = key.strip().lower()
+    if not sep or key not in ("ttft", "tpot", "e2el"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected ttft:MS, tpot:MS or e2el:MS, e.g. ttft:500 tpot:100")
+    return key, positive_float(value.strip())
+
+
+def metadata_pair(text: str) -> tuple[str, str]:
+    """One of vLLM's `--metadata` items, KEY=VALUE."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE, e.g. version=0.3.3")
+    return key.strip(), value.strip()
+
+
+def percentile_list(text: str) -> tuple[float, ...]:
+    """vLLM's `--metric-percentiles`: comma-separated numbers in (0, 100], e.g. 50,90,99."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected percentiles separated by commas, e.g. 50,90,99") from None
+    if not values or not all(0 < v <= 100 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: percentiles must be in (0, 100], e.g. 50,90,99")
+    return values
+
+
+def metric_names(text: str) -> tuple[str, ...]:
+    """vLLM's `--percentile-metrics`: a comma-separated subset of ttft, tpot, itl, e2el."""
+    names = tuple(v.strip().lower() for v in text.split(",") if v.strip())
+    bad = [n for n in names if n not in ("ttft", "tpot", "itl", "e2el")]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected names from ttft,tpot,itl,e2el")
+    return names

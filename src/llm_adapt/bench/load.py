@@ -27,9 +27,8 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
     warm = [s for s in specs if s.warmup]
     measured = [s for s in specs if not s.warmup]
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-        for spec in warm:
-            await send(session, endpoint.base_url, model, spec, time.perf_counter(), headers)
         sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        await _warm_up(session, endpoint.base_url, model, warm, sem, headers)
         sampler_task = asyncio.create_task(sampler.run()) if sampler else None
         done = 0
         t0 = time.perf_counter()
@@ -58,6 +57,18 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
     if count_tokens:
         count_client_tokens(records_path, count_tokens)  # after the clock stopped: not part of the load
     return {"duration": duration, "sent": len(measured), "warmup": len(warm)}
+
+
+async def _warm_up(session, base_url: str, model: str, warm: list[RequestSpec], sem, headers) -> None:
+    """Warm-up requests all at once under the level's concurrency cap: one full wave, not recorded."""
+    async def one(spec: RequestSpec) -> None:
+        if sem:
+            async with sem:
+                await send(session, base_url, model, spec, time.perf_counter(), headers)
+        else:
+            await send(session, base_url, model, spec, time.perf_counter(), headers)
+
+    await asyncio.gather(*(one(s) for s in warm))
 
 
 def _write(sink, record: Record) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import zlib
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 import httpx
 
-from llm_adapt.bench import stats
+from llm_adapt.bench import stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.load import ResourceSampler, read_records, run_load
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
@@ -38,6 +40,16 @@ class BenchOptions:
     suite: str | None = None
     seed: int = 0
     timeout_s: float = 600.0
+    repeats: int = 1  # measured runs per level: the result gives each metric's median and spread
+    reuse_prompts: bool = False  # the same prompts at every level, stage and repeat (else fresh ones)
+    percentiles: tuple[float, ...] = stats.PERCENTILES
+    # the vLLM-format result file (one per run, beside bench.json unless result_dir says where)
+    label: str | None = None
+    metadata: tuple[tuple[str, str], ...] = ()
+    result_dir: str | None = None
+    result_filename: str | None = None
+    tokenizer_id: str | None = None
+    percentile_metrics: tuple[str, ...] = vllm_format.METRICS
 
 
 class BenchResult(StageResult):
@@ -69,15 +81,62 @@ def server_tokenizes(endpoint: Endpoint, model: str) -> bool:
         return False
 
 
-def build_specs(opts: BenchOptions, work: Workload, n: int, *, rate: float, warmup: int, output_len: int | None = None) -> list[RequestSpec]:
+@dataclass(frozen=True)
+class Plan:
+    """One level of a benchmark: its label, its load, how many requests and how they arrive."""
+
+    label: str
+    load: Any
+    n: int
+    rate: float
+    concurrency: int | None
+
+
+def plans(opts: BenchOptions) -> list[Plan]:
+    """The levels a mode runs."""
+    if opts.mode == "latency":
+        return [Plan("latency", 1, opts.iterations, math.inf, 1)]
+    if opts.mode == "throughput":
+        return [Plan("throughput", "all", opts.num_prompts, math.inf, None)]
+    if opts.mode == "sweep":
+        return [Plan(f"c{c}", c, max(opts.num_prompts, 2 * c), math.inf, c) for c in opts.concurrencies]
+    rate = "inf" if math.isinf(opts.request_rate) else opts.request_rate
+    return [Plan("serve", {"request_rate": rate, "max_concurrency": opts.max_concurrency}, opts.num_prompts,
+                 opts.request_rate, opts.max_concurrency)]
+
+
+def warmup_count(opts: BenchOptions, plan: Plan, repeat: int) -> int:
+    """Before each level (not before its repeats): one full wave at the level's concurrency, at least
+    --warmup requests; --warmup 0 turns warm-up off."""
+    if repeat > 0 or opts.warmup <= 0:
+        return 0
+    return max(opts.warmup, plan.concurrency or 0)
+
+
+def derived_seed(opts: BenchOptions, label: str, repeat: int) -> int:
+    """A seed of its own for every stage (mode), level and repeat, so no prompt is sent twice and the
+    server's prefix cache cannot flatter a later level; --reuse-prompts keeps the given seed."""
+    if opts.reuse_prompts:
+        return opts.seed
+    return zlib.crc32(f"{opts.seed}/{opts.mode}/{label}/{repeat}".encode())
+
+
+def build_specs(opts: BenchOptions, work: Workload, n: int, *, rate: float, warmup: int, output_len: int | None = None,
+                seed: int | None = None) -> list[RequestSpec]:
     out_len = output_len or opts.output_len
+    seed = opts.seed if seed is None else seed
     if opts.dataset:
-        return sharegpt_specs(Path(opts.dataset), work.tokenizer, n, warmup, out_len, seed=opts.seed, rate=rate,
+        return sharegpt_specs(Path(opts.dataset), work.tokenizer, n, warmup, out_len, seed=seed, rate=rate,
                               burstiness=opts.burstiness)
     if opts.suite:
-        return suite_specs(opts.suite, n, warmup, out_len, seed=opts.seed, rate=rate, burstiness=opts.burstiness)
-    return fixed_specs(work.tokenizer, n, warmup, opts.input_len, out_len, as_ids=work.as_ids, seed=opts.seed,
+        return suite_specs(opts.suite, n, warmup, out_len, seed=seed, rate=rate, burstiness=opts.burstiness)
+    return fixed_specs(work.tokenizer, n, warmup, opts.input_len, out_len, as_ids=work.as_ids, seed=seed,
                        rate=rate, burstiness=opts.burstiness)
+
+
+def records_path(out: Path, opts: BenchOptions, label: str, repeat: int) -> Path:
+    suffix = f"-r{repeat}" if opts.repeats > 1 else ""
+    return out / f"bench-{opts.mode}-{label}{suffix}.jsonl"
 
 
 def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions, out: Path, *, pid: int | None = None,
@@ -87,41 +146,68 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
                          | {"request_rate": "inf" if math.isinf(opts.request_rate) else opts.request_rate,
                             "prompts_as_token_ids": work.as_ids},
                          notes=list(work.notes))
-    plans = _plans(opts)
+    if opts.suite and not opts.reuse_prompts:
+        result.notes.append("a prompt suite repeats its prompts across levels; the server's prefix cache may "
+                            "flatter later levels' TTFT")
+    done: list[dict[str, Any]] = []
+    plan, repeat = None, 0
     try:
-        for label, load, specs_kw, concurrency in plans:
-            specs = build_specs(opts, work, **specs_kw)
-            run = _one_run(endpoint, model, work, opts, specs, out / f"bench-{opts.mode}-{label}.jsonl", concurrency,
-                           pid, progress, label)
-            result.runs.append({"label": label, "load": load, **run})
+        for plan in plans(opts):
+            done = []
+            for repeat in range(opts.repeats):
+                specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
+                                    seed=derived_seed(opts, plan.label, repeat))
+                done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
+                                     plan.concurrency, pid, progress, plan.label))
+                done[-1]["vllm_result"] = str(_save_vllm_result(opts, plan, repeat, model, specs, done[-1], out))
+            result.runs.append(_level(plan, done))
             if opts.mode == "sweep":
                 result.knee = stats.knee([{"load": r["load"], **r["metrics"]} for r in result.runs])
             result.save(out / name)
     except KeyboardInterrupt:
         result.interrupted = True
-        label, load, _, _ = plans[len(result.runs)]
-        partial = out / f"bench-{opts.mode}-{label}.jsonl"
-        if partial.exists():
-            records = read_records(partial)
-            result.runs.append({"label": label, "load": load, "partial": True,
-                                "metrics": stats.compute_metrics(records, max((r["start"] + r["e2el"] for r in records), default=0.0), opts.slo)})
+        if plan is not None:
+            _keep_partial(result, opts, plan, done, records_path(out, opts, plan.label, repeat))
         result.save(out / name)
         raise
     return result
 
 
-def _plans(opts: BenchOptions) -> list[tuple[str, Any, dict, int | None]]:
-    """(label, load, spec arguments, max concurrency) for each run the mode makes."""
-    if opts.mode == "latency":
-        return [("latency", 1, dict(n=opts.iterations, rate=math.inf, warmup=opts.warmup), 1)]
-    if opts.mode == "throughput":
-        return [("throughput", "all", dict(n=opts.num_prompts, rate=math.inf, warmup=opts.warmup), None)]
-    if opts.mode == "sweep":
-        return [(f"c{c}", c, dict(n=max(opts.num_prompts, 2 * c), rate=math.inf, warmup=opts.warmup if i == 0 else 0), c)
-                for i, c in enumerate(opts.concurrencies)]
-    rate = "inf" if math.isinf(opts.request_rate) else opts.request_rate
-    return [("serve", {"request_rate": rate, "max_concurrency": opts.max_concurrency},
-             dict(n=opts.num_prompts, rate=opts.request_rate, warmup=opts.warmup), opts.max_concurrency)]
+def _save_vllm_result(opts: BenchOptions, plan: Plan, repeat: int, model: str, specs: list[RequestSpec],
+                      run: dict[str, Any], out: Path) -> Path:
+    info = vllm_format.RunInfo(
+        backend="openai-chat" if any(s.messages is not None for s in specs) else "openai", model_id=model,
+        tokenizer_id=opts.tokenizer_id, num_prompts=plan.n, request_rate=plan.rate, burstiness=opts.burstiness,
+        max_concurrency=plan.concurrency, label=opts.label, metadata=opts.metadata,
+        percentile_metrics=opts.percentile_metrics, percentiles=opts.percentiles, goodput=bool(opts.slo))
+    now = datetime.now()
+    several = len(plans(opts)) > 1 or opts.repeats > 1
+    name = vllm_format.result_filename(info, now, opts.result_filename, plan.label, repeat, several)
+    target = Path(opts.result_dir) if opts.result_dir else out
+    return vllm_format.write_vllm_result(target / name, vllm_format.vllm_result(info, run["metrics"], now))
+
+
+def _level(plan: Plan, runs: list[dict[str, Any]], partial: bool = False) -> dict[str, Any]:
+    """One entry per level: a single run as it is; repeats as the median of each metric and its spread."""
+    entry: dict[str, Any] = {"label": plan.label, "load": plan.load, **runs[-1]}
+    if partial:
+        entry["partial"] = True
+    if len(runs) > 1:
+        entry["metrics"], entry["spread"] = stats.across_repeats([r["metrics"] for r in runs])
+        entry["repeats"] = [{k: v for k, v in r.items() if k != "metrics"} | {"metrics": r["metrics"]} for r in runs]
+        entry["sent"] = sum(r["sent"] for r in runs)
+    return entry
+
+
+def _keep_partial(result: BenchResult, opts: BenchOptions, plan: Plan, done: list[dict[str, Any]], partial: Path) -> None:
+    runs = list(done)
+    if partial.exists() and len(done) < opts.repeats:
+        records = read_records(partial)
+        runs.append({"records": str(partial), "sent": len(records),
+                     "metrics": stats.compute_metrics(records, max((r["start"] + r["e2el"] for r in records), default=0.0),
+                                                      opts.slo, opts.percentiles)})
+    if runs:
+        result.runs.append(_level(plan, runs, partial=True))
 
 
 def fast_loop_factory():
@@ -143,7 +229,7 @@ def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid,
                                      timeout_s=opts.timeout_s, count_tokens=count, sampler=sampler, progress=progress,
                                      label=f"bench {label}"))
     records = read_records(records_path)
-    metrics = stats.compute_metrics(records, timing["duration"], opts.slo)
+    metrics = stats.compute_metrics(records, timing["duration"], opts.slo, opts.percentiles)
     run = {"metrics": metrics, "records": str(records_path), "sent": timing["sent"], "warmup": timing["warmup"],
            "token_accounting": stats.token_accounting(records),
            "server": sampler.summary()}

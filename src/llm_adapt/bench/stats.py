@@ -106,6 +106,26 @@ def compute_metrics(records: list[dict[str, Any]], duration_s: float, slo: dict[
     return metrics
 
 
+def across_repeats(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """The median of every numeric metric over repeated runs, and each one's spread (min, max and
+    (max - min) / median). Non-numeric entries come from the last run."""
+    merged: dict[str, Any] = dict(runs[-1])
+    spread: dict[str, dict[str, float]] = {}
+    for key, value in runs[-1].items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        values = np.asarray([r[key] for r in runs if isinstance(r.get(key), (int, float))], dtype=float)
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            continue
+        median = float(np.median(values))
+        merged[key] = median
+        spread[key] = {"median": median, "min": float(values.min()), "max": float(values.max()),
+                       "rel_spread": float((values.max() - values.min()) / median) if median else math.nan,
+                       "n": int(values.size)}
+    return merged, spread
+
+
 def latency_summary(e2els: list[float]) -> dict[str, float]:
     """`vllm bench latency`'s view of sequential requests: mean and percentiles of end-to-end latency."""
     arr = np.asarray(e2els, dtype=float)

@@ -22,13 +22,17 @@ def corpus_token_stream(tokenizer) -> list[int]:
 
 
 def fixed_prompts(tokenizer, n: int, input_len: int, seed: int = 0) -> list[list[int]]:
-    """n prompts of exactly `input_len` token ids, windows of the corpus at random offsets."""
+    """n prompts of exactly `input_len` token ids: windows of the corpus at random offsets, each led by a
+    random token. The corpus is small (a few thousand tokens), so windows alone would repeat; a random
+    first token makes every prompt's first cache block its own, and so no two prompts share a prefix."""
     stream = corpus_token_stream(tokenizer)
     while len(stream) < input_len + 1:
         stream = stream + stream
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, len(stream) - input_len, size=n)
-    return [stream[s:s + input_len] for s in starts]
+    # ordinary tokens only: special ones sit at the start of the vocabulary
+    leads = rng.integers(min(1000, len(tokenizer) // 2), len(tokenizer), size=n)
+    return [[int(lead)] + stream[s:s + input_len - 1] for lead, s in zip(leads, starts)]
 
 
 def fixed_specs(tokenizer, n: int, warmup: int, input_len: int, output_len: int, *, as_ids: bool, seed: int = 0,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from llm_adapt.cli_args import (
+    goodput_pair,
     int_list,
+    metadata_pair,
+    metric_names,
+    percentile_list,
     positive_float,
     positive_int,
     rate_value,
@@ -64,20 +69,49 @@ def add_bench_parser(sub) -> None:
     p.add_argument("--tokenizer", metavar="DIR", help="tokenizer for prompt building (default: the model's, else the default model's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    p.add_argument("--repeats", type=positive_int, default=1, metavar="N",
+                   help="measured runs per level; the result gives each metric's median and spread (default 1)")
+    p.add_argument("--reuse-prompts", action="store_true",
+                   help="send the same prompts at every level and repeat (default: fresh prompts for each)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
     p.add_argument("--json", action="store_true", help="print the result JSON")
+    add_vllm_aliases(p)
     p.set_defaults(handler=cmd_bench)
+
+
+def add_vllm_aliases(p) -> None:
+    """`vllm bench serve`'s own flag names, so its command lines carry over."""
+    g = p.add_argument_group("vllm bench serve names")
+    g.add_argument("--goodput", type=goodput_pair, nargs="+", metavar="KEY:MS", help="as --slo: ttft:500 tpot:100")
+    g.add_argument("--save-result", action="store_true",
+                   help="accepted for vLLM's command lines: the vLLM-format result file is always written")
+    g.add_argument("--result-dir", metavar="DIR", help="where the vLLM-format result files go (default: beside bench.json)")
+    g.add_argument("--result-filename", metavar="NAME", help="the vLLM-format file's name (several runs add -LEVEL-rN)")
+    g.add_argument("--label", help="label (file-name prefix) of the vLLM-format result (default: the backend)")
+    g.add_argument("--metadata", type=metadata_pair, nargs="*", metavar="KEY=VALUE", help="extra fields for that file")
+    g.add_argument("--percentile-metrics", type=metric_names, metavar="LIST",
+                   help="metrics whose percentiles the vLLM-format file holds (default ttft,tpot,itl,e2el)")
+    g.add_argument("--metric-percentiles", type=percentile_list, metavar="LIST",
+                   help="percentiles to compute, e.g. 25,50,75 (default 50,90,95,99)")
 
 
 def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  # noqa: F821
     from llm_adapt.bench.modes import BenchOptions
 
+    from llm_adapt.bench.stats import PERCENTILES
+
     if args.warmup < 0:
         raise UsageError(f"--warmup {args.warmup}: must be 0 or more")
+    slo = dict(args.slo or {}) | dict(args.goodput or [])
+    extra = {"percentile_metrics": args.percentile_metrics} if args.percentile_metrics else {}
     return BenchOptions(mode=mode, num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
                         request_rate=args.request_rate, burstiness=args.burstiness, max_concurrency=args.max_concurrency,
-                        concurrencies=args.concurrencies, warmup=args.warmup, iterations=args.iterations, slo=args.slo,
-                        dataset=args.dataset, suite=args.suite, seed=args.seed, timeout_s=args.timeout)
+                        concurrencies=args.concurrencies, warmup=args.warmup, iterations=args.iterations, slo=slo or None,
+                        dataset=args.dataset, suite=args.suite, seed=args.seed, timeout_s=args.timeout,
+                        repeats=args.repeats, reuse_prompts=args.reuse_prompts,
+                        percentiles=args.metric_percentiles or PERCENTILES, label=args.label,
+                        metadata=tuple(args.metadata or ()), result_dir=args.result_dir,
+                        result_filename=args.result_filename, tokenizer_id=args.tokenizer, **extra)
 
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
@@ -115,6 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         model, _ = resolve_model_name(target.endpoint)
         tokenizer, note = bench_tokenizer(args, target.model_dir)
         work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model), notes=[note] if note else [])
+        options = replace(options, tokenizer_id=options.tokenizer_id or str(tokenizer.name_or_path))
         with progress_bar() as report:
             result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
     show_result(result, args.json, print_bench, out / "bench.json")

@@ -1,0 +1,63 @@
+"""Fresh prompts per level, stage and repeat; one warm-up wave per level; repeats with median and spread."""
+
+import json
+
+import pytest
+
+from llm_adapt.bench import stats
+from llm_adapt.bench.modes import BenchOptions, Workload, build_specs, derived_seed, plans, warmup_count
+from tests.conftest import bench, start_mock
+
+
+def level_prompts(opts, tokenizer, label, repeat=0):
+    plan = next(p for p in plans(opts) if p.label == label)
+    specs = build_specs(opts, Workload(tokenizer, as_ids=True), plan.n, rate=plan.rate,
+                        warmup=warmup_count(opts, plan, repeat), seed=derived_seed(opts, label, repeat))
+    return [tuple(s.prompt) for s in specs]
+
+
+def test_two_levels_and_two_repeats_share_no_prompt(tokenizer):
+    opts = BenchOptions(mode="sweep", concurrencies=(1, 8), num_prompts=64, input_len=128)
+    c1, c8, c8_again = (level_prompts(opts, tokenizer, "c1"), level_prompts(opts, tokenizer, "c8"),
+                        level_prompts(opts, tokenizer, "c8", repeat=1))
+    assert len(c8) == 64 + 8 and all(len(p) == 128 for p in c8)  # a warm-up wave of 8 before level c8
+    assert not set(c1) & set(c8) and not set(c8) & set(c8_again)
+    assert len(set(c1 + c8 + c8_again)) == len(c1 + c8 + c8_again)  # no repeats inside a level either
+    # the first 16-token block (a prefix-cache block) differs between every pair of prompts
+    assert len({p[:16] for p in c1 + c8 + c8_again}) == len(c1 + c8 + c8_again)
+    other_stage = BenchOptions(mode="throughput", num_prompts=64, input_len=128)
+    assert not set(level_prompts(other_stage, tokenizer, "throughput")) & set(c1 + c8)
+
+
+def test_reuse_prompts_repeats_them_on_request(tokenizer):
+    opts = BenchOptions(mode="sweep", concurrencies=(2, 4), num_prompts=8, warmup=0, reuse_prompts=True)
+    assert level_prompts(opts, tokenizer, "c2") == level_prompts(opts, tokenizer, "c4")
+
+
+def test_warmup_is_one_wave_per_level():
+    opts = BenchOptions(mode="sweep", concurrencies=(1, 4, 16), warmup=2)
+    counts = [warmup_count(opts, p, 0) for p in plans(opts)]
+    assert counts == [2, 4, 16] and warmup_count(opts, plans(opts)[1], repeat=1) == 0
+    assert warmup_count(BenchOptions(mode="sweep", warmup=0), plans(opts)[2], 0) == 0
+
+
+def test_across_repeats_gives_median_and_spread():
+    merged, spread = stats.across_repeats([{"output_throughput": 10.0, "mode": "a", "ok": True},
+                                           {"output_throughput": 14.0, "mode": "b", "ok": True},
+                                           {"output_throughput": 11.0, "mode": "c", "ok": False}])
+    assert merged["output_throughput"] == 11.0 and merged["mode"] == "c" and merged["ok"] is False
+    assert spread["output_throughput"] == {"median": 11.0, "min": 10.0, "max": 14.0, "rel_spread": pytest.approx(4 / 11), "n": 3}
+
+
+def test_repeats_against_the_mock(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "5", "--itl-ms", "2") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="sweep", concurrencies=(2, 4), num_prompts=8,
+                       output_len=4, warmup=1, repeats=3)
+    assert [r["label"] for r in result.runs] == ["c2", "c4"]
+    level = result.runs[1]
+    assert len(level["repeats"]) == 3 and level["sent"] == 24 and level["spread"]["output_throughput"]["n"] == 3
+    assert [r["warmup"] for r in level["repeats"]] == [4, 0, 0]  # one wave at concurrency 4, before the level only
+    values = sorted(r["metrics"]["median_ttft_ms"] for r in level["repeats"])
+    assert level["metrics"]["median_ttft_ms"] == pytest.approx(values[1])
+    files = sorted(tmp_path.glob("*-c4-r*.json"))
+    assert len(files) == 3 and json.loads(files[0].read_text())["max_concurrency"] == 4
