@@ -35,3 +35,8 @@ def test_vllm_serve_and_latency(vllm_server, tokenizer, tmp_path):
     assert run["metrics"]["completed"] == 6 and run["token_accounting"]["fixed_length_honoured"]
     assert run["metrics"]["total_input_tokens"] == 6 * 32  # token-id prompts: exact lengths
     assert run["server"]["samples"] >= 1
+    view = run["server_metrics"]  # the server's histograms over this run only (warm-up excluded)
+    assert view["histograms"]["ttft"]["count"] == 6 and view["counters"]["prefix_cache_queries"] >= 6 * 32
+    assert {r["metric"] for r in view["comparison"]} >= {"ttft", "e2el"}
+    assert view["histograms"]["itl"]["count"] == 6 * 7
+    assert run["vllm_result"].endswith(".json")

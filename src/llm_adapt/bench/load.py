@@ -29,6 +29,7 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         await _warm_up(session, endpoint.base_url, model, warm, sem, headers)
+        metrics_before = await scrape(session, endpoint.root_url + "/metrics", headers)  # after the warm-up
         sampler_task = asyncio.create_task(sampler.run()) if sampler else None
         done = 0
         t0 = time.perf_counter()
@@ -54,9 +55,35 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
                 duration = time.perf_counter() - t0
                 if sampler_task:
                     sampler_task.cancel()
+        metrics_after = await scrape(session, endpoint.root_url + "/metrics", headers) if metrics_before else None
+        rtt = await round_trip_ms(session, endpoint.root_url + "/health", headers) if metrics_before else None
     if count_tokens:
         count_client_tokens(records_path, count_tokens)  # after the clock stopped: not part of the load
-    return {"duration": duration, "sent": len(measured), "warmup": len(warm)}
+    return {"duration": duration, "sent": len(measured), "warmup": len(warm), "metrics_before": metrics_before,
+            "metrics_after": metrics_after, "health_rtt_ms": rtt}
+
+
+async def scrape(session: aiohttp.ClientSession, url: str, headers) -> str | None:
+    """The server's Prometheus text, or None where it has no /metrics."""
+    try:
+        async with session.get(url, headers=headers) as resp:
+            return await resp.text() if resp.status == 200 else None
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        return None
+
+
+async def round_trip_ms(session: aiohttp.ClientSession, url: str, headers, n: int = 5) -> float | None:
+    """Median time of an idle request through the server's HTTP layer: the client-side share of a latency."""
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        try:
+            async with session.get(url, headers=headers) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            return None
+        times.append((time.perf_counter() - start) * 1000)
+    return sorted(times)[n // 2]
 
 
 async def _warm_up(session, base_url: str, model: str, warm: list[RequestSpec], sem, headers) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar
 
 import httpx
 
-from llm_adapt.bench import stats, vllm_format
+from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.load import ResourceSampler, read_records, run_load
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
@@ -220,6 +220,22 @@ def fast_loop_factory():
         return None
 
 
+def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts) -> dict[str, Any] | None:
+    """The server's histograms over the run beside the client's means, where the server has vLLM's /metrics."""
+    before, after = timing.get("metrics_before"), timing.get("metrics_after")
+    if not before or not after:
+        return None
+    delta = prometheus.run_delta(before, after, pcts, model)
+    if not delta["histograms"]:  # a served name that differs from the label: take every series
+        delta = prometheus.run_delta(before, after, pcts)
+    if not delta["histograms"]:
+        return None
+    overhead = timing.get("health_rtt_ms") or 0.0
+    delta["client_overhead_ms"] = overhead
+    delta["comparison"] = prometheus.compare(client, delta, overhead)
+    return delta
+
+
 def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid, progress, label) -> dict[str, Any]:
     sampler = ResourceSampler(endpoint, pid)
     count = ((lambda texts: [len(ids) for ids in work.tokenizer(texts, add_special_tokens=False)["input_ids"]])
@@ -232,7 +248,7 @@ def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid,
     metrics = stats.compute_metrics(records, timing["duration"], opts.slo, opts.percentiles)
     run = {"metrics": metrics, "records": str(records_path), "sent": timing["sent"], "warmup": timing["warmup"],
            "token_accounting": stats.token_accounting(records),
-           "server": sampler.summary()}
+           "server": sampler.summary(), "server_metrics": server_view(timing, metrics, model, opts.percentiles)}
     if opts.mode == "latency":
         run["latency"] = stats.latency_summary([r["e2el"] for r in records if r["success"]])
     return run

@@ -8,6 +8,26 @@ from rich.table import Table
 from llm_adapt.bench.modes import BenchResult
 
 
+SPREAD_KEYS = ("output_throughput", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms")
+
+
+def print_server_view(run: dict, console: Console) -> None:
+    """The server's own means beside the client's, and the prefix-cache hit rate, from vLLM's /metrics."""
+    view = run.get("server_metrics")
+    if not view:
+        return
+    parts = [f"{r['metric']} {r['client_mean_ms']:.1f} vs {r['server_mean_ms']:.1f} ms" for r in view["comparison"]]
+    hit = view.get("prefix_cache_hit_rate")
+    console.print(f"{run['label']}: client vs server means: " + ", ".join(parts)
+                  + (f"; prefix-cache hit rate {hit:.1%}" if hit is not None else "")
+                  + f"; preemptions {view['counters'].get('preemptions', 0):.0f}")
+    for r in view["comparison"]:
+        if not r["agree"]:
+            console.print(f"[yellow]{run['label']}: client and server disagree on mean {r['metric']} by "
+                          f"{r['difference_ms']:+.1f} ms, beyond the client's measured overhead "
+                          f"({view['client_overhead_ms']:.1f} ms) + 5%[/yellow]")
+
+
 def print_bench(result: BenchResult, console: Console) -> None:
     table = Table(title=f"{result.mode} benchmark of {result.model} at {result.endpoint['base_url']}")
     for col in ("run", "ok/failed", "req/s", "out tok/s", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "E2EL p50 ms", "conc."):
@@ -28,6 +48,11 @@ def print_bench(result: BenchResult, console: Console) -> None:
                           f"{acc['client_vs_server_disagree']} requests[/yellow]")
         if run["metrics"]["errors"]:
             console.print(f"[yellow]{run['label']}: errors {run['metrics']['errors']}[/yellow]")
+        print_server_view(run, console)
+        if run.get("spread"):
+            sp = run["spread"]
+            console.print(f"{run['label']}: median of {len(run['repeats'])} repeats; spread (max-min)/median: "
+                          + ", ".join(f"{k} {sp[k]['rel_spread']:.1%}" for k in SPREAD_KEYS if k in sp))
         if "latency" in run:
             lat = run["latency"]
             console.print(f"latency: avg {lat['avg_latency']:.3f} s, p50 {lat['p50_latency']:.3f} s, p99 {lat['p99_latency']:.3f} s")
