@@ -47,7 +47,7 @@ def test_inspect_refuses_8b_in_12gib_with_the_numbers(monkeypatch, capsys, confi
 
 
 def test_inspect_sizes_kv_from_the_cap(monkeypatch, capsys, config_only_8b, free_64gib):
-    monkeypatch.setenv(AVAILABLE_MEMORY_ENV, "20")
+    monkeypatch.setenv(AVAILABLE_MEMORY_ENV, "22")
     assert main(["inspect", str(config_only_8b), "--platform", "cpu", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["plan"]
     assert plan["env"]["VLLM_CPU_KVCACHE_SPACE"] == "3" and plan["longest_max_model_len"] == (3 * 64 - 1) * 128

@@ -149,10 +149,12 @@ def test_gpu_longest_leaves_the_stated_margin_of_the_estimated_pool():
 # ---- host memory: weights + KV + activations + runtime must fit what is free now ----
 
 def test_cpu_kv_space_sized_from_available_host_memory():
-    # 8B bf16: 14.96 GiB weights, 1.02 GiB activations, 1 GiB runtime.
+    # 8B bf16: 14.96 GiB weights, 1.02 GiB activations, 3 GiB runtime (engine processes included).
     assert plan_for("llama-3.1-8b", "cpu", host_available_gib=24).kv_pool_bytes == 4 * mem.GIB
-    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=20).kv_pool_bytes == 3 * mem.GIB
-    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=18).kv_pool_bytes == 1 * mem.GIB
+    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=22).kv_pool_bytes == 3 * mem.GIB
+    assert plan_for("llama-3.1-8b", "cpu", host_available_gib=20).kv_pool_bytes == 1 * mem.GIB
+    with pytest.raises(AdaptError, match="exceed 19.5 GiB"):
+        plan_for("llama-3.1-8b", "cpu", host_available_gib=19.5)
 
 
 def test_cpu_refuses_when_the_model_cannot_fit_available_memory():
@@ -161,8 +163,8 @@ def test_cpu_refuses_when_the_model_cannot_fit_available_memory():
     text = str(info.value)
     assert "weights (15.0 GiB in bf16)" in text and "exceed 12.0 GiB of available host memory" in text
     assert "\n" not in text
-    with pytest.raises(AdaptError, match="exceed 20.0 GiB"):  # fits, but not with the KV space asked for
-        plan_for("llama-3.1-8b", "cpu", host_available_gib=20, kv_cache_space_gib=4)
+    with pytest.raises(AdaptError, match="exceed 22.0 GiB"):  # fits, but not with the KV space asked for
+        plan_for("llama-3.1-8b", "cpu", host_available_gib=22, kv_cache_space_gib=4)
 
 
 def test_device_memory_option_overrides_available_memory_on_cpu():
