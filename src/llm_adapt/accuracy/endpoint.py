@@ -9,6 +9,8 @@ the served dtype) is put through the same top-k view, so the server is judged ag
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -19,10 +21,22 @@ import torch
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.compare import CompareOptions, Gold, greedy_row, measure_reference
-from llm_adapt.accuracy.metrics import benchmark_ratio_status, safe_ratio
 from llm_adapt.accuracy.prompts import load_prompts
-from llm_adapt.accuracy.runner import Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import check, worst
+from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
+from llm_adapt.accuracy.verdict import (
+    GREEDY_SOURCE,
+    GREEDY_THRESHOLD,
+    K_SPREAD,
+    allowed_ratio,
+    check,
+    genuine_count,
+    graded,
+    greedy_status,
+    ppl_check,
+    stops_check,
+    top1_status,
+    worst,
+)
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.models.source import ModelSource
@@ -73,20 +87,22 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     from transformers import AutoTokenizer
 
     progress = progress or (lambda *a: None)
-    model, _ = resolve_model_name(endpoint)
+    model, info = resolve_model_name(endpoint)
     client = EndpointClient(endpoint, model)
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
-    floor_lp = _floor_logprobs(floor, source, gold, progress) if floor else None
+    served_len = served_max_model_len(info.get("listed"), model)
+    fl = measure_floor(floor, source, gold, tokenizer, opts, progress) if floor else None
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
-                  "tie_margin": opts.tie_margin},
+                  "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
+                  "floor_spread": fl.spread if fl else None},
         sections={name: {"status": "not run", "reason": "not reached"} for name in SECTIONS})
     steps = {"tokenization": lambda: _tokenization(client, gold, tokenizer),
-             "teacher_forced": lambda: _teacher_forced(client, gold, floor_lp, opts.top_k),
-             "perplexity": lambda: _perplexity(client, gold),
-             "greedy": lambda: _greedy(client, gold, tokenizer, opts)}
+             "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len),
+             "perplexity": lambda: _perplexity(client, gold, fl, served_len),
+             "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len)}
     for i, name in enumerate(SECTIONS):
         progress("endpoint accuracy", i, len(SECTIONS))
         try:
@@ -108,15 +124,45 @@ class _Unsupported(Exception):
     pass
 
 
-def _floor_logprobs(floor: RunnerSpec, source: ModelSource, gold: Gold, progress) -> list[torch.Tensor]:
+def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int | None:
+    """The context the server accepts, from its /v1/models card (vLLM's `max_model_len`)."""
+    for card in listed or []:
+        if card.get("id") == model and isinstance(card.get("max_model_len"), int):
+            return card["max_model_len"]
+    return None
+
+
+@dataclass
+class FloorData:
+    """The in-process noise floor at the served dtype, seen the way the server is seen."""
+
+    logprobs: list[torch.Tensor]  # per prompt: [T, V] log-probs on the reference's sequence
+    corpus_nll: list[np.ndarray]
+    greedy: list[dict[str, Any]]  # its own greedy rows against the reference
+    spread: dict[str, Any]  # the same floor on another kernel path: logprobs kept for the top-k view
+    variant_logprobs: list[torch.Tensor] = field(default_factory=list)
+
+
+def measure_floor(floor: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
+                  progress) -> FloorData:
     runner = Runner(floor, source.path)
-    out = []
+    logprobs, greedy = [], []
     for i, ref in enumerate(gold.prompts):
         progress(f"floor {floor.label}", i, len(gold.prompts))
-        out.append(m.log_softmax64(runner.capture(ref.sequence).logits))
-    progress(f"floor {floor.label}", len(gold.prompts), len(gold.prompts))
+        logits = runner.capture(ref.sequence).logits
+        logprobs.append(m.log_softmax64(logits))
+        generated = runner.generate(ref.input_ids, opts.max_new_tokens, gold.eos_ids)
+        greedy.append(greedy_row(ref, generated, tokenizer, opts.tie_margin,
+                                 lambda k, pos: None, gold.eos_ids, gold.eos_ids))
+    corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in gold.corpus]
     runner.close()
-    return out
+    progress(f"floor {floor.label}", len(gold.prompts), len(gold.prompts))
+    variant = Runner(replace(floor, kernel=VARIANT_KERNEL), source.path)
+    variant_lp = [m.log_softmax64(variant.capture(ref.sequence).logits) for ref in gold.prompts]
+    variant.close()
+    spread = {"method": f"the floor rerun as {variant.spec.label} (eager attention, 1 thread), through the same "
+                        "top-k view; and the prompts resampled (bootstrap)", "variant": variant.spec.label}
+    return FloorData(logprobs, corpus_nll, greedy, spread, variant_lp)
 
 
 def _tokenization(client: EndpointClient, gold: Gold, tokenizer) -> dict[str, Any]:
@@ -136,53 +182,173 @@ def _tokenization(client: EndpointClient, gold: Gold, tokenizer) -> dict[str, An
     return {"checked": checked, "mismatches": mismatches}
 
 
+class _TooLong(Exception):
+    """The server refused one request for its length: that prompt is skipped, not the section."""
+
+
+def _refusal(reply: httpx.Response, what: str) -> Exception:
+    text = reply.text[:200]
+    if reply.status_code == 400 and any(w in text.lower() for w in ("maximum context length", "max_model_len",
+                                                                      "too long", "longer than")):
+        return _TooLong(f"the server refused it for its length: {text}")
+    return _Unsupported(f"{what} answered {reply.status_code}: {text[:160]}")
+
+
 def _prompt_logprobs(client: EndpointClient, ids: list[int], k: int) -> list[dict[int, dict]]:
     reply = client.v1("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k})
     if reply.status_code != 200:
-        raise _Unsupported(f"prompt_logprobs request answered {reply.status_code}: {reply.text[:160]}")
+        raise _refusal(reply, "prompt_logprobs request")
     plp = reply.json()["choices"][0].get("prompt_logprobs")
     if not plp:
         raise _Unsupported("the server ignored prompt_logprobs (no log-probs in the answer)")
     return [{int(t): v for t, v in (pos or {}).items()} for pos in plp]
 
 
-def _teacher_forced(client, gold: Gold, floor_lp, k: int) -> dict[str, Any]:
-    rows, floor_rows = [], []
+def _skip(ref, reason: str) -> dict[str, Any]:
+    return {"id": ref.prompt.id, "reason": reason}
+
+
+def _fits(ref, tokens: int, served_len: int | None) -> str | None:
+    if served_len is not None and tokens > served_len:
+        return f"{tokens} tokens exceed the served max_model_len ({served_len})"
+    return None
+
+
+def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None) -> dict[str, Any]:
+    rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
+    per_prompt: list[tuple[float, float]] = []
     for n, ref in enumerate(gold.prompts):
-        server = _prompt_logprobs(client, ref.sequence, k)
+        why = _fits(ref, len(ref.sequence) + 1, served_len)
+        if why:
+            skipped.append(_skip(ref, why))
+            continue
+        try:
+            server = _prompt_logprobs(client, ref.sequence, k)
+        except _TooLong as exc:
+            skipped.append(_skip(ref, str(exc)))
+            continue
         ref_lp = m.log_softmax64(ref.logits)
+        t_sum = f_sum = 0.0
         for p in range(1, len(ref.sequence)):
             known = {t: v["logprob"] for t, v in server[p].items()}
+            if not all(math.isfinite(v) for v in known.values()):
+                nonfinite += 1
+                continue
             top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
-            rows.append(em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k))
-            if floor_lp is not None:
-                view, f_top1 = em.as_server_view(floor_lp[n][p - 1], ref.sequence[p], k)
-                floor_rows.append(em.position_stats(ref_lp[p - 1], ref.sequence[p], view, f_top1, k))
+            row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k)
+            rows.append(row)
+            t_sum += row["kl_lb"]
+            if fl is not None:
+                frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
+                floor_rows.append(frow)
+                f_sum += frow["kl_lb"]
+                variant_rows.append(_floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k))
+        per_prompt.append((t_sum, f_sum))
+    if not rows and not nonfinite:
+        raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
     return {"server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
+            "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
+            "nonfinite_positions": nonfinite, "skipped": skipped,
             "kl_note": "KL on the top-k support (coarse-grained): a lower bound on full-vocabulary KL"}
 
 
-def _perplexity(client, gold: Gold) -> dict[str, Any]:
-    server_nll = []
-    for window in gold.corpus:
+def _floor_view(ref_lp: torch.Tensor, lp: torch.Tensor, actual: int, k: int) -> dict:
+    view, top1 = em.as_server_view(lp, actual, k)
+    return em.position_stats(ref_lp, actual, view, top1, k)
+
+
+def _spread(per_prompt: list[tuple[float, float]], floor_rows: list[dict], variant_rows: list[dict]) -> dict[str, Any]:
+    """The relative spread the server/floor KL ratio shows by chance: prompts resampled, and the floor
+    on another kernel path; `allowed` is the ratio a clean server may reach."""
+    t = np.array([a for a, _ in per_prompt])
+    f = np.array([b for _, b in per_prompt])
+    ratio = m.ratio_or_none(float(t.sum()), float(f.sum()))
+    boot = m.bootstrap_ratio_sd(t, f)
+    boot_rel = boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
+    f_kl = float(np.mean([r["kl_lb"] for r in floor_rows]))
+    v_kl = float(np.mean([r["kl_lb"] for r in variant_rows]))
+    kernel = abs(v_kl / f_kl - 1) if f_kl > 1e-12 else 0.0
+    spread = m.combined_spread(boot_rel, kernel)
+    return {"bootstrap": boot_rel, "kernel": kernel, "variant_kl_lb_mean": v_kl, "relative": spread,
+            "allowed": allowed_ratio(spread), "k": K_SPREAD}
+
+
+def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None) -> dict[str, Any]:
+    server_nll, ref_nll, floor_nll, skipped = [], [], [], 0
+    for i, window in enumerate(gold.corpus):
+        if served_len is not None and len(window) + 1 > served_len:
+            skipped += 1
+            continue
         plp = _prompt_logprobs(client, window, 1)
         server_nll.append(np.array([-plp[p][window[p]]["logprob"] for p in range(1, len(window))]))
-    ref, srv = np.concatenate(gold.corpus_nll), np.concatenate(server_nll)
-    return {"ref": float(np.exp(ref.mean())), "server": float(np.exp(srv.mean())),
-            "ln_ratio": m.ln_ppl_ratio(ref, srv), "tokens": int(len(ref))}
+        ref_nll.append(gold.corpus_nll[i])
+        if fl is not None:
+            floor_nll.append(fl.corpus_nll[i])
+    if not server_nll:
+        raise _Unsupported(f"no corpus window fits the served max_model_len ({served_len})")
+    ref, srv = np.concatenate(ref_nll), np.concatenate(server_nll)
+    out = {"ref": float(np.exp(ref.mean())), "server": float(np.exp(srv.mean())),
+           "ln_ratio": m.ln_ppl_ratio(ref, srv), "ln_ratio_sem": m.ln_ppl_ratio_sem(ref, srv),
+           "tokens": int(len(ref)), "skipped_windows": skipped}
+    if floor_nll:
+        fln = np.concatenate(floor_nll)
+        out.update(floor_ln_ratio=m.ln_ppl_ratio(ref, fln), floor_ln_ratio_sem=m.ln_ppl_ratio_sem(ref, fln))
+    return out
 
 
-def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions) -> dict[str, Any]:
-    rows = []
-    for ref in gold.prompts:
-        generated, tops = _server_greedy(client, ref, opts)
-        rows.append(_greedy_row(ref, generated, tops, tokenizer, opts, gold.eos_ids))
+def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData | None,
+            served_len: int | None) -> dict[str, Any]:
+    rows, skipped, decode, floor_decode = [], [], [], []
+    floor_rows = []
+    for n, ref in enumerate(gold.prompts):
+        why = _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)
+        if why:
+            skipped.append(_skip(ref, why))
+            continue
+        try:
+            generated, tops, stop_reason = _server_greedy(client, ref, opts)
+        except _TooLong as exc:
+            skipped.append(_skip(ref, str(exc)))
+            continue
+        row = _greedy_row(ref, generated, tops, tokenizer, opts, gold.eos_ids, stop_reason)
+        rows.append(row)
+        decode += _decode_positions(ref, generated, tops, row, opts.top_k)
+        if fl is not None:
+            floor_rows.append(fl.greedy[n])
+            floor_decode += _decode_positions(ref, generated, tops, row, opts.top_k, fl.logprobs[n])
+    if not rows:
+        raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
     from llm_adapt.accuracy.compare import _by_category
 
-    return {"rows": rows, "by_category": _by_category(rows)}
+    return {"rows": rows, "by_category": _by_category(rows), "skipped": skipped,
+            "floor_genuine": genuine_count(floor_rows) if fl is not None else None,
+            "decode": {"server": em.summarize(decode), "floor": em.summarize(floor_decode) if floor_decode else None,
+                       "note": "the server's log-probs for its own greedy tokens at decode positions (after the "
+                               "first), on the tokens it shares with the reference, against the gold there"}}
 
 
-def _server_greedy(client, ref, opts) -> tuple[list[int], list[dict[int, float]]]:
+def _decode_positions(ref, generated: list[int], tops: list[dict[int, float]], row: dict[str, Any], k: int,
+                      floor_lp: torch.Tensor | None = None) -> list[dict]:
+    """Decode-side teacher forcing for free: up to and including the first divergence, the server's
+    sequence equals the reference's, so the gold log-probs there are already known. Position j >= 1
+    was computed by the server's decode path (j = 0 by its prefill)."""
+    last = row["matched_tokens"] if row["first_divergence"] is not None else len(generated) - 1
+    out = []
+    for j in range(1, min(last + 1, len(generated), len(tops), len(ref.generated))):
+        pos = len(ref.input_ids) + j - 1
+        ref_lp = m.log_softmax64(ref.logits[pos])
+        if floor_lp is not None:
+            out.append(_floor_view(ref_lp, floor_lp[pos], generated[j], k))
+            continue
+        known = dict(tops[j])
+        if not known or not all(math.isfinite(v) for v in known.values()):
+            continue
+        top1 = max(known, key=known.get)
+        out.append(em.position_stats(ref_lp, generated[j], known, top1, k))
+    return out
+
+
+def _server_greedy(client, ref, opts) -> tuple[list[int], list[dict[int, float]], int | str | None]:
     common = {"max_tokens": opts.max_new_tokens, "temperature": 0, "logprobs": True, "top_logprobs": opts.top_k,
               "return_token_ids": True, "return_tokens_as_token_ids": True}
     if ref.prompt.text is not None:
@@ -190,25 +356,53 @@ def _server_greedy(client, ref, opts) -> tuple[list[int], list[dict[int, float]]
     else:
         reply = client.v1("chat/completions", {"messages": ref.prompt.as_messages(), **common})
     if reply.status_code != 200:
-        raise _Unsupported(f"greedy request answered {reply.status_code}: {reply.text[:160]}")
+        raise _refusal(reply, "greedy request")
     choice = reply.json()["choices"][0]
     ids = choice.get("token_ids")
-    content = ((choice.get("logprobs") or {}).get("content")) or []
-    tops = [{_token_id(t["token"]): t["logprob"] for t in (c.get("top_logprobs") or [])} for c in content]
+    tops = _top_logprobs(choice.get("logprobs"))
     if ids is None:
-        if not content:
+        if not tops:
             raise _Unsupported("the server returned neither token ids nor token logprobs")
-        ids = [_token_id(c["token"]) for c in content]
-    return list(ids), tops
+        ids = _chosen_ids(choice.get("logprobs"))
+    return list(ids), tops, choice.get("stop_reason")
+
+
+def _top_logprobs(logprobs: dict | None) -> list[dict[int, float]]:
+    """Per generated token: {token id: logprob} of the server's top-k plus its chosen token
+    (chat: logprobs.content[]; completions: logprobs.top_logprobs[] and token_logprobs[])."""
+    if not logprobs:
+        return []
+    if logprobs.get("content") is not None:
+        out = []
+        for c in logprobs["content"]:
+            known = {_token_id(t["token"]): t["logprob"] for t in (c.get("top_logprobs") or [])}
+            known.setdefault(_token_id(c["token"]), c["logprob"])
+            out.append(known)
+        return out
+    tokens, chosen = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
+    out = []
+    for tok, lp, top in zip(tokens, chosen, logprobs.get("top_logprobs") or []):
+        known = {_token_id(t): v for t, v in (top or {}).items()}
+        known.setdefault(_token_id(tok), lp)
+        out.append(known)
+    return out
+
+
+def _chosen_ids(logprobs: dict | None) -> list[int]:
+    if logprobs and logprobs.get("content") is not None:
+        return [_token_id(c["token"]) for c in logprobs["content"]]
+    return [_token_id(t) for t in (logprobs or {}).get("tokens") or []]
 
 
 def _token_id(token: str) -> int:
     return int(token.split(":", 1)[1]) if token.startswith("token_id:") else -1
 
 
-def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int]) -> dict[str, Any]:
+def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int], stop_reason) -> dict[str, Any]:
     if ref.generated and ref.generated[-1] in eos_ids and generated == ref.generated[:-1]:
         generated = list(ref.generated)  # the server left out the final EOS the reference kept
+    # vLLM names the stop token in `stop_reason` when it is not the tokenizer's EOS
+    server_stops = [stop_reason] if isinstance(stop_reason, int) else eos_ids
 
     def mutual(k: int, pos: int) -> bool | None:
         server_top = set(tops[k]) if k < len(tops) else set()
@@ -217,36 +411,68 @@ def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int]) -> di
         ref_top = set(ref.logits[pos].topk(opts.top_k).indices.tolist())
         return bool(generated[k] in ref_top and ref.generated[k] in server_top)
 
-    return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual)
+    return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, eos_ids, server_stops)
 
 
 def judge_endpoint(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules)."""
     checks = []
-    tok = sections["tokenization"]
+    tok, tf, ppl, greedy = (sections[n] for n in SECTIONS)
     if tok["status"] == "done":
         n = len(tok["mismatches"])
         checks.append(check("server tokenization / chat template", f"{n} of {tok['checked']} prompts differ",
                             "pass" if n == 0 else "fail", "0 differences", "the server must see the tokens we judge"))
-    tf = sections["teacher_forced"]
-    if tf["status"] == "done" and tf.get("floor"):
-        s, f = tf["server"], tf["floor"]
-        ratio = safe_ratio(s["kl_lb_mean"], f["kl_lb_mean"])
-        checks.append(check("top-k KL / noise floor", None if ratio is None else round(ratio, 4),
-                            benchmark_ratio_status(ratio), "<= 1 pass, <= 2 warn, else fail",
-                            "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"))
-        allowed = f["same_top1"] - 2 * ((s["same_top1_err"] or 0) ** 2 + (f["same_top1_err"] or 0) ** 2) ** 0.5
-        checks.append(check("same top-1 rate", f"{s['same_top1']:.4f} vs floor {f['same_top1']:.4f}",
-                            "pass" if s["same_top1"] >= allowed else "warn", "within 2 standard errors of the floor",
-                            "llama.cpp's same-top rate"))
-    greedy = sections["greedy"]
+    if tf["status"] == "done":
+        checks += _teacher_forced_checks(tf)
+    if ppl["status"] == "done" and "floor_ln_ratio" in ppl:
+        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], ppl["floor_ln_ratio"], ppl["floor_ln_ratio_sem"],
+                                "the in-process floor"))
     if greedy["status"] == "done":
-        genuine = sum(1 for r in greedy["rows"] if r["divergence"] == "genuine")
-        checks.append(check("genuine greedy divergences", genuine, "pass" if genuine == 0 else "warn", "0 pass, else warn",
-                            "divergences outside the tie margin (vLLM tests' idea)"))
+        checks += _greedy_checks(greedy, tf.get("spread") if tf["status"] == "done" else None)
     missing = [n for n, s in sections.items() if s["status"] != "done"]
     status = worst([c["status"] for c in checks]) if checks else "WARN"
     reasons = [f"{c['name']}: {c['value']}" for c in checks if c["status"] in ("warn", "fail")]
     reasons += [f"{n}: {sections[n]['status']} ({sections[n].get('reason')})" for n in missing]
     if missing and status == "PASS":
         status = "WARN"
-    return {"status": status, "checks": checks, "reasons": reasons}
+    skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []})
+    return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
+
+
+def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    bad = tf.get("nonfinite_positions", 0)
+    out.append(check("NaN/Inf in the server's log-probs", f"{bad} positions", "fail" if bad else "pass",
+                     "none allowed", "msprobe: NaN/Inf mismatch is an error"))
+    s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
+    if not f:
+        return out
+    ratio = m.ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
+    allowed = spread.get("allowed", 1.0)
+    out.append(check("top-k KL / noise floor", None if ratio is None else round(ratio, 4), graded(ratio, allowed),
+                     f"<= {allowed:.3f} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
+                     "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"))
+    out.append(check("same top-1 rate", f"{s['same_top1']:.4f} vs floor {f['same_top1']:.4f}",
+                     top1_status(s["same_top1"], s["same_top1_err"], f["same_top1"], f["same_top1_err"]),
+                     "within 2 standard errors of the floor, else mismatch ratio <= 2 warn", "llama.cpp's same-top rate"))
+    return out
+
+
+def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[dict[str, Any]]:
+    rows = greedy["rows"]
+    nt, nf = genuine_count(rows), greedy.get("floor_genuine")
+    status, p = greedy_status(nt, nf or 0, len(rows))
+    out = [check("genuine greedy divergences", f"{nt} of {len(rows)} vs floor {nf if nf is not None else 'n/a'} (p = {p:.3g})",
+                 status, GREEDY_THRESHOLD, GREEDY_SOURCE)]
+    dec = greedy.get("decode") or {}
+    s, f = dec.get("server") or {}, dec.get("floor") or {}
+    if s.get("positions") and f.get("positions"):
+        ratio = m.ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"])
+        allowed = (spread or {}).get("allowed", 1.0)
+        out.append(check("decode-side top-k KL / noise floor", None if ratio is None else round(ratio, 4),
+                         graded(ratio, allowed), f"<= {allowed:.3f} pass (the teacher-forced spread), twice that warn",
+                         "the server's own decode log-probs against the gold on the shared prefix"))
+
+
+    out.append(stops_check(rows))
+    return out

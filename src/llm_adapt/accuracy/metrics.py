@@ -76,6 +76,9 @@ def safe_ratio(target: float, baseline: float, floor: float = 1e-9) -> float | N
     return target / baseline
 
 
+SHARE_TOLERANCES = (1e-2, 1e-3, 1e-4)  # msprobe's "two hundredths / thousandths / ten-thousandths"
+
+
 @dataclass
 class TensorAccumulator:
     """Aggregates one tensor's comparison over many prompts without keeping the tensors."""
@@ -88,16 +91,27 @@ class TensorAccumulator:
     cosines: list[np.ndarray] = field(default_factory=list)
     ref_nonfinite: bool = False
     tgt_nonfinite: bool = False
+    dot: float = 0.0  # sum(ref * tgt): the whole-tensor cosine msprobe computes
+    tgt_sq: float = 0.0
+    over: dict[float, float] = field(default_factory=lambda: {tol: 0.0 for tol in SHARE_TOLERANCES})
+    diff_sq_by_prompt: list[float] = field(default_factory=list)  # for bootstrap spreads
 
     def add(self, ref: torch.Tensor, tgt: torch.Tensor) -> None:
         self.ref_nonfinite |= nonfinite(ref)
         self.tgt_nonfinite |= nonfinite(tgt)
         r, t = _f64(ref), _f64(tgt)
         diff = t - r
-        self.diff_sq += float((diff**2).sum())
+        diff_sq = float((diff**2).sum())
+        self.diff_sq += diff_sq
+        self.diff_sq_by_prompt.append(diff_sq)
         self.ref_sq += float((r**2).sum())
+        self.tgt_sq += float((t**2).sum())
+        self.dot += float((r * t).sum())
         self.max_abs = max(self.max_abs, float(diff.abs().max()))
-        self.within += float(((diff.abs() / r.abs().clamp_min(EPS)) <= 1e-3).sum())
+        rel = diff.abs() / r.abs().clamp_min(EPS)
+        self.within += float((rel <= 1e-3).sum())
+        for tol in self.over:
+            self.over[tol] += float((rel > tol).sum())
         self.elements += r.numel()
         self.cosines.append(token_cosines(r, t).numpy())
 
@@ -109,6 +123,8 @@ class TensorAccumulator:
             "max_abs": self.max_abs, "thousandth_ratio": self.within / max(self.elements, 1),
             "sqnr_db": math.inf if self.diff_sq == 0 else 10 * math.log10(max(self.ref_sq, EPS) / self.diff_sq),
             "nan_mismatch": self.ref_nonfinite != self.tgt_nonfinite or self.tgt_nonfinite,
+            "cos_tensor": self.dot / max(math.sqrt(self.ref_sq * self.tgt_sq), EPS),
+            "share_over": {f"{tol:g}": v / max(self.elements, 1) for tol, v in self.over.items()},
         }
 
 
@@ -213,3 +229,84 @@ def classify_divergence(margin: float, tie_margin: float) -> str:
 def mutual_topk(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, ref_token: int, tgt_token: int, k: int = 5) -> bool:
     """vLLM's check_logprobs_close: each side's token is in the other's top-k."""
     return bool(tgt_token in ref_logits.topk(k).indices.tolist() and ref_token in tgt_logits.topk(k).indices.tolist())
+
+
+def stop_margin(ref_logits: torch.Tensor, continued: int, stop_ids: list[int], ref_stopped: bool) -> float:
+    """The reference's margin at a position where one side stopped and the other went on (nats).
+
+    ref_stopped: the reference chose a stop token there -> log p(best stop) - log p(best other);
+    else the reference went on with `continued` -> log p(continued) - log p(best stop).
+    Non-negative when the reference's own choice is compared with the other option."""
+    lp = log_softmax64(ref_logits)
+    stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long)
+    best_stop = float(lp[stops].max()) if len(stops) else float("-inf")
+    if ref_stopped:
+        others = lp.clone()
+        others[stops] = float("-inf")
+        return best_stop - float(others.max())
+    return float(lp[continued]) - best_stop
+
+
+def ln_ppl_ratio_sem(nll_ref: np.ndarray, nll_tgt: np.ndarray) -> float:
+    """Standard error of ln PPL ratio: the paired per-token NLL differences' standard error."""
+    diff = np.asarray(nll_tgt, dtype=float) - np.asarray(nll_ref, dtype=float)
+    return float(np.std(diff, ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+
+
+def bootstrap_ratio_sd(target: np.ndarray, floor: np.ndarray, weights: np.ndarray | None = None,
+                       rounds: int = 400, seed: int = 0) -> float:
+    """Standard deviation of sum(target)/sum(floor) when the prompts are resampled with replacement.
+
+    target, floor: one value per prompt (e.g. summed KL, summed squared error); weights unused
+    unless given (then the ratio of weighted sums). NaN when it cannot be estimated."""
+    t, f = np.asarray(target, dtype=float), np.asarray(floor, dtype=float)
+    if len(t) < 2 or len(t) != len(f) or not (np.all(np.isfinite(t)) and np.all(np.isfinite(f))):
+        return float("nan")
+    if weights is not None:
+        t, f = t * weights, f * weights
+    idx = np.random.default_rng(seed).integers(0, len(t), size=(rounds, len(t)))
+    ft = f[idx].sum(1)
+    ok = ft > 0
+    if ok.sum() < rounds // 2:
+        return float("nan")
+    return float(np.std(t[idx].sum(1)[ok] / ft[ok], ddof=1))
+
+
+def combined_spread(*relative_sds: float) -> float:
+    """Independent relative spreads added in quadrature (NaN parts ignored)."""
+    parts = [s for s in relative_sds if s is not None and math.isfinite(s)]
+    return math.sqrt(sum(s * s for s in parts)) if parts else 0.0
+
+
+def ratio_or_none(target: float | None, floor: float | None, tiny: float = 1e-9) -> float | None:
+    """target / floor; 0.0 when both are (numerically) zero; inf when only the floor is; None when
+    either is missing or not finite (a ratio that cannot be computed)."""
+    if target is None or floor is None or not (math.isfinite(target) and math.isfinite(floor)):
+        return None
+    if floor <= tiny:
+        return 0.0 if target <= tiny else math.inf
+    return target / floor
+
+
+# msprobe's per-dtype standard for one tensor computed from the same inputs (its API pre-check,
+# "API预检指标", msprobe/pytorch/doc/api_accuracy_checker.md, mindstudio-probe 1.0.3):
+# cosine <= 0.99 -> error; max abs err < 0.001 -> pass; else fp16/bf16: the share of elements with
+# relative error > 1% must be < 1% (else error) and the share > 0.1% must be < 0.1% (else warning);
+# fp32: the share > 0.1% must be < 0.1% (else error) and the share > 0.01% must be < 0.01% (else warning).
+MSPROBE_DTYPE_SHARES = {"bf16": (1e-2, 1e-3), "fp16": (1e-2, 1e-3), "fp32": (1e-3, 1e-4)}
+
+
+def msprobe_dtype_rule(cos: float, max_abs: float, share_over: dict[str, float], dtype: str) -> str:
+    """msprobe's published per-dtype standard: 'pass' / 'warning' / 'error'.
+
+    share_over: {relative tolerance as f"{tol:g}": share of elements whose relative error exceeds it}."""
+    if not cos > 0.99:
+        return "error"
+    if max_abs < 1e-3:
+        return "pass"
+    hard, soft = MSPROBE_DTYPE_SHARES.get(dtype, MSPROBE_DTYPE_SHARES["fp32"])
+    if share_over.get(f"{hard:g}", 1.0) >= hard:
+        return "error"
+    if share_over.get(f"{soft:g}", 1.0) >= soft:
+        return "warning"
+    return "pass"

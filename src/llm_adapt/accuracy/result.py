@@ -35,6 +35,10 @@ class RunnerReport(BaseModel):
     greedy: list[dict[str, Any]]
     greedy_by_category: dict[str, dict[str, Any]]
     floor: str | None = None  # label of the runner used as this one's noise floor
+    vs_floor: dict[str, Any] | None = None  # KL ratio to the floor and the ratio its spread allows
+    spread: dict[str, Any] | None = None  # floors only: how much the floor moves on another kernel path
+    samples: dict[str, Any] = {}  # per-prompt sums kept for bootstrap spreads
+    template_mismatches: list[str] | None = None  # --target-model: prompts its own chat template renders differently
     verdict: dict[str, Any] | None = None
 
 

@@ -5,6 +5,7 @@ layer, and "shadow" calls of single layers on inputs from elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +25,16 @@ class RunnerSpec:
     dtype: str  # fp32 | bf16 | fp16
     quant: str | None = None  # int8-tensor | int8-channel
     model_path: Path | None = None  # another checkpoint of the same architecture
+    kernel: str | None = None  # VARIANT_KERNEL: another kernel path, to measure a floor's own spread
 
     @property
     def label(self) -> str:
         text = f"{self.device}:{self.dtype}" + (f"+{self.quant}" if self.quant else "")
+        text += f" [{self.kernel}]" if self.kernel else ""
         return text + (f" ({Path(self.model_path).name})" if self.model_path else "")
+
+
+VARIANT_KERNEL = "eager-attention-1-thread"
 
 
 def parse_runner(text: str) -> RunnerSpec:
@@ -92,7 +98,9 @@ class Runner:
         check_device(spec.device)
         self.spec = spec
         path = Path(spec.model_path or default_path)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype])
+        extra = {"attn_implementation": "eager"} if spec.kernel == VARIANT_KERNEL else {}
+        self.threads = 1 if spec.kernel == VARIANT_KERNEL else None
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype], **extra)
         self.model.eval().to(spec.device)
         self.model.generation_config.pad_token_id = self.model.generation_config.pad_token_id or 0
         self.quantized_linears = quantize_int8_(self.model, spec.quant == "int8-channel") if spec.quant else 0
@@ -124,7 +132,8 @@ class Runner:
         hooks.append(self.norm.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
         try:
             ids = torch.tensor([input_ids], device=self.spec.device)
-            logits = self.model(ids, use_cache=False).logits
+            with _threads(self.threads):
+                logits = self.model(ids, use_cache=False).logits
         finally:
             for hook in hooks:
                 hook.remove()
@@ -145,6 +154,20 @@ class Runner:
             outs.append(_cpu(out))
         outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.spec.device, dtype))))
         return outs
+
+
+@contextlib.contextmanager
+def _threads(count: int | None):
+    """Run with `count` intra-op threads (another reduction order), restoring the previous count."""
+    if count is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass

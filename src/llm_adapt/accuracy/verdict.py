@@ -1,109 +1,242 @@
-"""Accuracy verdicts: every threshold with its source written beside it. Pure."""
+"""Accuracy verdicts: every threshold with its source written beside it. Pure.
+
+Rules that hold for every judgement here:
+- a value that cannot be computed (NaN, a missing floor) is never a pass;
+- a ratio to a noise floor passes up to 1 + K_SPREAD x the floor's measured relative spread
+  (the same ratio the floor itself would show by chance), warns up to twice that, fails above;
+- a fault the tool localizes (a layer whose own error is out of line) is at least WARN, and FAIL
+  where the target should match the reference to within rounding (same device and dtype);
+- greedy divergences outside the tie margin, wrong stop positions included, are judged against the
+  floor's own count, and fail when the floor's rate cannot explain them.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from llm_adapt.accuracy.metrics import benchmark_ratio_status, safe_ratio
+ORDER = {"pass": 0, "warn": 1, "fail": 2}
 
-ORDER = {"pass": 0, "n/a": 0, "warn": 1, "fail": 2}
-
-# Used only when no noise floor was measured (the target runs on the reference's device).
+K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
+# Without a measured floor (the target runs on the reference's device):
 ABSOLUTE_KL = (0.01, 0.05)  # mean KL nats: pass below the first, warn below the second
 ABSOLUTE_TOP1 = (0.95, 0.90)  # same-top-1 rate: pass above the first, warn above the second
+ABSOLUTE_LN_PPL = (0.01, 0.05)  # |ln PPL ratio|: pass below the first, warn below the second
+PPL_ABS_TOLERANCE = 0.002  # nats added to K x se: below it a perplexity shift is not worth a warning
+GREEDY_P = (0.05, 0.001)  # binomial tail of the genuine divergences at the floor's rate: warn, fail
 
 
 def worst(statuses: list[str]) -> str:
-    return max(statuses, key=lambda s: ORDER[s], default="pass").upper().replace("N/A", "PASS")
+    return max(statuses, key=lambda s: ORDER.get(s, 0), default="pass").upper()
 
 
 def check(name: str, value: Any, status: str, threshold: str, source: str) -> dict[str, Any]:
     return {"name": name, "value": value, "status": status, "threshold": threshold, "source": source}
 
 
-def judge(target: dict[str, Any], floor: dict[str, Any] | None) -> dict[str, Any]:
-    """PASS / WARN / FAIL for one runner, with the checks that decided it."""
-    checks = [_nonfinite(target), _cosine(target)]
+def graded(ratio: float | None, allowed: float) -> str:
+    """msprobe's benchmark-ratio grading (<= 1 pass, <= 2 warn) widened by the floor's spread."""
+    if ratio is None or math.isnan(ratio):
+        return "fail"  # a ratio that cannot be computed is never a pass
+    return "pass" if ratio <= allowed else "warn" if ratio <= 2 * allowed else "fail"
+
+
+def allowed_ratio(spread: float | None) -> float:
+    return 1 + K_SPREAD * (spread if spread is not None and math.isfinite(spread) else 0.0)
+
+
+def binomial_tail(n: int, k: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def greedy_status(target_genuine: int, floor_genuine: int, prompts: int) -> tuple[str, float]:
+    """Genuine divergences against the floor's rate (Laplace-smoothed): the tail probability decides."""
+    if target_genuine <= floor_genuine:
+        return "pass", 1.0
+    rate = (floor_genuine + 1) / (prompts + 2)
+    p = binomial_tail(prompts, target_genuine, rate)
+    return ("fail" if p < GREEDY_P[1] else "warn" if p < GREEDY_P[0] else "pass"), p
+
+
+GREEDY_THRESHOLD = (f"binomial tail at the floor's rate (genuine+1)/(prompts+2): p >= {GREEDY_P[0]} pass, "
+                    f">= {GREEDY_P[1]} warn, else fail")
+GREEDY_SOURCE = "vLLM tests: a divergence outside the tie margin (and not mutual top-k) is real"
+
+
+# ---- in-process targets ------------------------------------------------------------------------
+
+def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> dict[str, Any]:
+    """PASS / WARN / FAIL for one runner, with the checks that decided it.
+
+    target: a RunnerReport as a dict (with `vs_floor` filled when it has a floor);
+    exact_expected: the target runs on the reference's device and dtype, so it should match to rounding."""
+    checks = [_nonfinite(target), _cosine(target), _localized(target, exact_expected)]
+    if target.get("template_mismatches") is not None:
+        checks.append(_template(target["template_mismatches"]))
     if floor is not None:
         checks += [_layer_ratio(target, floor), _kl_ratio(target, floor), _top1_vs_floor(target, floor),
-                   _genuine_vs_floor(target, floor)]
+                   _ppl_vs_floor(target, floor), _greedy_vs_floor(target, floor)]
     else:
-        checks += [_kl_absolute(target), _top1_absolute(target), _genuine_absolute(target)]
-    status = worst([c["status"] for c in checks])
+        checks += [_kl_absolute(target), _top1_absolute(target), _ppl_absolute(target), _greedy_absolute(target)]
+    checks.append(stops_check(target["greedy"]))
+    return _verdict(checks, noise_floor=target.get("floor") if floor is not None else None)
+
+
+def _verdict(checks: list[dict[str, Any]], **extra) -> dict[str, Any]:
     reasons = [f"{c['name']}: {c['value']} ({c['threshold']})" for c in checks if c["status"] in ("warn", "fail")]
-    return {"status": status, "reasons": reasons, "checks": checks,
-            "noise_floor": target.get("floor") if floor is not None else None}
+    return {"status": worst([c["status"] for c in checks]), "reasons": reasons, "checks": checks, **extra}
+
+
+def _template(mismatches: list[str]) -> dict:
+    return check("the target's own chat template / tokenizer", f"{len(mismatches)} prompts render differently"
+                 + (f" ({', '.join(mismatches[:3])})" if mismatches else ""), "fail" if mismatches else "pass",
+                 "0 differences", "a deployment of the target must see the tokens that were judged")
 
 
 def _nonfinite(t) -> dict:
     where = t.get("first_nonfinite")
-    return check("NaN/Inf in outputs", where or "none", "fail" if where else "pass",
+    return check("NaN/Inf in hidden states or logits", where or "none", "fail" if where else "pass",
                  "none allowed where the reference is finite", "msprobe: NaN/Inf mismatch is an error")
 
 
 def _cosine(t) -> dict:
-    cos = min((row["cos_min"] for row in t["layers"] if row["cos_min"] is not None), default=float("nan"))
+    values = [row["cos_min"] for row in t["layers"]]
+    cos = min(values, default=float("nan"))
+    if any(v is None or not math.isfinite(v) for v in values):
+        cos = float("nan")
     status = "fail" if not cos >= 0.9 else "warn" if cos < 0.99 else "pass"
     return check("lowest per-token cosine over all layers", _fmt(cos), status, ">= 0.99 pass, >= 0.9 warn",
                  "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error")
 
 
+def _localized(t, exact_expected: bool) -> dict:
+    where = t.get("first_local_excess")
+    if not where:
+        return check("a layer's own error out of line", "none", "pass", "no layer above its basis",
+                     "shadow (local) error, torch numeric suite's idea")
+    value = f"{where['name']}: {_fmt(where.get('ratio'))}x its {where['basis']}"
+    status = "fail" if exact_expected else "warn"
+    return check("a layer's own error out of line", value, status,
+                 "FAIL on the reference's device and dtype (must match to rounding), else WARN",
+                 "shadow (local) error against the measured floor or the dtype's unit roundoff")
+
+
 def _layer_ratio(t, f) -> dict:
-    ratios = [row.get("ratio") for row in t["layers"] if row.get("ratio") is not None]
-    value = max(ratios, default=None)
-    status = benchmark_ratio_status(value)
-    return check("worst layer error / noise floor (rel. L2)", _fmt(value), status, "<= 1 pass, <= 2 warn, else fail",
-                 f"msprobe benchmark ratio against {f['label']}")
+    rows = [row for row in t["layers"] if "ratio" in row]
+    if not rows:
+        return check("worst layer error / noise floor (rel. L2)", None, "fail", "a floor per layer", "no comparable layer")
+    statuses = [(graded(row["ratio"], row.get("allowed", 1.0)), row) for row in rows]
+    status, row = max(statuses, key=lambda s: (ORDER[s[0]], _num(s[1]["ratio"])))
+    return check("worst layer error / noise floor (rel. L2)", f"{row['name']}: {_fmt(row['ratio'])}", status,
+                 f"<= {_fmt(row.get('allowed', 1.0))} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
+                 f"msprobe benchmark ratio against {f['label']}, widened by the floor's measured spread")
 
 
 def _kl_ratio(t, f) -> dict:
-    value = safe_ratio(t["logits"]["kl_mean"], f["logits"]["kl_mean"])
-    return check("mean KL / noise floor", _fmt(value), benchmark_ratio_status(value), "<= 1 pass, <= 2 warn, else fail",
+    vs = t.get("vs_floor") or {}
+    ratio, allowed = vs.get("kl_ratio"), vs.get("kl_allowed", 1.0)
+    return check("mean KL / noise floor", _fmt(ratio), graded(ratio, allowed),
+                 f"<= {_fmt(allowed)} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
                  f"msprobe benchmark ratio applied to llama.cpp's KL, against {f['label']}")
 
 
 def _top1_vs_floor(t, f) -> dict:
     rt, et = t["logits"]["same_top1"], t["logits"]["same_top1_err"]
     rf, ef = f["logits"]["same_top1"], f["logits"]["same_top1_err"]
-    allowed = rf - 2 * math.sqrt((et or 0) ** 2 + (ef or 0) ** 2)
-    if rt >= allowed:
-        status = "pass"
-    else:
-        status = benchmark_ratio_status(safe_ratio(1 - rt, 1 - rf))
-    return check("same top-1 rate", f"{rt:.4f} vs floor {rf:.4f}", status,
+    return check("same top-1 rate", f"{_fmt(rt)} vs floor {_fmt(rf)}", top1_status(rt, et, rf, ef),
                  "within 2 standard errors of the floor, else mismatch ratio <= 2 warn",
                  "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1))")
 
 
-def _genuine_vs_floor(t, f) -> dict:
-    nt, nf = _genuine(t), _genuine(f)
-    return check("genuine greedy divergences", f"{nt} vs floor {nf}", "pass" if nt <= nf else "warn",
-                 "no more than the noise floor", "vLLM tests: divergence outside the tie margin and mutual top-k")
+def top1_status(rt: float, et: float | None, rf: float, ef: float | None) -> str:
+    if not (math.isfinite(rt) and math.isfinite(rf)):
+        return "fail"
+    if rt >= rf - 2 * math.hypot(et or 0, ef or 0):
+        return "pass"
+    ratio = (1 - rt) / (1 - rf) if rf < 1 else math.inf
+    return "warn" if ratio <= 2 else "fail"
+
+
+def _ppl_vs_floor(t, f) -> dict:
+    return ppl_check(t["perplexity"].get("ln_ratio"), t["perplexity"].get("ln_ratio_sem"),
+                     f["perplexity"].get("ln_ratio"), f["perplexity"].get("ln_ratio_sem"), f["label"])
+
+
+def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> dict:
+    """ln PPL ratio against the floor's, within K standard errors of the paired difference."""
+    if ln_t is None or ln_f is None or not (math.isfinite(ln_t) and math.isfinite(ln_f)):
+        return check("ln PPL ratio vs floor", _fmt(ln_t), "fail", "finite", "llama.cpp's ln(PPL(Q)/PPL(base))")
+    allowed = K_SPREAD * math.hypot(_finite(se_t), _finite(se_f)) + PPL_ABS_TOLERANCE
+    delta = ln_t - ln_f
+    status = "pass" if abs(delta) <= allowed else "warn" if abs(delta) <= 2 * allowed else "fail"
+    return check("ln PPL ratio vs floor", f"{ln_t:+.4f} vs floor {ln_f:+.4f}", status,
+                 f"|difference| <= {allowed:.4f} ({K_SPREAD:g} standard errors + {PPL_ABS_TOLERANCE}) pass, twice that warn",
+                 f"llama.cpp's ln(PPL(Q)/PPL(base)), against {floor_label}")
+
+
+def _greedy_vs_floor(t, f) -> dict:
+    nt, nf, n = genuine_count(t["greedy"]), genuine_count(f["greedy"]), len(t["greedy"])
+    status, p = greedy_status(nt, nf, n)
+    return check("genuine greedy divergences", f"{nt} of {n} vs floor {nf} (p = {p:.3g})", status,
+                 GREEDY_THRESHOLD, GREEDY_SOURCE)
 
 
 def _kl_absolute(t) -> dict:
     kl = t["logits"]["kl_mean"]
-    status = "pass" if kl <= ABSOLUTE_KL[0] else "warn" if kl <= ABSOLUTE_KL[1] else "fail"
+    status = "fail" if not math.isfinite(kl) else "pass" if kl <= ABSOLUTE_KL[0] else "warn" if kl <= ABSOLUTE_KL[1] else "fail"
     return check("mean KL (no noise floor measured)", _fmt(kl), status,
                  f"<= {ABSOLUTE_KL[0]} pass, <= {ABSOLUTE_KL[1]} warn", "absolute budget: the target runs on the reference's device")
 
 
 def _top1_absolute(t) -> dict:
     rate = t["logits"]["same_top1"]
-    status = "pass" if rate >= ABSOLUTE_TOP1[0] else "warn" if rate >= ABSOLUTE_TOP1[1] else "fail"
+    status = "fail" if not math.isfinite(rate) else (
+        "pass" if rate >= ABSOLUTE_TOP1[0] else "warn" if rate >= ABSOLUTE_TOP1[1] else "fail")
     return check("same top-1 rate (no noise floor measured)", _fmt(rate), status,
                  f">= {ABSOLUTE_TOP1[0]} pass, >= {ABSOLUTE_TOP1[1]} warn", "absolute budget")
 
 
-def _genuine_absolute(t) -> dict:
-    n = _genuine(t)
-    return check("genuine greedy divergences", n, "pass" if n == 0 else "warn", "0 pass, else warn",
-                 "vLLM tests: divergence outside the tie margin")
+def _ppl_absolute(t) -> dict:
+    ln = t["perplexity"].get("ln_ratio")
+    if ln is None or not math.isfinite(ln):
+        return check("ln PPL ratio (no noise floor measured)", _fmt(ln), "fail", "finite", "llama.cpp's ln PPL ratio")
+    status = "pass" if abs(ln) <= ABSOLUTE_LN_PPL[0] else "warn" if abs(ln) <= ABSOLUTE_LN_PPL[1] else "fail"
+    return check("ln PPL ratio (no noise floor measured)", f"{ln:+.4f}", status,
+                 f"|x| <= {ABSOLUTE_LN_PPL[0]} pass, <= {ABSOLUTE_LN_PPL[1]} warn", "absolute budget on llama.cpp's ln PPL ratio")
 
 
-def _genuine(t) -> int:
-    return sum(1 for g in t["greedy"] if g.get("divergence") == "genuine")
+def _greedy_absolute(t) -> dict:
+    n, total = genuine_count(t["greedy"]), len(t["greedy"])
+    status, p = greedy_status(n, 0, total)
+    return check("genuine greedy divergences (no noise floor measured)", f"{n} of {total} (p = {p:.3g})", status,
+                 GREEDY_THRESHOLD + " (floor count taken as 0)", GREEDY_SOURCE)
+
+
+def stops_check(rows: list[dict[str, Any]]) -> dict:
+    """Answers that end earlier or later than the reference's, outside the tie margin."""
+    early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
+    late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
+    value = f"answers end early in {early}, late in {late} of {len(rows)} prompts"
+    return check("stop positions", value, "warn" if early or late else "pass", "0 genuine early or late stops",
+                 "a stop where the reference's margin for going on (or stopping) exceeds the tie margin: "
+                 "the EOS list or the stop handling differs")
+
+
+def genuine_count(rows: list[dict[str, Any]]) -> int:
+    return sum(1 for g in rows if g.get("divergence") == "genuine")
+
+
+def _num(value) -> float:
+    return value if isinstance(value, (int, float)) and not math.isnan(value) else math.inf
+
+
+def _finite(value) -> float:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 
 def _fmt(value) -> str | float | None:

@@ -60,7 +60,10 @@ TEXT = {
         "floor": " (in-process {label} floor: {kl:.2e})",
         "div": "; greedy output identical on {exact}/{n} prompts, {ties} near-tie and {genuine} genuine divergences",
         "inproc": "In-process {label}: final hidden-state error {rel:.2%} (rel. L2), KL {kl:.2e}{loc}.",
-        "loc": "; the first layer out of line is {name}", "noloc": "; no layer's own error exceeds its floor",
+        "loc": "; the first layer out of line is {name}", "noloc": "; no layer's own error exceeds {basis}",
+        "floor_basis": "its noise floor", "roundoff_basis": "4 x {dtype} unit roundoff",
+        "stops": "Answers end early in {early} and late in {late} of {n} prompts ({where}): the EOS list or stop handling differs from the reference's.",
+        "skipped": "{n} prompt(s) did not fit the served or model context and were skipped: {ids}.",
         "quant": "Weight-only {quant}: KL {kl:.2e}{ratio}{where} ({status}; informational, not part of the verdict).",
         "ratio": ", {ratio:.1f}x its {floor} floor", "where": ", first out of line at {name}",
         "tput": "Throughput with {n} requests at once: {tps:.1f} output tok/s, TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms.",
@@ -73,7 +76,10 @@ TEXT = {
         "floor": "（本地 {label} 噪声基线：{kl:.2e}）",
         "div": "；贪心输出 {exact}/{n} 条完全一致，{ties} 处平局分叉、{genuine} 处真实分叉",
         "inproc": "本地 {label}：末层 hidden state 相对 L2 误差 {rel:.2%}，KL {kl:.2e}{loc}。",
-        "loc": "；首个本层误差超标的是 {name}", "noloc": "；没有任何一层的本层误差超过噪声基线",
+        "loc": "；首个本层误差超标的是 {name}", "noloc": "；没有任何一层的本层误差超过{basis}",
+        "floor_basis": "噪声基线", "roundoff_basis": "4 倍 {dtype} 单位舍入误差",
+        "stops": "{n} 条提示词中有 {early} 条提前结束、{late} 条延后结束（{where}）：EOS 列表或停止处理与参考不同。",
+        "skipped": "{n} 条提示词超出服务或模型的上下文长度而被跳过：{ids}。",
         "quant": "int8 权重量化 {quant}：KL {kl:.2e}{ratio}{where}（{status}；仅供参考，不计入结论）。",
         "ratio": "，为 {floor} 基线的 {ratio:.1f} 倍", "where": "，首个超标层为 {name}",
         "tput": "{n} 个请求同时发送时吞吐 {tps:.1f} 输出 tok/s，TTFT p50 {ttft:.0f} ms，TPOT p50 {tpot:.1f} ms。",
@@ -109,7 +115,8 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     target = main_target(acc)
     if target:
         where = target.get("first_local_excess")
-        loc = T["loc"].format(name=where["name"]) if where else T["noloc"]
+        basis = T["floor_basis"] if target.get("floor") else T["roundoff_basis"].format(dtype=target["dtype"])
+        loc = T["loc"].format(name=where["name"]) if where else T["noloc"].format(basis=basis)
         out.append((1 if target["verdict"]["status"] != "PASS" else 3,
                     T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
                                        kl=target["logits"]["kl_mean"], loc=loc)))
@@ -119,12 +126,55 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
         where = T["where"].format(name=q["first_local_excess"]["name"]) if q.get("first_local_excess") else ""
         out.append((2, T["quant"].format(quant=q["quant"], kl=q["logits"]["kl_mean"], ratio=ratio_text, where=where,
                                          status=q["verdict"]["status"])))
+    out += [(1, text) for text in _stop_findings(run, T)]
     thr = run.bench.get("throughput")
     if thr and thr.get("runs"):
         m = thr["runs"][0]["metrics"]
         out.append((3, T["tput"].format(n=thr["runs"][0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
                                         tpot=m["median_tpot_ms"])))
     return [text for _, text in sorted(out, key=lambda x: x[0])][:4]
+
+
+def _stop_findings(run: RunData, T: dict[str, str]) -> list[str]:
+    """"Answers end early/late" wherever a stop divergence was genuine; skipped prompts."""
+    out = []
+    ep, target = run.get("endpoint_accuracy"), main_target(run.get("accuracy"))
+    sources = []
+    if ep and ep["sections"]["greedy"].get("status") == "done":
+        sources.append(("served", ep["sections"]["greedy"]["rows"]))
+    if target:
+        sources.append((target["label"], target["greedy"]))
+    for where, rows in sources:
+        early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
+        late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
+        if early or late:
+            out.append(T["stops"].format(early=early, late=late, n=len(rows), where=where))
+    skipped = (ep or {}).get("verdict", {}).get("skipped_prompts") or []
+    if skipped:
+        out.append(T["skipped"].format(n=len(skipped), ids=", ".join(skipped)))
+    return out
+
+
+def recommendation(run: RunData) -> dict[str, Any] | None:
+    """The command this run started and verified, and every other command labelled as not verified.
+
+    Verified: the plan's command for the mode vLLM was started in, with the served model judged
+    against the gold (not with dummy weights). A tune recommendation is faster, not verified for
+    accuracy unless its own check says so."""
+    insp = run.get("inspect")
+    if not insp:
+        return None
+    commands = insp["plan"]["commands"]
+    serve, ep = run.get("serve") or {}, run.get("endpoint_accuracy") or {}
+    served_ok = serve.get("engine") == "vllm" and not serve.get("dummy_weights") and (ep.get("verdict") or {}).get("status")
+    verified = {"mode": serve["mode"], "command": commands[serve["mode"]]} if served_ok and serve.get("mode") in commands else None
+    unverified = [{"label": mode, "command": cmd} for mode, cmd in commands.items()
+                  if not verified or mode != verified["mode"]]
+    tuned = (run.get("tune") or {}).get("recommendation")
+    if tuned and tuned.get("significant"):
+        label = "tune" + ("" if tuned.get("accuracy_verified") else ": faster, accuracy not checked")
+        unverified.insert(0, {"label": label, "command": tuned["command"]})
+    return {"verified": verified, "unverified": unverified}
 
 
 def notes(run: RunData) -> list[str]:
