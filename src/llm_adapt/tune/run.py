@@ -152,27 +152,36 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:60]
 
 
-def recommend(trials: list[dict[str, Any]], metric: str, higher: bool) -> dict[str, Any] | None:
-    """The best trial if it beats the baseline outside the noise; else the baseline, saying so."""
+def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: float = stats.ALPHA) -> dict[str, Any] | None:
+    """The best trial among those that beat the baseline after correcting for the number of trials
+    (one-sided t-tests with the run-to-run noise pooled over all trials, Holm at family-wise alpha); else the baseline, saying so."""
     done = [t for t in trials if t.get("status") == "done" and t.get(metric, {}).get("n") and not t.get("merged_into_baseline")]
     if not done:
         return None
-    baseline = trials[0] if trials[0].get("status") == "done" else None
-    best = max(done, key=lambda t: t[metric]["mean"] * (1 if higher else -1))
-    out: dict[str, Any] = {"name": best["name"], "metric": metric}
+    baseline = trials[0] if trials[0].get("status") == "done" and trials[0] in done else None
     if baseline is None:
-        out.update(significant=False, note="the engine-default baseline failed; nothing to compare against")
-    else:
-        ratio, err = stats.ratio_with_uncertainty(best[metric], baseline[metric])
-        if not higher and ratio:
-            ratio, err = 1 / ratio, err / ratio**2
-        significant = best is not baseline and stats.clearly_better(best[metric], baseline[metric], higher)
-        out.update(gain=round(ratio, 4), gain_uncertainty=round(err, 4), significant=significant,
-                   note="better than the engine's defaults in every repeat" if significant else
-                   "no setting beats the engine's defaults outside the noise; keep the defaults")
-        if not significant:
-            best = baseline
-            out["name"] = baseline["name"]
-    out.update(argv=best["argv"], env=best["env"], unset_env=best.get("unset_env", []),
-               command=render_command(best["env"], best["argv"]))
+        best = max(done, key=lambda t: t[metric]["mean"] * (1 if higher else -1))
+        return _recommendation(best, metric) | {
+            "significant": False, "note": "the engine-default baseline failed; nothing to compare against"}
+    rivals = [t for t in done if t is not baseline]
+    pvalues = stats.pooled_p_values([t[metric] for t in rivals], baseline[metric], higher)
+    winners = [t for t, won in zip(rivals, stats.holm(pvalues, alpha)) if won]
+    best = max(winners, key=lambda t: t[metric]["mean"] * (1 if higher else -1)) if winners else baseline
+    ratio, err = stats.ratio_with_uncertainty(best[metric], baseline[metric])
+    if not higher and ratio:
+        ratio, err = 1 / ratio, err / ratio**2
+    out = _recommendation(best, metric)
+    out.update(gain=round(ratio, 4), gain_uncertainty=round(err, 4), significant=bool(winners),
+               trials_tested=len(rivals), alpha=alpha,
+               p_value=pvalues[rivals.index(best)] if winners else (min(pvalues) if pvalues else None),
+               test="one-sided t-test of ln(trial / baseline) per trial, noise pooled over all trials, "
+                    "Holm-corrected over the trials",
+               note=f"beats the engine's defaults after correcting for {len(rivals)} trials (Holm, alpha {alpha})"
+               if winners else "no setting beats the engine's defaults once corrected for the number of trials; "
+                               "keep the defaults")
     return out
+
+
+def _recommendation(best: dict[str, Any], metric: str) -> dict[str, Any]:
+    return {"name": best["name"], "metric": metric, "argv": best["argv"], "env": best["env"],
+            "unset_env": best.get("unset_env", []), "command": render_command(best["env"], best["argv"])}
