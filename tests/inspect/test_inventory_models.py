@@ -71,7 +71,7 @@ def test_custom_code_without_trust_falls_back_to_the_config_labelled(families, t
             "auto_map": {"AutoConfig": "configuration_x.XConfig", "AutoModelForCausalLM": "modeling_x.XForCausalLM"}}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     f = facts(tmp_path)
-    assert f.source == FROM_CONFIG and "could not be instantiated" in f.source_note
+    assert f.source == FROM_CONFIG and "--trust-remote-code was not given" in f.source_note
     assert f.norm == "rms"  # what the config implies, labelled as such
 
 

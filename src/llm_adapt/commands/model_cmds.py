@@ -39,6 +39,9 @@ def add_inspect_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--out", type=Path, metavar="DIR", help="also write inspect.json into DIR")
     p.add_argument("--tuned", type=Path, metavar="TUNE_JSON", help="add the recommendation of an earlier `llm-adapt tune`")
+    p.add_argument("--try-backend", action="store_true",
+                   help="when vLLM has no native implementation, start it with --model-impl transformers and dummy "
+                        "weights; if that fails too, write an out-of-tree plugin skeleton (into --out or the cache)")
     p.set_defaults(handler=cmd_inspect)
 
 
@@ -55,6 +58,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         from llm_adapt.tune.run import TuneResult
 
         result.plan["tuned"] = TuneResult.load(args.tuned).recommendation
+    if args.try_backend:
+        from llm_adapt.home import adapt_home
+        from llm_adapt.inspect.strategy import settle_strategy
+
+        settle_strategy(result, args.out or adapt_home() / "plugins")
     if args.out:
         result.save(args.out / "inspect.json")
     if args.json:

@@ -61,7 +61,7 @@ RULES: tuple[Rule, ...] = (
          "with attention-logit magnitude",
          "vLLM-Ascend vllm_ascend/attention/attention_v1.py (0.8 series): logits_soft_cap is not stored or passed on"),
     Rule("ascend-sliding", "attention window", ("npu",), lambda f: f.sliding_layers > 0,
-         lambda f: f"sliding window {f.sliding_window} in {f.sliding_layers} layers: vLLM-Ascend's attention backend stores "
+         lambda f: f"sliding window {f.sliding_window} in {f.sliding_layers} of {len(f.layer_types)} layers: vLLM-Ascend's attention backend stores "
                    "sliding_window but its paged/flash kernel calls do not receive it, so windowed layers may attend to "
                    "the whole context",
          "accuracy on prompts longer than the window: teacher-forced top-k KL beyond the window's length, where a "

@@ -29,6 +29,8 @@ def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False
     try:
         model = instantiate_on_meta(model_dir, trust_remote_code)
     except Exception as exc:  # any failure of foreign code: fall back, and say why
+        if spec.custom_code and not trust_remote_code:
+            return facts_from_spec(spec, "the model ships its own code (auto_map) and --trust-remote-code was not given")
         return facts_from_spec(spec, f"the model could not be instantiated ({_first_line(exc)})")
     try:
         return facts_from_model(model, spec)
@@ -271,8 +273,24 @@ def _expert_count(experts) -> int | None:
         return int(params[0].shape[0]) if params and params[0].dim() == 3 else None
 
 
+def _input_embedding(model):
+    import torch.nn as nn
+
+    try:
+        return model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):  # custom code that does not declare it: the first Embedding
+        return next((m for _, m in model.named_modules() if isinstance(m, nn.Embedding)), None)
+
+
+def _output_embedding(model):
+    try:
+        return model.get_output_embeddings()
+    except (NotImplementedError, AttributeError):
+        return getattr(model, "lm_head", None)
+
+
 def _embed_scale(model) -> tuple[float | None, str]:
-    embed = model.get_input_embeddings()
+    embed = _input_embedding(model)
     value = _attr(embed, "scalar_embed_scale", "embed_scale")
     if isinstance(value, (int, float)) and value != 1:
         return float(value), f"{type(embed).__name__}.scalar_embed_scale"
@@ -288,7 +306,7 @@ def _rope(model) -> tuple[str, str]:
 
 
 def _tied(model) -> bool:
-    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    out, inp = _output_embedding(model), _input_embedding(model)
     return out is not None and inp is not None and out.weight is inp.weight
 
 

@@ -11,6 +11,7 @@ from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_grou
 from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
+from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import classify, vllm_registry
 from llm_adapt.inspect.weights import parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
@@ -36,6 +37,7 @@ class InspectResult(StageResult):
     plan: dict[str, Any]
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
     caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
+    strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
 
 
 def config_summary(spec: ModelSpec) -> dict[str, Any]:
@@ -106,6 +108,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         options = replace(options, devices_per_node=platforms.local_device_count(target.name))
     plan = make_plan(spec, params["from_config"], target, options)
     facts = read_facts(source.path, spec, options.trust_remote_code)
+    support = classify(spec, vllm_registry()).to_dict()
     return InspectResult(
         model={"name": source.name, "path": str(source.path), "origin": source.origin, "given": source.given,
                "has_weights": source.has_weights, "has_tokenizer": source.has_tokenizer},
@@ -113,7 +116,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         parameters=params,
         weight_bytes={d: mem.weight_bytes(params["from_config"], d) for d in ("fp32", "bf16", "int8")},
         kv_cache_bytes_per_token=mem.kv_bytes_per_token(spec, plan.kv_dtype), kv_dtype=plan.kv_dtype,
-        support=classify(spec, vllm_registry()).to_dict(),
+        support=support, strategy=decide(spec.architecture, support, None).to_dict(),
         operators=[op.to_dict() for op in operator_inventory(facts, target.name, platforms.cpu_flags())],
         inventory=facts.to_dict(), caveats=caveat_dicts(facts, target.name, platforms.cpu_flags()),
         platform=platform_report(target.name, detected),

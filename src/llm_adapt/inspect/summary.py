@@ -17,7 +17,15 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     plan, params, support = result.plan, result.parameters, result.support
     console.print(f"[bold]{result.model['name']}[/bold]  {result.architecture}  ({result.model['path']})")
     console.print(f"vLLM support: [bold]{support['vllm']}[/bold] per {support['registry']}")
-    console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
+    strategy = result.strategy
+    if strategy:
+        console.print(f"Strategy: [bold]{strategy['decision']}[/bold]. {strategy['headline']}.", highlight=False)
+        for line in strategy["evidence"]:
+            console.print(f"  evidence: {line}", markup=False, highlight=False)
+        if strategy.get("plugin"):
+            console.print(f"  plugin skeleton: {strategy['plugin']['path']}", markup=False, highlight=False)
+    else:
+        console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
     console.print(_model_table(result))
     inventory = result.inventory
     if inventory:

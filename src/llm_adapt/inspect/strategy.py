@@ -1,0 +1,246 @@
+"""The adaptation strategy, decided by evidence.
+
+native in vLLM's registry          -> direct registration (the registry is the evidence);
+not native                         -> start vLLM with `--model-impl transformers` and dummy weights, for real;
+                                      started and answered -> the Transformers backend;
+neither                            -> the engine's one-line cause, and a generated skeleton of an
+                                      out-of-tree vLLM general plugin calling ModelRegistry.register_model.
+
+`decide` and `plugin_files` are pure; `try_transformers_backend` starts the engine.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DIRECT = "direct registration"
+BACKEND = "Transformers backend"
+PLUGIN = "out-of-tree plugin"
+
+
+@dataclass(frozen=True)
+class BackendTrial:
+    """One start of vLLM with --model-impl transformers: what happened, with the engine's own words."""
+
+    started: bool
+    answered: bool
+    seconds: float
+    cause: str | None  # the engine log's root-cause line when it did not start or answer
+    argv: list[str]
+    reply: str | None = None  # the completion it returned
+    log: str | None = None
+    weights: str = "dummy"  # "dummy" (--load-format dummy) or "checkpoint"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    decision: str  # DIRECT | BACKEND | PLUGIN, with " (not tried)" when no trial ran
+    headline: str
+    evidence: list[str] = field(default_factory=list)
+    trial: dict[str, Any] | None = None
+    plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decide(architecture: str, support: dict[str, str], trial: BackendTrial | None,
+           plugin: dict[str, Any] | None = None) -> Strategy:
+    """Pure: the strategy from the registry answer and, when not native, the backend trial."""
+    registry = support["registry"]
+    if support["vllm"] == "native":
+        return Strategy(DIRECT, f"{architecture} is in vLLM's model registry: vLLM runs its own implementation",
+                        [f"{registry}: {architecture} registered natively"])
+    if trial is None:
+        guess = BACKEND if support["vllm"] == "transformers-backend" else PLUGIN
+        return Strategy(f"{guess} (not tried)", support["detail"],
+                        [f"{registry}: {architecture} is not registered natively",
+                         "the Transformers backend was not tried; `llm-adapt inspect MODEL --try-backend` starts it"])
+    tried = (f"vLLM with --model-impl transformers and {trial.weights} weights: "
+             f"{'started' if trial.started else 'did not start'}"
+             + (f", {'answered' if trial.answered else 'did not answer'} a completion" if trial.started else "")
+             + f" ({trial.seconds:.0f} s)")
+    evidence = [f"{registry}: {architecture} is not registered natively", tried]
+    if trial.started and trial.answered:
+        return Strategy(BACKEND, f"{architecture} runs on vLLM's Transformers backend (--model-impl transformers); "
+                                 "a native port would be faster", evidence + ([f"reply: {trial.reply}"] if trial.reply else []),
+                        trial.to_dict())
+    return Strategy(PLUGIN, f"neither vLLM nor its Transformers backend runs {architecture}: "
+                            f"{trial.cause or 'no cause in the engine log'}",
+                    evidence + [f"engine: {trial.cause}" if trial.cause else "engine log names no cause"],
+                    trial.to_dict(), plugin)
+
+
+def try_transformers_backend(inspect_result, log_dir: Path, startup_timeout_s: float = 600.0) -> BackendTrial:
+    """Start vLLM once with the plan's eager command plus --model-impl transformers and dummy weights,
+    send one greedy completion, stop it. Never raises for an engine failure: that is the evidence."""
+    from llm_adapt.engines.server import EngineStartError, ManagedServer, free_port
+    from llm_adapt.engines.session import dummy_args
+    from llm_adapt.engines.vllm import vllm_launch
+
+    extra = ["--model-impl", "transformers", *dummy_args(inspect_result)]
+    spec = vllm_launch(inspect_result.plan, port=free_port(), extra_args=extra, startup_timeout_s=startup_timeout_s)
+    if "--trust-remote-code" not in spec.argv and inspect_result.config.get("custom_code"):
+        note = "the model ships custom code; pass --trust-remote-code to let vLLM run it"
+    else:
+        note = None
+    log = Path(log_dir) / "transformers-backend.log"
+    started = time.monotonic()
+    try:
+        with ManagedServer(spec, log) as server:
+            reply, cause = _one_completion(server.endpoint, bool(inspect_result.model.get("has_tokenizer")))
+            return BackendTrial(True, reply is not None, round(time.monotonic() - started, 1), cause, spec.argv,
+                                reply, str(log))
+    except EngineStartError as error:
+        cause = pydantic_reason(log.read_text(errors="replace") if log.exists() else "") or error.cause
+        return BackendTrial(False, False, round(time.monotonic() - started, 1),
+                            cause + (f" ({note})" if note else ""), spec.argv, None, str(log))
+
+
+PYDANTIC_VALUE_ERROR = re.compile(r"^\s*Value error, (?P<reason>.*?)(?: \[type=.*)?$", re.MULTILINE)
+
+
+def pydantic_reason(log_text: str) -> str | None:
+    """vLLM wraps config errors in a pydantic ValidationError whose first line says nothing; the reason
+    is on the "Value error, ..." line under it."""
+    if "ValidationError" not in log_text:
+        return None
+    match = PYDANTIC_VALUE_ERROR.search(log_text)
+    return match["reason"].strip() if match else None
+
+
+def _one_completion(endpoint, has_tokenizer: bool) -> tuple[str | None, str | None]:
+    import httpx
+
+    prompt: Any = "The capital of France is" if has_tokenizer else [1, 2, 3, 4]
+    body = {"model": endpoint.model, "prompt": prompt, "max_tokens": 4, "temperature": 0}
+    try:
+        response = httpx.post(endpoint.base_url + "/completions", json=body, timeout=120)
+        choices = response.json().get("choices") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        return None, f"completion request failed: {type(exc).__name__}: {exc}"
+    if not choices:
+        return None, f"completion answered HTTP {response.status_code}: {response.text[:200]}"
+    choice = choices[0]
+    return repr(choice.get("text") or choice.get("token_ids")), None
+
+
+def plugin_name(architecture: str) -> str:
+    """A Python package name for the plugin: vllm_plugin_<snake_case architecture>."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", re.sub(r"ForCausalLM$", "", architecture)).lower()
+    return "vllm_plugin_" + re.sub(r"[^a-z0-9_]", "_", snake)
+
+
+def plugin_files(architecture: str, inventory_rows: list[tuple[str, str]]) -> dict[str, str]:
+    """The files of an out-of-tree vLLM general plugin that registers `architecture` (pure)."""
+    pkg = plugin_name(architecture)
+    blocks = "\n".join(f"#   {name}: {value}" for name, value in inventory_rows)
+    return {
+        "pyproject.toml": PYPROJECT.format(dist=pkg.replace("_", "-"), pkg=pkg),
+        f"{pkg}/__init__.py": INIT.format(arch=architecture, pkg=pkg),
+        f"{pkg}/model.py": MODEL.format(arch=architecture, blocks=blocks),
+        "README.md": README.format(arch=architecture, dist=pkg.replace("_", "-")),
+    }
+
+
+def write_plugin(directory: Path, architecture: str, inventory_rows: list[tuple[str, str]]) -> dict[str, Any]:
+    directory = Path(directory) / plugin_name(architecture)
+    files = plugin_files(architecture, inventory_rows)
+    for name, text in files.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return {"path": str(directory), "files": sorted(files)}
+
+
+PYPROJECT = '''[project]
+name = "{dist}"
+version = "0.1.0"
+dependencies = ["vllm"]
+
+# vLLM loads every "vllm.general_plugins" entry point in each process it starts (API server and workers).
+[project.entry-points."vllm.general_plugins"]
+register = "{pkg}:register"
+'''
+
+INIT = '''"""Registers {arch} with vLLM. Installed with `pip install -e .`; vLLM calls register() at start-up."""
+
+
+def register() -> None:
+    from vllm import ModelRegistry
+
+    if "{arch}" not in ModelRegistry.get_supported_archs():
+        # A "module:Class" string: vLLM imports the module lazily, in the worker that needs it.
+        ModelRegistry.register_model("{arch}", "{pkg}.model:{arch}")
+'''
+
+MODEL = '''"""vLLM implementation of {arch}: a skeleton to fill in.
+
+What llm-adapt read from the model (operator, value):
+{blocks}
+
+Start from the vLLM model closest to this inventory (vllm/model_executor/models/llama.py for a
+Llama-like layout) and keep its structure: parallel linear layers, vLLM's Attention, get_rope, and a
+load_weights() that maps the checkpoint names onto this module tree.
+"""
+
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+
+
+class {arch}(nn.Module):
+    def __init__(self, *, vllm_config, prefix: str = "") -> None:
+        super().__init__()
+        self.config = vllm_config.model_config.hf_config
+        raise NotImplementedError("build the layers listed in the docstring with vLLM's layers")
+
+    def embed_input_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, intermediate_tensors=None,
+                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
+        raise NotImplementedError
+'''
+
+README = '''# vLLM plugin for {arch}
+
+Generated by llm-adapt because neither vLLM nor its Transformers backend ran {arch}.
+
+    pip install -e .          # registers the "vllm.general_plugins" entry point
+    llm-adapt inspect MODEL   # should now report {arch} as native
+    llm-adapt run MODEL       # accuracy against the fp32 gold, probes and benchmarks
+
+Fill in `{dist_pkg}/model.py` first; its docstring lists the operators llm-adapt found in the model.
+'''.replace("{dist_pkg}", "the package")
+
+
+def settle_strategy(inspect_result, directory: Path, startup_timeout_s: float = 600.0) -> Strategy:
+    """Run the backend trial when vLLM has no native implementation; on failure write the plugin
+    skeleton into `directory`. Updates and returns inspect_result.strategy's source of truth."""
+    arch, support = inspect_result.architecture, inspect_result.support
+    if support["vllm"] == "native":
+        strategy = decide(arch, support, None)
+    else:
+        trial = try_transformers_backend(inspect_result, directory, startup_timeout_s)
+        plugin = None
+        if not (trial.started and trial.answered):
+            rows = [(op["name"], op["value"]) for op in inspect_result.operators]
+            plugin = write_plugin(directory, arch, rows)
+        strategy = decide(arch, support, trial, plugin)
+    inspect_result.strategy = strategy.to_dict()
+    return strategy
