@@ -61,3 +61,25 @@ def test_repeats_against_the_mock(tmp_path, tokenizer):
     assert level["metrics"]["median_ttft_ms"] == pytest.approx(values[1])
     files = sorted(tmp_path.glob("*-c4-r*.json"))
     assert len(files) == 3 and json.loads(files[0].read_text())["max_concurrency"] == 4
+
+
+def test_prefix_groups_share_exactly_their_prefix(tokenizer):
+    opts = BenchOptions(mode="serve", num_prompts=12, input_len=32, prefix_len=64, prefix_repeats=4, warmup=2,
+                        max_concurrency=2)
+    specs = build_specs(opts, Workload(tokenizer, as_ids=True), 12, rate=float("inf"), warmup=2, seed=5)
+    warm, measured = [s.prompt for s in specs if s.warmup], [s.prompt for s in specs if not s.warmup]
+    assert all(len(p) == 96 for p in warm + measured) and specs[-1].prompt_len == 96
+    prefixes = [tuple(p[:64]) for p in measured]
+    assert len(set(prefixes)) == 3 and prefixes[0] == prefixes[3] != prefixes[4]  # groups of 4
+    assert len({tuple(p) for p in measured}) == 12  # each request's own tokens after the prefix
+    assert not {tuple(p[:64]) for p in warm} & set(prefixes)  # warm-up cannot prime the measured prefixes
+
+
+def test_prefix_len_with_a_dataset_is_a_usage_error():
+    from llm_adapt.cli import build_parser
+    from llm_adapt.commands.bench_cmds import bench_options_from
+    from llm_adapt.errors import UsageError
+
+    args = build_parser().parse_args(["bench", "--endpoint", "http://x/v1", "--prefix-len", "64", "--dataset", "d.json"])
+    with pytest.raises(UsageError, match="--prefix-len"):
+        bench_options_from(args, "serve")

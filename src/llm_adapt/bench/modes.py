@@ -50,6 +50,8 @@ class BenchOptions:
     result_filename: str | None = None
     tokenizer_id: str | None = None
     percentile_metrics: tuple[str, ...] = vllm_format.METRICS
+    prefix_len: int = 0  # a prefix-cache workload: groups of prefix_repeats requests share a prefix this long
+    prefix_repeats: int = 1
 
 
 class BenchResult(StageResult):
@@ -131,7 +133,8 @@ def build_specs(opts: BenchOptions, work: Workload, n: int, *, rate: float, warm
     if opts.suite:
         return suite_specs(opts.suite, n, warmup, out_len, seed=seed, rate=rate, burstiness=opts.burstiness)
     return fixed_specs(work.tokenizer, n, warmup, opts.input_len, out_len, as_ids=work.as_ids, seed=seed,
-                       rate=rate, burstiness=opts.burstiness)
+                       rate=rate, burstiness=opts.burstiness, prefix_len=opts.prefix_len,
+                       prefix_repeats=opts.prefix_repeats)
 
 
 def records_path(out: Path, opts: BenchOptions, label: str, repeat: int) -> Path:

@@ -35,11 +35,26 @@ def fixed_prompts(tokenizer, n: int, input_len: int, seed: int = 0) -> list[list
     return [[int(lead)] + stream[s:s + input_len - 1] for lead, s in zip(leads, starts)]
 
 
+def shared_prefixes(tokenizer, prompts: list[list[int]], prefix_len: int, repeats: int, seed: int) -> list[list[int]]:
+    """A prefix-cache workload: consecutive groups of `repeats` prompts share one `prefix_len`-token
+    prefix (each group's its own), followed by each prompt's own tokens."""
+    if prefix_len <= 0 or not prompts:
+        return prompts
+    groups = -(-len(prompts) // repeats)
+    prefixes = fixed_prompts(tokenizer, groups, prefix_len, seed)
+    return [prefixes[i // repeats] + p for i, p in enumerate(prompts)]
+
+
 def fixed_specs(tokenizer, n: int, warmup: int, input_len: int, output_len: int, *, as_ids: bool, seed: int = 0,
-                rate: float = float("inf"), burstiness: float = 1.0) -> list[RequestSpec]:
+                rate: float = float("inf"), burstiness: float = 1.0, prefix_len: int = 0,
+                prefix_repeats: int = 1) -> list[RequestSpec]:
+    """Fixed-length requests; with prefix_len, shared-prefix groups (warm-up requests get prefixes of
+    their own, so they cannot prime the cache for the measured ones)."""
     prompts = fixed_prompts(tokenizer, n + warmup, input_len, seed)
+    prompts = (shared_prefixes(tokenizer, prompts[:warmup], prefix_len, prefix_repeats, seed + 1)
+               + shared_prefixes(tokenizer, prompts[warmup:], prefix_len, prefix_repeats, seed + 2))
     times = [0.0] * warmup + schedule(n, rate, burstiness, seed)
-    return [RequestSpec(index=i - warmup, prompt=p if as_ids else tokenizer.decode(p), prompt_len=input_len,
+    return [RequestSpec(index=i - warmup, prompt=p if as_ids else tokenizer.decode(p), prompt_len=len(p),
                         max_tokens=output_len, scheduled=times[i], warmup=i < warmup) for i, p in enumerate(prompts)]
 
 

@@ -73,6 +73,10 @@ def add_bench_parser(sub) -> None:
                    help="measured runs per level; the result gives each metric's median and spread (default 1)")
     p.add_argument("--reuse-prompts", action="store_true",
                    help="send the same prompts at every level and repeat (default: fresh prompts for each)")
+    p.add_argument("--prefix-len", type=positive_int, metavar="N",
+                   help="prefix-cache workload: requests share N-token prefixes in groups (prompt = prefix + --input-len)")
+    p.add_argument("--prefix-repeats", type=positive_int, default=4, metavar="R",
+                   help="with --prefix-len: requests per shared prefix (default 4)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     add_vllm_aliases(p)
@@ -102,6 +106,8 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
 
     if args.warmup < 0:
         raise UsageError(f"--warmup {args.warmup}: must be 0 or more")
+    if args.prefix_len and (args.dataset or args.suite):
+        raise UsageError("--prefix-len builds fixed-length prompts; drop --dataset / --prompts to use it")
     slo = dict(args.slo or {}) | dict(args.goodput or [])
     extra = {"percentile_metrics": args.percentile_metrics} if args.percentile_metrics else {}
     return BenchOptions(mode=mode, num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
@@ -111,7 +117,8 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
                         repeats=args.repeats, reuse_prompts=args.reuse_prompts,
                         percentiles=args.metric_percentiles or PERCENTILES, label=args.label,
                         metadata=tuple(args.metadata or ()), result_dir=args.result_dir,
-                        result_filename=args.result_filename, tokenizer_id=args.tokenizer, **extra)
+                        result_filename=args.result_filename, tokenizer_id=args.tokenizer,
+                        prefix_len=args.prefix_len or 0, prefix_repeats=args.prefix_repeats, **extra)
 
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
