@@ -82,8 +82,9 @@ class EndpointClient:
 
 def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptions, floor: RunnerSpec | None,
                      out: Path, progress: Callable[[str, int, int], None] | None = None,
-                     gold: Gold | None = None) -> EndpointAccuracyResult:
-    """`gold` lets a run reuse the reference it already measured for the in-process comparison."""
+                     gold: Gold | None = None, floor_data: "FloorData | None" = None) -> EndpointAccuracyResult:
+    """`gold` lets a run reuse the reference it already measured for the in-process comparison;
+    `floor_data` a floor already measured on that gold."""
     from transformers import AutoTokenizer
 
     progress = progress or (lambda *a: None)
@@ -92,7 +93,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
     served_len = served_max_model_len(info.get("listed"), model)
-    fl = measure_floor(floor, source, gold, tokenizer, opts, progress) if floor else None
+    fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress) if floor else None)
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,

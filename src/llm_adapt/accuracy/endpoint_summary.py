@@ -25,12 +25,21 @@ def print_endpoint_accuracy(result: EndpointAccuracyResult, console: Console) ->
                       + f"; same top-1 {s['same_top1']:.2%}" + (f" vs floor {f['same_top1']:.2%}" if f else ""))
     if sec["perplexity"]["status"] == "done":
         p = sec["perplexity"]
-        console.print(f"  perplexity: reference {p['ref']:.3f}, server {p['server']:.3f}, ln ratio {p['ln_ratio']:+.4f}")
+        floor = f" (floor {p['floor_ln_ratio']:+.4f})" if "floor_ln_ratio" in p else ""
+        console.print(f"  perplexity: reference {p['ref']:.3f}, server {p['server']:.3f}, ln ratio {p['ln_ratio']:+.4f}{floor}")
     if sec["greedy"]["status"] == "done":
+        dec = sec["greedy"].get("decode") or {}
+        if (dec.get("server") or {}).get("positions"):
+            f = dec.get("floor") or {}
+            console.print(f"  decode positions {dec['server']['positions']}: top-k KL {dec['server']['kl_lb_mean']:.5f}"
+                          + (f" vs floor {f['kl_lb_mean']:.5f}" if f.get("positions") else ""))
         for row in sec["greedy"]["rows"]:
             if not row["exact"]:
-                console.print(f"  {row['id']}: diverges at token {row['first_divergence']} ({row['divergence']}, "
+                stop = f", {row['stop']} stop" if row.get("stop") else ""
+                console.print(f"  {row['id']}: diverges at token {row['first_divergence']} ({row['divergence']}{stop}, "
                               f"reference margin {row['ref_margin']}): {row.get('ref_token')!r} vs {row.get('target_token')!r}")
+    for prompt in result.verdict.get("skipped_prompts", []):
+        console.print(f"  skipped {prompt}: does not fit the served context")
     status = result.verdict["status"]
     console.print(f"Verdict: [{COLORS[status]}]{status}[/{COLORS[status]}]")
     for reason in result.verdict["reasons"]:

@@ -14,6 +14,8 @@ def print_accuracy(result: AccuracyResult, console: Console) -> None:
     p = result.prompts
     console.print(f"[bold]Accuracy[/bold] of {result.model['name']} against {result.settings['reference']}: "
                   f"{p['count']} prompts, {p['tokens_compared']} positions, {p['corpus_tokens']} corpus tokens")
+    for skipped in p.get("skipped", []):
+        console.print(f"  skipped {skipped['id']}: {skipped['reason']}")
     console.print(_targets_table(result.targets))
     for target in result.targets:
         _print_target(target, console)
@@ -46,6 +48,7 @@ def _print_target(t: RunnerReport, console: Console) -> None:
     console.print(f"  error over depth: slope {fit['slope']:.2e} per layer, R² {fit['r2']:.2f}")
     for category, c in sorted(t.greedy_by_category.items()):
         console.print(f"  {category:13s} exact {c['exact']}/{c['prompts']}  tokens {c['token_match_rate']:.1%}  "
-                      f"near-tie {c['near_tie']}  genuine {c['genuine']}")
+                      f"near-tie {c['near_tie']}  genuine {c['genuine']}  early stop {c.get('early_stop', 0)}  "
+                      f"late stop {c.get('late_stop', 0)}")
     for reason in t.verdict["reasons"]:
         console.print(f"  [yellow]{reason}[/yellow]")

@@ -1,4 +1,4 @@
-"""`llm-adapt run` and `llm-adapt report`."""
+"""`llm-adapt run`, `llm-adapt report` and `llm-adapt diff`."""
 
 from __future__ import annotations
 
@@ -115,3 +115,34 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in render_report(args.run_dir, args.lang):
         print(path)
     return 0
+
+
+EPILOG_DIFF = """examples:
+  llm-adapt diff runs/before-upgrade runs/after-upgrade
+  llm-adapt diff runs/eager runs/graph --out runs/eager-vs-graph --json
+"""
+
+
+def add_diff_parser(sub) -> None:
+    p = sub.add_parser("diff", help="compare two runs: deltas with uncertainty, changed features, a regression verdict",
+                       description="Compare two run directories of the same model (a vLLM upgrade, eager against graph, "
+                                   "two plans): each metric's delta with its standard error, features that changed "
+                                   "status, and a regression verdict whose thresholds come from the runs' own spreads. "
+                                   "Writes diff.json, diff.md and diff.html.",
+                       epilog=EPILOG_DIFF, formatter_class=help_formatter)
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="the baseline run directory")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", help="the run to judge against it")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where to write diff.* (default: RUN_B)")
+    p.add_argument("--json", action="store_true", help="print diff.json instead of the Markdown table")
+    p.set_defaults(handler=cmd_diff)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Exit code 0 for PASS or WARN, 1 for a FAIL regression verdict, so CI can gate on it."""
+    from llm_adapt.report.diff import diff_markdown, diff_runs, write_diff
+
+    result = diff_runs(args.run_a, args.run_b)
+    paths = write_diff(result, args.out or args.run_b)
+    print(result.to_json() if args.json else diff_markdown(result))
+    print(f"diff: {paths[1]}", file=sys.stderr)
+    return 1 if result.verdict["status"] == "FAIL" else 0

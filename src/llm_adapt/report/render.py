@@ -13,6 +13,7 @@ import jinja2
 from llm_adapt.errors import UsageError
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import findings, main_target, notes, overall_verdict, quant_targets, recommendation
+from llm_adapt.report.page import collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
 
@@ -99,7 +100,7 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
     markdown_text = environment(lang).get_template(f"{lang}/report.md.j2").render(**context(run, plots, lang))
     md_path, html_path = run.dir / f"report{suffix}.md", run.dir / f"report{suffix}.html"
     write_text_atomic(md_path, markdown_text)
-    write_text_atomic(html_path, to_html(markdown_text, run.dir, lang))
+    write_text_atomic(html_path, to_html(markdown_text, run.dir, lang, run))
     return [md_path, html_path]
 
 
@@ -114,11 +115,14 @@ def inert(markdown_text: str) -> str:
     return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
-def to_html(markdown_text: str, run_dir: Path, lang: str) -> str:
-    """One self-contained page: the Markdown converted, every plot embedded as a data URI."""
+def to_html(markdown_text: str, run_dir: Path, lang: str, run: RunData | None = None) -> str:
+    """One self-contained page: a verdict banner, key figures and the failed checks first, a sticky
+    section index, then the Markdown converted with long tables folded and every plot embedded."""
     import markdown
 
-    body = markdown.markdown(inert(markdown_text), extensions=["tables", "fenced_code"])
+    converter = markdown.Markdown(extensions=["tables", "fenced_code", "toc"])
+    body = collapse_long_tables(converter.convert(inert(markdown_text)), lang)
+    tokens = converter.toc_tokens
 
     def embed(match: re.Match) -> str:
         path = run_dir / html.unescape(match.group(1))
@@ -129,7 +133,8 @@ def to_html(markdown_text: str, run_dir: Path, lang: str) -> str:
 
     body = re.sub(r'src="(plots/[^"]+\.png)"', embed, body)
     page = environment(lang).get_template("page.html.j2")
-    return page.render(body=body, lang=lang, title=_title(markdown_text))
+    header = header_html(run, lang, section_ids(tokens)) if run is not None else ""
+    return page.render(body=body, lang=lang, title=_title(markdown_text), header=header, nav=nav_html(tokens, lang))
 
 
 def _title(markdown_text: str) -> str:

@@ -1,0 +1,189 @@
+"""`llm-adapt diff RUN_A RUN_B`: what changed between two runs of the same model (a vLLM upgrade,
+eager against graph, two plans), each metric's delta with its uncertainty, features that changed
+status, and a regression verdict whose thresholds come from the runs' own spreads.
+
+The metric extraction and the judgement are pure functions of the two runs' RunData."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from llm_adapt.report.data import RunData, load_run
+from llm_adapt.report.findings import main_target
+from llm_adapt.results import StageResult, write_text_atomic
+
+K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
+MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured figure with its standard error (None when the run gives none)."""
+
+    group: str  # accuracy | performance | resources
+    name: str
+    value: float
+    se: float | None
+    higher_is_better: bool
+    unit: str = ""
+
+
+class DiffResult(StageResult):
+    KIND: ClassVar[str] = "diff"
+
+    run_a: str
+    run_b: str
+    metrics: list[dict[str, Any]]
+    features: list[dict[str, Any]]
+    verdict: dict[str, Any]
+
+
+def metrics_of(run: RunData) -> dict[str, Metric]:
+    """Every comparable figure of a run, keyed by name."""
+    found: list[Metric] = []
+    found += _endpoint_metrics(run.get("endpoint_accuracy"))
+    found += _inprocess_metrics(main_target(run.get("accuracy")))
+    found += _bench_metrics(run.bench)
+    found += _resource_metrics(run)
+    return {m.name: m for m in found}
+
+
+def _endpoint_metrics(ep: dict | None) -> list[Metric]:
+    if not ep or ep["sections"]["teacher_forced"].get("status") != "done":
+        return []
+    s = ep["sections"]["teacher_forced"]["server"]
+    out = [Metric("accuracy", "served top-k KL", s["kl_lb_mean"], s.get("kl_lb_sem"), False),
+           Metric("accuracy", "served same top-1", s["same_top1"], s.get("same_top1_err"), True)]
+    ppl = ep["sections"]["perplexity"]
+    if ppl.get("status") == "done":
+        out.append(Metric("accuracy", "served ln PPL ratio", ppl["ln_ratio"], ppl.get("ln_ratio_sem"), False))
+    return out
+
+
+def _inprocess_metrics(target: dict | None) -> list[Metric]:
+    if not target:
+        return []
+    lg = target["logits"]
+    return [Metric("accuracy", f"in-process {target['label']} KL", lg["kl_mean"], lg.get("kl_sem"), False),
+            Metric("accuracy", f"in-process {target['label']} same top-1", lg["same_top1"], lg.get("same_top1_err"), True)]
+
+
+def _bench_metrics(bench: dict[str, dict]) -> list[Metric]:
+    out = []
+    for mode in ("throughput", "latency", "serve"):
+        runs = (bench.get(mode) or {}).get("runs") or []
+        if not runs:
+            continue
+        m = runs[0]["metrics"]
+        n = max(m.get("completed") or 0, 1)
+        # throughput moves with the mean request latency at a fixed load: its relative se
+        rel = _se(m.get("std_e2el_ms"), n) / m["mean_e2el_ms"] if m.get("mean_e2el_ms") else None
+        out += [Metric("performance", f"{mode} output throughput", m["output_throughput"],
+                       rel * m["output_throughput"] if rel is not None else None, True, "tok/s"),
+                Metric("performance", f"{mode} mean TTFT", m["mean_ttft_ms"], _se(m.get("std_ttft_ms"), n), False, "ms"),
+                Metric("performance", f"{mode} mean TPOT", m["mean_tpot_ms"], _se(m.get("std_tpot_ms"), n), False, "ms")]
+    return out
+
+
+def _se(std: float | None, n: int) -> float | None:
+    return std / math.sqrt(n) if std is not None and math.isfinite(std) else None
+
+
+def _resource_metrics(run: RunData) -> list[Metric]:
+    out = []
+    serve = run.get("serve") or {}
+    if serve.get("startup_seconds") is not None:
+        out.append(Metric("resources", "engine start-up", serve["startup_seconds"], None, False, "s"))
+    kv = (serve.get("engine_facts") or {}).get("kv_cache_tokens")
+    if kv is not None:
+        out.append(Metric("resources", "KV-cache tokens", float(kv), 0.0, True))
+    rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
+    rss = [x for x in rss if x]
+    if rss:
+        out.append(Metric("resources", "peak server RSS", max(rss) / 1024**3, None, False, "GiB"))
+    return out
+
+
+def compare_metric(a: Metric, b: Metric) -> dict[str, Any]:
+    """delta = b - a with its standard error; 'regression' / 'improvement' only beyond K_SE standard
+    errors and MIN_RELATIVE of a; without any standard error, only beyond 5 x MIN_RELATIVE."""
+    delta = b.value - a.value
+    se = math.hypot(a.se, b.se) if a.se is not None and b.se is not None else None
+    bound = max(K_SE * se, MIN_RELATIVE * abs(a.value)) if se is not None else 5 * MIN_RELATIVE * abs(a.value)
+    worse = delta < 0 if a.higher_is_better else delta > 0
+    change = "regression" if abs(delta) > bound and worse else "improvement" if abs(delta) > bound else "same"
+    if not (math.isfinite(a.value) and math.isfinite(b.value)):
+        change = "regression" if not math.isfinite(b.value) else "improvement"
+    return {"group": a.group, "name": a.name, "a": a.value, "b": b.value, "delta": delta, "se": se,
+            "relative": delta / a.value if a.value else None, "bound": bound, "change": change, "unit": a.unit}
+
+
+def feature_changes(run_a: RunData, run_b: RunData) -> list[dict[str, Any]]:
+    rows_a = {r["name"]: r["status"] for r in (run_a.get("probes") or {}).get("rows", [])}
+    rows_b = {r["name"]: r["status"] for r in (run_b.get("probes") or {}).get("rows", [])}
+    return [{"name": n, "a": rows_a.get(n), "b": rows_b.get(n),
+             "change": "lost" if rows_a.get(n) == "supported" else "gained" if rows_b.get(n) == "supported" else "changed"}
+            for n in sorted(set(rows_a) | set(rows_b)) if rows_a.get(n) != rows_b.get(n)]
+
+
+def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], verdicts: tuple[str, str]) -> dict[str, Any]:
+    """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
+    WARN: a performance or resource regression; else PASS."""
+    reasons, status = [], "PASS"
+    order = {"PASS": 0, "WARN": 1, "FAIL": 2}
+    if order.get(verdicts[1], 0) > order.get(verdicts[0], 0):
+        status = "FAIL"
+        reasons.append(f"the run's verdict went from {verdicts[0]} to {verdicts[1]}")
+    for m in metrics:
+        if m["change"] == "regression":
+            worse = "FAIL" if m["group"] == "accuracy" else "WARN"
+            status = max(status, worse, key=order.get)
+            reasons.append(f"{m['name']}: {m['a']:.4g} -> {m['b']:.4g} {m['unit']}".rstrip())
+    for f in features:
+        if f["change"] == "lost":
+            status = "FAIL"
+            reasons.append(f"feature '{f['name']}': {f['a']} -> {f['b']}")
+    return {"status": status, "reasons": reasons, "k_se": K_SE, "min_relative": MIN_RELATIVE}
+
+
+def diff_runs(dir_a: Path, dir_b: Path) -> DiffResult:
+    from llm_adapt.report.findings import overall_verdict
+
+    run_a, run_b = load_run(dir_a), load_run(dir_b)
+    ma, mb = metrics_of(run_a), metrics_of(run_b)
+    metrics = [compare_metric(ma[name], mb[name]) for name in ma if name in mb]
+    features = feature_changes(run_a, run_b)
+    verdicts = (overall_verdict(run_a)["status"], overall_verdict(run_b)["status"])
+    return DiffResult(run_a=str(dir_a), run_b=str(dir_b), metrics=metrics, features=features,
+                      verdict=diff_verdict(metrics, features, verdicts) | {"run_verdicts": list(verdicts)})
+
+
+def diff_markdown(result: DiffResult) -> str:
+    from llm_adapt.report.render import cell, num
+
+    lines = [f"# llm-adapt diff", "", f"A: `{result.run_a}`  ", f"B: `{result.run_b}`", "",
+             f"**Regression verdict: {result.verdict['status']}**"
+             + (" — " + cell("; ".join(result.verdict["reasons"])) if result.verdict["reasons"] else ""), "",
+             f"A change counts beyond {K_SE:g} standard errors of the difference and {MIN_RELATIVE:.0%} of A "
+             f"(without a standard error: {5 * MIN_RELATIVE:.0%}).", "",
+             "| group | metric | A | B | Δ | ± se | change |", "|---|---|---|---|---|---|---|"]
+    for m in result.metrics:
+        lines.append(f"| {m['group']} | {cell(m['name'])} {m['unit']} | {num(m['a'])} | {num(m['b'])} | "
+                     f"{num(m['delta'])} | {num(m['se'])} | {m['change']} |")
+    lines += ["", "| feature | A | B | change |", "|---|---|---|---|"]
+    lines += [f"| {cell(f['name'])} | {f['a']} | {f['b']} | {f['change']} |" for f in result.features] or ["| - | - | - | none |"]
+    return "\n".join(lines) + "\n"
+
+
+def write_diff(result: DiffResult, out: Path) -> list[Path]:
+    from llm_adapt.report.render import to_html
+
+    out = Path(out)
+    text = diff_markdown(result)
+    paths = [result.save(out / "diff.json"), out / "diff.md", out / "diff.html"]
+    write_text_atomic(paths[1], text)
+    write_text_atomic(paths[2], to_html(text, out, "en"))
+    return paths

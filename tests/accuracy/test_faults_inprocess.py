@@ -1,0 +1,77 @@
+"""Planted faults judged in process: every fault is FAIL or WARN, layer faults are localized to their
+layer, and the clean bf16 target passes. One reference, every faulty copy as a --target-model."""
+
+import pytest
+
+from llm_adapt.accuracy.compare import CompareOptions, compare
+from llm_adapt.accuracy.runner import RunnerSpec
+
+from . import faults as f
+
+pytestmark = pytest.mark.slow
+
+LAYER = f"layer {f.FAULT_LAYER}"
+FP32 = RunnerSpec("cpu", "fp32")
+
+# fault -> (builder, target dtype, expected verdicts, layer it must be localized to or None)
+FAULTS = {
+    "qk-permutation": (f.qk_permuted, "fp32", {"FAIL"}, LAYER),
+    "perturbed-fp32": (f.perturbed_layer, "fp32", {"FAIL"}, LAYER),
+    "perturbed-bf16": (f.perturbed_layer, "bf16", {"FAIL", "WARN"}, LAYER),
+    "int8-one-layer": (f.int8_one_layer, "fp32", {"FAIL"}, LAYER),
+    "rms-norm-eps": (f.wrong_rms_norm_eps, "fp32", {"FAIL"}, "layer 0"),
+    "rope-theta": (f.wrong_rope_theta, "fp32", {"FAIL"}, "layer 0"),
+    "extra-eos": (lambda s, d: f.extra_eos(s, d, token_id=30), "fp32", {"FAIL", "WARN"}, None),  # "."
+    "missing-eos": (f.missing_eos, "fp32", {"FAIL", "WARN"}, None),
+    "nan-logits": (f.nan_logits, "fp32", {"FAIL"}, None),
+    "chat-template": (f.chat_template_mismatch, "fp32", {"FAIL"}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def judged(default_model, tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults")
+    specs = {name: RunnerSpec("cpu", dtype, model_path=build(default_model.path, root / name))
+             for name, (build, dtype, _, _) in FAULTS.items()}
+    clean = RunnerSpec("cpu", "bf16")
+    opts = CompareOptions(reference=FP32, targets=(clean, *specs.values()), prompts="quick", max_new_tokens=24,
+                          ppl_window=128)
+    result = compare(default_model, opts)
+    by_label = {t.label: t for t in result.targets}
+    return {name: by_label[spec.label] for name, spec in specs.items()} | {"clean": by_label[clean.label]}
+
+
+def test_clean_bf16_target_passes(judged):
+    clean = judged["clean"]
+    assert clean.verdict["status"] == "PASS", clean.verdict["reasons"]
+    assert clean.first_local_excess is None
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_each_planted_fault_is_caught(judged, name):
+    _, _, expected, layer = FAULTS[name]
+    target = judged[name]
+    assert target.verdict["status"] in expected, (name, target.verdict["reasons"])
+    if layer:
+        assert target.first_local_excess and target.first_local_excess["name"] == layer, target.first_local_excess
+        assert any(layer in r for r in target.verdict["reasons"])
+
+
+def test_stop_faults_are_named_as_early_and_late_stops(judged):
+    early = [g for g in judged["extra-eos"].greedy if g["stop"] == "early"]
+    late = [g for g in judged["missing-eos"].greedy if g["stop"] == "late"]
+    assert early and all(g["divergence"] == "genuine" for g in early)
+    assert late and all(g["divergence"] == "genuine" for g in late)
+    assert any("answers end early" in r for r in judged["extra-eos"].verdict["reasons"])
+
+
+def test_nan_in_the_logits_only_is_named(judged):
+    target = judged["nan-logits"]
+    assert target.first_nonfinite == "logits"
+    assert all(row["nan_mismatch"] is False for row in target.layers)  # hidden states stay finite
+
+
+def test_clean_bf16_layers_meet_msprobe_bf16_standard_mostly(judged):
+    rows = judged["clean"].layers
+    errors = [r["name"] for r in rows if r["msprobe"] == "error"]
+    assert len(errors) <= len(rows) // 10, errors

