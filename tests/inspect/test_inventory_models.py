@@ -16,7 +16,8 @@ from llm_adapt.models.synthetic import write_tiny_family
 def families(tmp_path_factory):
     root = tmp_path_factory.mktemp("families")
     return {name: write_tiny_family(name, root / name)
-            for name in ("llama", "qwen2", "qwen3", "gemma2", "mistral", "mixtral", "qwen2_moe")}
+            for name in ("llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "mistral", "mixtral", "qwen2_moe",
+                         "qwen3_moe", "deepseek_v2")}
 
 
 def facts(path):
@@ -75,7 +76,8 @@ def test_custom_code_without_trust_falls_back_to_the_config_labelled(families, t
     assert f.norm == "rms"  # what the config implies, labelled as such
 
 
-@pytest.mark.parametrize("name", ["llama", "qwen2", "qwen3", "gemma2", "mistral", "mixtral", "qwen2_moe"])
+@pytest.mark.parametrize("name", ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "mistral", "mixtral",
+                                  "qwen2_moe", "qwen3_moe", "deepseek_v2"])
 def test_every_checkpoint_tensor_is_explained(families, name):
     path = families[name]
     result = reconcile(expected_groups(spec_from_config(load_config(path))), weight_groups(tensor_shapes(path)))
@@ -87,3 +89,17 @@ def test_the_issue_case_qwen2_biases_flagged_by_a_llama_formula(families):
     result = reconcile(expected_groups(spec_from_config(cfg)), weight_groups(tensor_shapes(families["qwen2"])))
     assert result.from_weights - result.from_config == 2 * (128 + 64 + 64)
     assert "q_proj.bias" in result.warnings()[0] and not result.agree
+
+
+def test_gemma3_and_gemma1(families):
+    g3 = facts(families["gemma3"])
+    assert g3.norm == "rms_1p" and g3.qk_norm and len(g3.layer_norms) == 6 and g3.embed_scale
+    g1 = facts(families["gemma"])
+    assert g1.norm == "rms_1p" and g1.layer_norms == ("input_layernorm", "post_attention_layernorm")
+    assert g1.activation == "gelu_tanh" and g1.attn_softcap is None and g1.tied
+
+
+def test_deepseek_mla_with_a_dense_first_layer(families):
+    f = facts(families["deepseek_v2"])
+    assert f.attention == "MLA" and f.kv_lora_rank == 16 and f.head_dim == 32
+    assert (f.experts, f.moe_layers, f.shared_experts) == (4, 1, "intermediate 32")

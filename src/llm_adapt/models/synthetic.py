@@ -76,6 +76,14 @@ FAMILIES: dict[str, tuple[str, str, dict]] = {
     "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2,
                                                             "moe_intermediate_size": 32,
                                                             "shared_expert_intermediate_size": 64}),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2,
+                                                            "moe_intermediate_size": 32}),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"sliding_window": 16}),
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", {  # MLA, a dense first layer, a shared expert
+        "num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": None, "qk_nope_head_dim": 16,
+        "qk_rope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1}),
 }
 TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, head_dim=32, vocab_size=1024, max_position_embeddings=2048,
