@@ -83,3 +83,14 @@ def test_inspect_shows_a_tune_recommendation(capsys, tmp_path, default_model):
                recommendation=rec).save(tmp_path / "tune.json")
     assert main(["inspect", "default", "--tuned", str(tmp_path / "tune.json"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["tuned"]["name"] == "bind"
+
+
+def test_a_faster_setting_that_fails_its_accuracy_check_is_never_recommended():
+    fast_but_wrong = row("graph", [52, 53]) | {"accuracy": {"status": "FAIL", "reasons": ["top-k KL / noise floor: 20"]}}
+    rec = recommend([row("base", [30, 31]), fast_but_wrong], "output_throughput", True)
+    assert rec["name"] == "base" and not rec["significant"] and rec["rejected_for_accuracy"] == ["graph"]
+    fast_and_right = row("bind", [52, 53]) | {"accuracy": {"status": "PASS", "reasons": []}}
+    rec = recommend([row("base", [30, 31]), fast_but_wrong, fast_and_right], "output_throughput", True)
+    assert rec["name"] == "bind" and rec["accuracy_verified"] and rec["rejected_for_accuracy"] == ["graph"]
+    rec = recommend([row("base", [30, 31]), row("bind", [52, 53])], "output_throughput", True)
+    assert rec["significant"] and not rec["accuracy_verified"]  # no check ran: said so

@@ -179,6 +179,9 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--input-len", type=positive_int, default=64, metavar="N")
     p.add_argument("--output-len", type=positive_int, default=32, metavar="N")
     p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S")
+    p.add_argument("--no-accuracy-check", action="store_true",
+                   help="skip the short endpoint accuracy check on each trial's server (the recommendation then "
+                        "says its accuracy was not checked)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write tune.json here (a run directory: its report gains the section)")
     p.set_defaults(handler=cmd_tune)
 
@@ -200,7 +203,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"tune-{inspected.platform['name']}")
     options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, repeats=args.repeats,
                           num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
-                          startup_timeout_s=args.startup_timeout)
+                          startup_timeout_s=args.startup_timeout, accuracy_check=not args.no_accuracy_check)
     with progress_bar() as report:
         result = run_tune(inspected, options, out, cores=cpu_cores(),
                           devices=max(1, local_device_count(inspected.platform["name"])), progress=report,

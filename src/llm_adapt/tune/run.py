@@ -32,6 +32,7 @@ class TuneOptions:
     input_len: int = 64
     output_len: int = 32
     startup_timeout_s: float = 900.0
+    accuracy_check: bool = True  # each trial's server against the fp32 gold (quick suite); needs real weights
 
 
 class TuneResult(StageResult):
@@ -56,7 +57,9 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
                                   "num_prompts": opts.num_prompts, "input_len": opts.input_len,
                                   "output_len": opts.output_len, "slo": opts.slo}, trials=[], skipped=[])
     started = time.monotonic()
-    baseline = _trial(grid[0], inspect_result, opts, out, progress, log)
+    checker = AccuracyCheck.prepare(inspect_result, progress) if opts.accuracy_check else None
+    result.settings["accuracy_check"] = checker.describe() if checker else "off"
+    baseline = _trial(grid[0], inspect_result, opts, out, progress, log, checker=checker)
     result.trials.append(baseline)
     result.save(out / "tune.json")
     startup = dict(STARTUP_PRIOR.get(platform, STARTUP_PRIOR["cuda"]))
@@ -69,10 +72,10 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     remaining = opts.budget_minutes * 60 - (time.monotonic() - started) - closing
     chosen, result.skipped = cut_to_budget(grid, remaining + closing, startup, run_s, opts.repeats)
     for trial in chosen[1:]:
-        result.trials.append(_trial(trial, inspect_result, opts, out, progress, log))
+        result.trials.append(_trial(trial, inspect_result, opts, out, progress, log, checker=checker))
         result.save(out / "tune.json")
     if len(chosen) > 1 and baseline.get("status") == "done":
-        again = _trial(grid[0], inspect_result, opts, out, progress, log, suffix=" (again, at the end)")
+        again = _trial(grid[0], inspect_result, opts, out, progress, log, suffix=" (again, at the end)", checker=checker)
         result.trials.append(again)
         if again.get("status") == "done":
             _merge_runs(baseline, again)
@@ -104,7 +107,55 @@ def _summarize(row: dict[str, Any]) -> None:
         row[key] = stats.summary(values)
 
 
-def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress, log, suffix: str = "") -> dict[str, Any]:
+@dataclass
+class AccuracyCheck:
+    """A short endpoint accuracy check run on every trial's server: graph modes and decode-only
+    cudagraph settings have broken accuracy before, so a faster setting is recommended only when
+    its served answers still match the fp32 gold as well as the noise floor allows."""
+
+    source: Any
+    options: Any
+    floor: Any
+    gold: Any
+    floor_data: Any
+
+    @classmethod
+    def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
+        from transformers import AutoTokenizer
+
+        from llm_adapt.accuracy.compare import CompareOptions, measure_reference
+        from llm_adapt.accuracy.endpoint import measure_floor
+        from llm_adapt.accuracy.prompts import load_prompts
+        from llm_adapt.accuracy.runner import RunnerSpec
+        from llm_adapt.models.source import resolve_model
+
+        source = resolve_model(inspect_result.model["path"])
+        if not source.has_weights or not source.has_tokenizer:
+            return None  # config-only models (dummy weights) have nothing to judge
+        progress = progress or (lambda *a: None)
+        options = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=16,
+                                 ppl_window=128)
+        tokenizer = AutoTokenizer.from_pretrained(source.path)
+        gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
+        dtype = inspect_result.plan.get("dtype", "bf16")
+        floor = None if dtype == "fp32" else RunnerSpec("cpu", dtype)
+        floor_data = measure_floor(floor, source, gold, tokenizer, options, progress) if floor else None
+        return cls(source, options, floor, gold, floor_data)
+
+    def describe(self) -> str:
+        return f"quick suite, {self.options.max_new_tokens} new tokens, against {self.options.reference.label}" + (
+            f" with the {self.floor.label} floor" if self.floor else "")
+
+    def run(self, endpoint, out: Path) -> dict[str, Any]:
+        from llm_adapt.accuracy.endpoint import compare_endpoint
+
+        result = compare_endpoint(self.source, endpoint, self.options, self.floor, out, gold=self.gold,
+                                  floor_data=self.floor_data)
+        return {"status": result.verdict["status"], "reasons": result.verdict["reasons"][:4]}
+
+
+def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress, log, suffix: str = "",
+           checker: AccuracyCheck | None = None) -> dict[str, Any]:
     """Start a server with the trial's settings, benchmark it `repeats` times, stop it."""
     from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
 
@@ -125,6 +176,8 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
             row["startup_s"] = server.startup_seconds
             runs = [_bench_once(server, inspect_result, opts, out, f"{trial.name}{suffix}", i, progress)
                     for i in range(opts.repeats)]
+            if checker is not None:
+                row["accuracy"] = checker.run(server.endpoint, out / "tune-accuracy" / _slug(trial.name + suffix))
     except Exception as exc:  # a failed trial (OOM, crash, timeout) is a row, not the end of the run
         row.update(status="failed", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         log(f"tune: {trial.name}: failed")
@@ -165,7 +218,9 @@ def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: fl
             "significant": False, "note": "the engine-default baseline failed; nothing to compare against"}
     rivals = [t for t in done if t is not baseline]
     pvalues = stats.pooled_p_values([t[metric] for t in rivals], baseline[metric], higher)
-    winners = [t for t, won in zip(rivals, stats.holm(pvalues, alpha)) if won]
+    faster = [t for t, won in zip(rivals, stats.holm(pvalues, alpha)) if won]
+    winners = [t for t in faster if accuracy_ok(t)]  # faster but inaccurate is never recommended
+    rejected = [t["name"] for t in faster if not accuracy_ok(t)]
     best = max(winners, key=lambda t: t[metric]["mean"] * (1 if higher else -1)) if winners else baseline
     ratio, err = stats.ratio_with_uncertainty(best[metric], baseline[metric])
     if not higher and ratio:
@@ -178,8 +233,15 @@ def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: fl
                     "Holm-corrected over the trials",
                note=f"beats the engine's defaults after correcting for {len(rivals)} trials (Holm, alpha {alpha})"
                if winners else "no setting beats the engine's defaults once corrected for the number of trials; "
-                               "keep the defaults")
+                               "keep the defaults",
+               accuracy=best.get("accuracy"), accuracy_verified=best.get("accuracy", {}).get("status") in ("PASS", "WARN"),
+               rejected_for_accuracy=rejected)
     return out
+
+
+def accuracy_ok(trial: dict[str, Any]) -> bool:
+    """A trial may be recommended unless its accuracy check failed (no check: allowed, and said so)."""
+    return (trial.get("accuracy") or {}).get("status") != "FAIL"
 
 
 def _recommendation(best: dict[str, Any], metric: str) -> dict[str, Any]:
