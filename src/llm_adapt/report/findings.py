@@ -177,47 +177,92 @@ def recommendation(run: RunData) -> dict[str, Any] | None:
     return {"verified": verified, "unverified": unverified}
 
 
-def notes(run: RunData) -> list[str]:
-    """Troubleshooting derived from what was seen in this run."""
+NOTES = {
+    "en": {
+        "engine_failed": "Stage serve failed{blocked}: the engine did not start (its cause and log are in the summary).",
+        "blocked": "; {names} not run",
+        "stage": "Stage {name} {status}: {reason}.", "interrupted": "interrupted by the user",
+        "plan": "Plan: {warning}.",
+        "feature": "Feature '{name}' is {status}: {evidence}",
+        "section": "Endpoint accuracy '{name}' {status}: {reason}.",
+        "tokens": "Prompt {id}: the server tokenizes it into {server} tokens, we into {ours}.",
+        "open": "The server listened on all interfaces (0.0.0.0): reachable from other machines.",
+        "remote_code": "--trust-remote-code was set: the model's own Python code ran.",
+        "engine_warning": "Engine warning (x{count}): {message}",
+        "fixed_length": "Bench {name}/{label}: {n} requests ignored the fixed output length.",
+        "bench_failed": "Bench {name}/{label}: {n} requests failed: {errors}.",
+        "unreadable": "{name}: unreadable ({why}).",
+    },
+    "zh": {
+        "engine_failed": "serve 阶段失败{blocked}：引擎未能启动（原因与日志见摘要）。",
+        "blocked": "；{names} 未运行",
+        "stage": "{name} 阶段{status}：{reason}。", "interrupted": "被用户中断",
+        "statuses": {"failed": "失败", "not run": "未运行", "interrupted": "已中断"},
+        "plan": "部署计划：{warning}。",
+        "feature": "特性“{name}”为 {status}：{evidence}",
+        "section": "服务端精度“{name}”{status}：{reason}。",
+        "tokens": "提示词 {id}：服务端分词为 {server} 个 token，本地为 {ours} 个。",
+        "open": "服务监听在所有网卡 (0.0.0.0)：其他机器可以访问。",
+        "remote_code": "设置了 --trust-remote-code：模型自带的 Python 代码被执行。",
+        "engine_warning": "引擎告警（{count} 次）：{message}",
+        "fixed_length": "压测 {name}/{label}：{n} 个请求未遵守固定输出长度。",
+        "bench_failed": "压测 {name}/{label}：{n} 个请求失败：{errors}。",
+        "unreadable": "{name}：无法读取（{why}）。",
+    },
+}
+
+
+def notes(run: RunData, lang: str = "en") -> list[str]:
+    """Troubleshooting derived from what was seen in this run, in the report's language (evidence
+    quoted from servers stays as the server wrote it)."""
+    N = NOTES[lang]
     out: list[str] = []
     stages = (run.get("status") or {}).get("stages", {})
     engine_failed = stages.get("serve", {}).get("status") == "failed"
     blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run"
                and str(b.get("reason", "")).startswith("no endpoint")]
     if engine_failed:  # the cause is in the summary's verdict: say it once, there
-        out.append(f"Stage serve failed{'; ' + ', '.join(blocked) + ' not run' if blocked else ''}: "
-                   "the engine did not start (its cause and log are in the summary).")
+        out.append(N["engine_failed"].format(blocked=N["blocked"].format(names=", ".join(blocked)) if blocked else ""))
     said = set(blocked) | ({"serve"} if engine_failed else set())
     for name, body in stages.items():
         if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
-            out.append(f"Stage {name} {body['status']}: {body.get('reason', 'interrupted by the user')}.")
+            shown = N.get("statuses", {}).get(body["status"], body["status"])
+            out.append(N["stage"].format(name=name, status=shown, reason=body.get("reason", N["interrupted"])))
     for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
-        out.append(f"Plan: {warning}.")
+        out.append(N["plan"].format(warning=warning))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
-            out.append(f"Feature '{row['name']}' is {row['status']}: {row['evidence']}")
-    ep = run.get("endpoint_accuracy")
-    if ep:
-        for name, sec in ep["sections"].items():
-            if sec.get("status") in ("unsupported", "not run"):
-                out.append(f"Endpoint accuracy '{name}' {sec['status']}: {sec.get('reason')}.")
-        for mm in ep["sections"]["tokenization"].get("mismatches", []) if ep["sections"]["tokenization"].get("status") == "done" else []:
-            out.append(f"Prompt {mm['id']}: the server tokenizes it into {mm['server_tokens']} tokens, we into {mm['ours_tokens']}.")
+            out.append(N["feature"].format(name=row["name"], status=row["status"], evidence=row["evidence"]))
+    out += _endpoint_notes(run.get("endpoint_accuracy"), N)
     serve = run.get("serve")
     if serve:
         if serve.get("host") in ("0.0.0.0", "::"):
-            out.append("The server listened on all interfaces (0.0.0.0): reachable from other machines.")
+            out.append(N["open"])
         if "--trust-remote-code" in serve.get("argv", []):
-            out.append("--trust-remote-code was set: the model's own Python code ran.")
+            out.append(N["remote_code"])
         for w in serve.get("engine_facts", {}).get("warnings", [])[:8]:
-            out.append(f"Engine warning (x{w['count']}): {w['message']}")
+            out.append(N["engine_warning"].format(count=w["count"], message=w["message"]))
     for name, bench in run.bench.items():
         for r in bench.get("runs", []):
             acc = r.get("token_accounting") or {}
             if acc and not acc.get("fixed_length_honoured", True):
-                out.append(f"Bench {name}/{r['label']}: {acc['wrong_length']} requests ignored the fixed output length.")
+                out.append(N["fixed_length"].format(name=name, label=r["label"], n=acc["wrong_length"]))
             if r["metrics"].get("failed"):
-                out.append(f"Bench {name}/{r['label']}: {r['metrics']['failed']} requests failed: {r['metrics']['errors']}.")
+                out.append(N["bench_failed"].format(name=name, label=r["label"], n=r["metrics"]["failed"],
+                                                    errors=r["metrics"]["errors"]))
     for name, why in run.unreadable.items():
-        out.append(f"{name}: unreadable ({why}).")
+        out.append(N["unreadable"].format(name=name, why=why))
+    return out
+
+
+def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str]) -> list[str]:
+    if not ep:
+        return []
+    out = []
+    for name, sec in ep["sections"].items():
+        if sec.get("status") in ("unsupported", "not run"):
+            out.append(N["section"].format(name=name, status=sec["status"], reason=sec.get("reason")))
+    tok = ep["sections"]["tokenization"]
+    for mm in tok.get("mismatches", []) if tok.get("status") == "done" else []:
+        out.append(N["tokens"].format(id=mm["id"], server=mm["server_tokens"], ours=mm["ours_tokens"]))
     return out

@@ -56,7 +56,7 @@ def environment(lang: str) -> jinja2.Environment:
 
 def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
     return {"run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
-            "findings": findings(run, lang), "notes": notes(run), "main": main_target(run.get("accuracy")),
+            "findings": findings(run, lang), "notes": notes(run, lang), "main": main_target(run.get("accuracy")),
             "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy")),
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run),

@@ -1,0 +1,90 @@
+"""The report's judgement and sentences on plain dicts: verdict, recommendation, notes, page header."""
+
+from llm_adapt.report.data import RunData
+from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
+from llm_adapt.report.page import collapse_long_tables, header_html, key_figures, problems, section_ids
+
+PLAN = {"commands": {"eager": "vllm serve m --enforce-eager", "graph": "vllm serve m"}, "warnings": []}
+
+
+def run_with(**parts):
+    return RunData(dir=None, parts=parts)
+
+
+def endpoint(status):
+    return {"verdict": {"status": status, "checks": [{"name": "top-k KL / noise floor", "value": 0.9, "status": "pass"}],
+                        "reasons": []},
+            "sections": {"teacher_forced": {"status": "not run"}, "greedy": {"status": "not run"},
+                         "tokenization": {"status": "not run"}, "perplexity": {"status": "not run"}}}
+
+
+def test_only_the_started_mode_is_recommended_as_verified():
+    run = run_with(inspect={"plan": PLAN}, serve={"engine": "vllm", "mode": "eager"}, endpoint_accuracy=endpoint("PASS"))
+    rec = recommendation(run)
+    assert rec["verified"] == {"mode": "eager", "command": PLAN["commands"]["eager"]}
+    assert [u["label"] for u in rec["unverified"]] == ["graph"]
+
+
+def test_nothing_is_verified_without_a_judged_vllm_server():
+    for serve in ({"engine": "transformers", "mode": "eager"}, {"engine": "vllm", "mode": "eager", "dummy_weights": True}, None):
+        run = run_with(inspect={"plan": PLAN}, serve=serve, endpoint_accuracy=endpoint("PASS"))
+        rec = recommendation(run)
+        assert rec["verified"] is None and len(rec["unverified"]) == 2
+
+
+def test_a_tune_recommendation_without_an_accuracy_check_says_so():
+    run = run_with(inspect={"plan": PLAN}, tune={"recommendation": {"significant": True, "command": "x"}})
+    assert recommendation(run)["unverified"][0]["label"] == "tune: faster, accuracy not checked"
+
+
+def test_overall_verdict_fails_on_a_failed_endpoint_and_warns_on_missing_stages():
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("FAIL")))["status"] == "FAIL"
+    status = {"stages": {"bench": {"status": "failed", "reason": "x"}}}
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS"), status=status))["status"] == "WARN"
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS")))["status"] == "PASS"
+
+
+def test_notes_follow_the_report_language():
+    run = run_with(status={"stages": {"bench": {"status": "failed", "reason": "boom"}}}, inspect={"plan": {"warnings": ["w"]}})
+    assert notes(run, "en") == ["Stage bench failed: boom.", "Plan: w."]
+    assert notes(run, "zh") == ["bench 阶段失败：boom。", "部署计划：w。"]
+
+
+def target(dtype="bf16", floor=None, excess=None, status="PASS"):
+    return {"label": f"cpu:{dtype}", "dtype": dtype, "floor": floor, "quant": None, "first_local_excess": excess,
+            "layers": [{"rel_l2": 0.02}], "logits": {"kl_mean": 2e-3}, "greedy": [],
+            "verdict": {"status": status, "checks": [{"name": "mean KL", "value": 1, "status": status.lower()}]}}
+
+
+def test_the_no_excess_sentence_names_its_basis():
+    text = " ".join(findings(run_with(accuracy={"targets": [target()]})))
+    assert "4 x bf16 unit roundoff" in text and "noise floor" not in text
+    text = " ".join(findings(run_with(accuracy={"targets": [target(floor="cpu:bf16")]})))
+    assert "its noise floor" in text
+
+
+def test_stop_divergences_become_a_finding():
+    t = target(status="WARN")
+    t["greedy"] = [{"stop": "early", "divergence": "genuine"}, {"stop": None, "divergence": None}]
+    assert any("end early in 1" in f for f in findings(run_with(accuracy={"targets": [t]})))
+
+
+def test_page_header_lists_failures_first_and_links_cards():
+    run = run_with(accuracy={"targets": [target(status="WARN")]}, endpoint_accuracy={
+        **endpoint("FAIL"), "verdict": {"status": "FAIL", "reasons": ["x"],
+                                        "checks": [{"name": "top-k KL / noise floor", "value": 19.8, "status": "fail"}]}})
+    issues = problems(run)
+    assert [p["status"] for p in issues] == ["fail", "warn"]
+    cards = key_figures(run)
+    assert cards[0]["status"] == "FAIL" and "19.80x" in cards[0]["value"]
+    page = header_html(run, "en", {8: "8-accuracy"})
+    assert 'class="banner fail"' in page and 'href="#8-accuracy"' in page
+
+
+def test_section_ids_and_folded_tables():
+    tokens = [{"level": 1, "name": "Title", "id": "t", "children": [{"level": 2, "name": "8. Accuracy", "id": "8-acc", "children": []}]}]
+    assert section_ids(tokens) == {8: "8-acc"}
+    table = "<table><tr><th>a</th></tr>" + "<tr><td>1</td></tr>" * 20 + "</table>"
+    assert collapse_long_tables(table, "en").startswith("<details><summary>20 rows")
+    short = "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>"
+    assert collapse_long_tables(short, "en") == short
