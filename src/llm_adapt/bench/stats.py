@@ -119,7 +119,7 @@ def across_repeats(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str
         if values.size == 0:
             continue
         median = float(np.median(values))
-        merged[key] = median
+        merged[key] = int(median) if isinstance(value, int) and median.is_integer() else median
         spread[key] = {"median": median, "min": float(values.min()), "max": float(values.max()),
                        "rel_spread": float((values.max() - values.min()) / median) if median else math.nan,
                        "n": int(values.size)}
