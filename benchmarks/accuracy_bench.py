@@ -39,7 +39,7 @@ if mode == "stream":
     from llm_adapt.accuracy.streaming import StreamingReference
     ref = StreamingReference(path)
 else:
-    from llm_adapt.accuracy.compare import InMemoryReference
+    from llm_adapt.accuracy.reference import InMemoryReference
     from llm_adapt.accuracy.runner import Runner, RunnerSpec
     ref = InMemoryReference(Runner(RunnerSpec("cpu", "fp32"), path))
 gen = ref.greedy_all(prompts, new, [2])
@@ -59,7 +59,8 @@ def child(mode: str, path: Path, suite: str, new: int) -> dict:
 def capture_overhead(suite: str, new: int) -> None:
     import torch
 
-    from llm_adapt.accuracy.compare import CompareOptions, compare
+    from llm_adapt.accuracy.compare import compare
+    from llm_adapt.accuracy.options import CompareOptions
     from llm_adapt.accuracy.prompts import corpus_windows, load_prompts, render
     from llm_adapt.accuracy.runner import Runner, RunnerSpec
     from llm_adapt.models.source import resolve_model

@@ -166,7 +166,7 @@ def _inspect(ctx: RunContext) -> None:
 
 
 def _compare_options(ctx: RunContext, targets=()):
-    from llm_adapt.accuracy.compare import CompareOptions
+    from llm_adapt.accuracy.options import CompareOptions
     from llm_adapt.accuracy.runner import RunnerSpec
 
     return CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=tuple(targets), prompts=ctx.workload.prompts,

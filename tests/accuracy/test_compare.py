@@ -7,7 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from llm_adapt.accuracy.compare import CompareOptions, check_same_family, compare, floor_for
+from llm_adapt.accuracy.compare import check_same_family, compare, floor_for
+from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.runner import RunnerSpec, parse_runner
 from llm_adapt.errors import UsageError
 from llm_adapt.models.source import resolve_model

@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm_adapt.accuracy.compare import CompareOptions
+from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.endpoint import compare_endpoint
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.engines.endpoint import Endpoint

@@ -3,7 +3,8 @@ layer, and the clean bf16 target passes. One reference, every faulty copy as a -
 
 import pytest
 
-from llm_adapt.accuracy.compare import CompareOptions, compare
+from llm_adapt.accuracy.compare import compare
+from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.runner import RunnerSpec
 
 from . import faults as f

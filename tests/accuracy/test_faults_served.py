@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from llm_adapt.accuracy.compare import CompareOptions, measure_reference
+from llm_adapt.accuracy.options import CompareOptions
+from llm_adapt.accuracy.reference import measure_reference
 from llm_adapt.accuracy.endpoint import compare_endpoint, measure_floor
 from llm_adapt.accuracy.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec

@@ -91,7 +91,7 @@ def test_server_killed_mid_probe(tmp_path):
 
 
 def test_server_killed_mid_compare(tmp_path, default_model):
-    from llm_adapt.accuracy.compare import CompareOptions
+    from llm_adapt.accuracy.options import CompareOptions
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.runner import RunnerSpec
 

@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from llm_adapt.report.diff import Metric, compare_metric, diff_runs, diff_verdict, feature_changes, write_diff
 from llm_adapt.report.data import RunData

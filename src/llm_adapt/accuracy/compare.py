@@ -12,62 +12,24 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.prompts import Prompt, corpus_windows, load_prompts, render
+from llm_adapt.accuracy.greedy import by_category, greedy_row
+from llm_adapt.accuracy.options import CompareOptions, Progress
+from llm_adapt.accuracy.prompts import load_prompts, render
+from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of, measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
-from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec, check_device, tensor_names
+from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec, check_device
 from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, judge, overall
 from llm_adapt.errors import UsageError
 from llm_adapt.models.source import ModelSource
 
-Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    reference: RunnerSpec
-    targets: tuple[RunnerSpec, ...]
-    baseline: RunnerSpec | None = None  # None: chosen per target (see floor_for)
-    prompts: str = "default"
-    max_new_tokens: int = 64
-    tie_margin: float = 0.3
-    top_k: int = 5
-    ppl_window: int = 512
-    local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
-    reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
-
-
-@dataclass
-class RefPrompt:
-    prompt: Prompt
-    input_ids: list[int]
-    generated: list[int]
-    hidden: list[torch.Tensor]
-    logits: torch.Tensor
-
-    @property
-    def sequence(self) -> list[int]:
-        return self.input_ids + self.generated
-
-
-@dataclass
-class Gold:
-    """Everything measured on the reference, kept for the targets."""
-
-    prompts: list[RefPrompt]
-    corpus: list[list[int]]
-    corpus_nll: list[np.ndarray]
-    eos_ids: list[int]
-    report: RunnerReport | None = None
-    names: list[str] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
 
 
 def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | None) -> RunnerSpec | None:
@@ -123,120 +85,6 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
                   "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
         verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
     )
-
-
-def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
-    """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
-    from transformers import AutoConfig, GenerationConfig
-
-    try:
-        value = GenerationConfig.from_pretrained(model_dir).eos_token_id
-    except OSError:
-        value = AutoConfig.from_pretrained(model_dir).eos_token_id
-    ids = list(value) if isinstance(value, (list, tuple)) else [value] if value is not None else []
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
-    return ids
-
-
-class InMemoryReference:
-    """The reference as one loaded model, behind the same calls as StreamingReference."""
-
-    def __init__(self, runner: Runner):
-        self.runner = runner
-
-    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
-        return [self.runner.generate(ids, max_new_tokens, eos_ids) for ids in prompts]
-
-    def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
-        return [(c.hidden, c.logits) for c in (self.runner.capture(s) for s in sequences)]
-
-    def logits_all(self, sequences: list[list[int]]) -> list[torch.Tensor]:
-        return [self.runner.capture(s).logits for s in sequences]
-
-
-def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
-    """Stream when asked, or automatically when the float32 model would not fit in RAM."""
-    if opts.reference_streaming is not None:
-        return opts.reference_streaming
-    import psutil
-
-    from llm_adapt.inspect.weights import parameters_from_weights
-
-    counted = parameters_from_weights(source.path)
-    return bool(counted) and counted[0] * 4 > 0.6 * psutil.virtual_memory().available
-
-
-def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
-    if should_stream(opts, source):
-        from llm_adapt.accuracy.streaming import StreamingReference
-
-        if opts.reference.device != "cpu" or opts.reference.dtype != "fp32" or opts.reference.quant:
-            raise UsageError("the streaming reference runs on cpu:fp32; use --reference cpu:fp32")
-        ref = StreamingReference(source.path)
-    else:
-        ref = InMemoryReference(Runner(opts.reference, source.path))
-    return ref, eos_ids_of(source.path, tokenizer)
-
-
-def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
-    started = time.monotonic()
-    label = f"reference {opts.reference.label}"
-    progress(label, 0, 3)
-    ref, eos = open_reference(source, tokenizer, opts)
-    load_s = time.monotonic() - started
-    prompts, inputs, skipped = fitting_prompts(prompts, [render(tokenizer, p) for p in prompts],
-                                               max_positions(source.path), opts.max_new_tokens, "the model's max_position_embeddings")
-    if not prompts:
-        raise UsageError(f"no prompt of the suite fits the model's {max_positions(source.path)} positions "
-                         f"with {opts.max_new_tokens} new tokens; use --prompts quick or a shorter suite")
-    generated = ref.greedy_all(inputs, opts.max_new_tokens, eos)
-    progress(label, 1, 3)
-    captures = ref.capture_all([i + g for i, g in zip(inputs, generated)])
-    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
-    progress(label, 2, 3)
-    corpus = corpus_windows(tokenizer, opts.ppl_window)
-    corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus))]
-    progress(label, 3, 3)
-    num_layers = len(kept[0].hidden) - 2
-    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers), skipped=skipped)
-    gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
-    gold.report.streaming = not isinstance(ref, InMemoryReference)
-    return gold
-
-
-def fitting_prompts(prompts: list[Prompt], inputs: list[list[int]], limit: int | None, new_tokens: int,
-                    what: str) -> tuple[list[Prompt], list[list[int]], list[dict[str, Any]]]:
-    """The prompts whose tokens plus `new_tokens` fit `limit`, and one skip row for each other."""
-    kept, kept_inputs, skipped = [], [], []
-    for prompt, ids in zip(prompts, inputs):
-        if limit is not None and len(ids) + new_tokens > limit:
-            skipped.append({"id": prompt.id, "category": prompt.category,
-                            "reason": f"{len(ids)} prompt + {new_tokens} new tokens exceed {what} ({limit})"})
-        else:
-            kept.append(prompt)
-            kept_inputs.append(ids)
-    return kept, kept_inputs, skipped
-
-
-def max_positions(model_dir: Path) -> int | None:
-    from llm_adapt.models.spec import load_config
-
-    cfg = load_config(model_dir)
-    cfg = cfg.get("text_config", cfg)
-    value = cfg.get("max_position_embeddings")
-    return int(value) if isinstance(value, int) and value > 0 else None
-
-
-def _reference_report(spec, gold, tokenizer, load_s, run_s) -> RunnerReport:
-    nll = np.concatenate(gold.corpus_nll)
-    greedy = [{"id": p.prompt.id, "category": p.prompt.category, "prompt_tokens": len(p.input_ids),
-               "ref_tokens": len(p.generated), "ref_text": tokenizer.decode(p.generated, skip_special_tokens=True)}
-              for p in gold.prompts]
-    return RunnerReport(label=spec.label, device=spec.device, dtype=spec.dtype, load_seconds=round(load_s, 2),
-                        run_seconds=round(run_s, 2), layers=[], depth_fit={}, first_local_excess=None,
-                        first_nonfinite=None, logits={}, greedy=greedy, greedy_by_category={},
-                        perplexity={"ref": float(np.exp(nll.mean())), "tokens": int(len(nll))})
 
 
 def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
@@ -380,62 +228,6 @@ def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, toke
     return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, ref_stops, target_stops)
 
 
-def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
-               mutual: Callable[[int, int], bool | None], ref_stops: list[int],
-               target_stops: list[int]) -> dict[str, Any]:
-    """One prompt's greedy comparison: first divergence, classified by the reference's own margin there.
-
-    A token differing is classified by the reference's top-1 - top-2 margin; a side that stopped
-    where the other went on ("early" / "late" stop) by the reference's margin between stopping and
-    going on; a stop where both chose the same token but only one side treats it as a stop is a
-    genuine stop divergence (the EOS lists differ). `mutual(k, pos)`: each side's token at
-    divergence k is in the other's top-k."""
-    k = m.first_divergence(ref.generated, generated)
-    row: dict[str, Any] = {
-        "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
-        "target_tokens": len(generated), "matched_tokens": len(ref.generated) if k is None else k,
-        "exact": k is None, "first_divergence": k, "divergence": None, "stop": None, "ref_margin": None,
-        "mutual_topk": None, "ref_text": tokenizer.decode(ref.generated, skip_special_tokens=True),
-        "target_text": tokenizer.decode(generated, skip_special_tokens=True),
-    }
-    if k is None:
-        return row
-    pos = len(ref.input_ids) + k - 1  # the position whose logits chose token k
-    if k < len(ref.generated) and k < len(generated):
-        ref_tok, tgt_tok = ref.generated[k], generated[k]
-        row.update(ref_token=tokenizer.decode([ref_tok]), target_token=tokenizer.decode([tgt_tok]))
-        if ref_tok in ref_stops or tgt_tok in target_stops:
-            ref_stopped = ref_tok in ref_stops
-            margin = m.stop_margin(ref.logits[pos], ref_tok, [ref_tok] if ref_stopped else [tgt_tok], ref_stopped)
-            return _classified(row, margin, tie_margin, stop="late" if ref_stopped else "early")
-        margin = m.top2_margin(ref.logits[pos])
-        row["mutual_topk"] = mutual(k, pos)
-        return _classified(row, margin, tie_margin)
-    return _stop_row(row, ref, generated, k, pos, tie_margin, ref_stops, target_stops)
-
-
-def _stop_row(row, ref: RefPrompt, generated: list[int], k: int, pos: int, tie_margin: float,
-              ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
-    """One side's tokens are a prefix of the other's: it stopped at k, the other went on."""
-    if len(generated) < len(ref.generated):  # the target ended first
-        last = generated[-1] if generated else None
-        if (last in target_stops and last not in ref_stops) or ref.generated[k] in target_stops:
-            row.update(divergence="genuine", stop="early", stop_note="both chose the same token; only the target stops on it")
-            return row
-        margin = m.stop_margin(ref.logits[pos], ref.generated[k], target_stops, ref_stopped=False)
-        return _classified(row, margin, tie_margin, stop="early")
-    # the reference ended first: it stopped on a token the target also chose but went past
-    row.update(divergence="genuine", stop="late", stop_note=(
-        "both chose the same token; only the reference stops on it" if ref.generated and ref.generated[-1] in ref_stops
-        else "the target went past the reference's last token"))
-    return row
-
-
-def _classified(row: dict[str, Any], margin: float, tie_margin: float, stop: str | None = None) -> dict[str, Any]:
-    row.update(divergence=m.classify_divergence(margin, tie_margin), ref_margin=round(margin, 5), stop=stop)
-    return row
-
-
 def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> RunnerReport:
     layers = []
     for name, f_acc, l_acc in zip(gold.names, full, local):
@@ -458,7 +250,7 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
         first_local_excess=None,
         first_nonfinite=next((r["name"] for r in layers if r["nan_mismatch"]), None),
         logits=_logits_summary(stats), perplexity=_perplexity(gold.corpus_nll, corpus_nll),
-        greedy=greedy, greedy_by_category=_by_category(greedy),
+        greedy=greedy, greedy_by_category=by_category(greedy),
         samples={"kl_by_prompt": [float(x.sum()) for x in stats["kl"]]},
     )
 
@@ -504,25 +296,6 @@ def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> dict[st
     r, t = np.concatenate(ref_nll), np.concatenate(tgt_nll)
     return {"ref": float(np.exp(r.mean())), "target": float(np.exp(t.mean())), "ln_ratio": m.ln_ppl_ratio(r, t),
             "ln_ratio_sem": m.ln_ppl_ratio_sem(r, t), "tokens": int(len(r))}
-
-
-def _by_category(greedy: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for row in greedy:
-        cat = out.setdefault(row["category"], {"prompts": 0, "exact": 0, "matched_tokens": 0, "ref_tokens": 0,
-                                                "near_tie": 0, "genuine": 0, "early_stop": 0, "late_stop": 0})
-        cat["prompts"] += 1
-        cat["exact"] += int(row["exact"])
-        cat["matched_tokens"] += row["matched_tokens"]
-        cat["ref_tokens"] += row["ref_tokens"]
-        if row["divergence"]:
-            cat[row["divergence"].replace("-", "_")] += 1
-        if row.get("stop"):
-            cat[f"{row['stop']}_stop"] += 1
-    for cat in out.values():
-        cat["exact_rate"] = cat["exact"] / cat["prompts"]
-        cat["token_match_rate"] = cat["matched_tokens"] / cat["ref_tokens"] if cat["ref_tokens"] else 1.0
-    return out
 
 
 def check_same_family(reference_dir: Path, target_dir: Path) -> None:

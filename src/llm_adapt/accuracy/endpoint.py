@@ -20,7 +20,9 @@ import torch
 
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.compare import CompareOptions, Gold, greedy_row, measure_reference
+from llm_adapt.accuracy.greedy import by_category, greedy_row
+from llm_adapt.accuracy.options import CompareOptions
+from llm_adapt.accuracy.reference import Gold, measure_reference
 from llm_adapt.accuracy.prompts import load_prompts
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import (
@@ -319,9 +321,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
             floor_decode += _decode_positions(ref, generated, tops, row, opts.top_k, fl.logprobs[n])
     if not rows:
         raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
-    from llm_adapt.accuracy.compare import _by_category
-
-    return {"rows": rows, "by_category": _by_category(rows), "skipped": skipped,
+    return {"rows": rows, "by_category": by_category(rows), "skipped": skipped,
             "floor_genuine": genuine_count(floor_rows) if fl is not None else None,
             "decode": {"server": em.summarize(decode), "floor": em.summarize(floor_decode) if floor_decode else None,
                        "note": "the server's log-probs for its own greedy tokens at decode positions (after the "

@@ -52,7 +52,7 @@ def add_compare_parser(sub) -> None:
 def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":  # noqa: F821
     from dataclasses import replace
 
-    from llm_adapt.accuracy.compare import CompareOptions
+    from llm_adapt.accuracy.options import CompareOptions
     from llm_adapt.accuracy.runner import parse_runner
 
     reference = parse_runner(args.reference)

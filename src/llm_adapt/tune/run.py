@@ -123,7 +123,8 @@ class AccuracyCheck:
     def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
         from transformers import AutoTokenizer
 
-        from llm_adapt.accuracy.compare import CompareOptions, measure_reference
+        from llm_adapt.accuracy.options import CompareOptions
+        from llm_adapt.accuracy.reference import measure_reference
         from llm_adapt.accuracy.endpoint import measure_floor
         from llm_adapt.accuracy.prompts import load_prompts
         from llm_adapt.accuracy.runner import RunnerSpec

@@ -1,0 +1,87 @@
+"""Greedy decoding compared token by token: the first divergence, classified by the reference's own
+margin there (near-tie or genuine), wrong stop positions included. Pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from llm_adapt.accuracy import metrics as m
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.reference import RefPrompt
+
+
+def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
+               mutual: Callable[[int, int], bool | None], ref_stops: list[int],
+               target_stops: list[int]) -> dict[str, Any]:
+    """One prompt's greedy comparison: first divergence, classified by the reference's own margin there.
+
+    A token differing is classified by the reference's top-1 - top-2 margin; a side that stopped
+    where the other went on ("early" / "late" stop) by the reference's margin between stopping and
+    going on; a stop where both chose the same token but only one side treats it as a stop is a
+    genuine stop divergence (the EOS lists differ). `mutual(k, pos)`: each side's token at
+    divergence k is in the other's top-k."""
+    k = m.first_divergence(ref.generated, generated)
+    row: dict[str, Any] = {
+        "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
+        "target_tokens": len(generated), "matched_tokens": len(ref.generated) if k is None else k,
+        "exact": k is None, "first_divergence": k, "divergence": None, "stop": None, "ref_margin": None,
+        "mutual_topk": None, "ref_text": tokenizer.decode(ref.generated, skip_special_tokens=True),
+        "target_text": tokenizer.decode(generated, skip_special_tokens=True),
+    }
+    if k is None:
+        return row
+    pos = len(ref.input_ids) + k - 1  # the position whose logits chose token k
+    if k < len(ref.generated) and k < len(generated):
+        ref_tok, tgt_tok = ref.generated[k], generated[k]
+        row.update(ref_token=tokenizer.decode([ref_tok]), target_token=tokenizer.decode([tgt_tok]))
+        if ref_tok in ref_stops or tgt_tok in target_stops:
+            ref_stopped = ref_tok in ref_stops
+            margin = m.stop_margin(ref.logits[pos], ref_tok, [ref_tok] if ref_stopped else [tgt_tok], ref_stopped)
+            return _classified(row, margin, tie_margin, stop="late" if ref_stopped else "early")
+        margin = m.top2_margin(ref.logits[pos])
+        row["mutual_topk"] = mutual(k, pos)
+        return _classified(row, margin, tie_margin)
+    return _stop_row(row, ref, generated, k, pos, tie_margin, ref_stops, target_stops)
+
+
+def _stop_row(row, ref: RefPrompt, generated: list[int], k: int, pos: int, tie_margin: float,
+              ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
+    """One side's tokens are a prefix of the other's: it stopped at k, the other went on."""
+    if len(generated) < len(ref.generated):  # the target ended first
+        last = generated[-1] if generated else None
+        if (last in target_stops and last not in ref_stops) or ref.generated[k] in target_stops:
+            row.update(divergence="genuine", stop="early", stop_note="both chose the same token; only the target stops on it")
+            return row
+        margin = m.stop_margin(ref.logits[pos], ref.generated[k], target_stops, ref_stopped=False)
+        return _classified(row, margin, tie_margin, stop="early")
+    # the reference ended first: it stopped on a token the target also chose but went past
+    row.update(divergence="genuine", stop="late", stop_note=(
+        "both chose the same token; only the reference stops on it" if ref.generated and ref.generated[-1] in ref_stops
+        else "the target went past the reference's last token"))
+    return row
+
+
+def _classified(row: dict[str, Any], margin: float, tie_margin: float, stop: str | None = None) -> dict[str, Any]:
+    row.update(divergence=m.classify_divergence(margin, tie_margin), ref_margin=round(margin, 5), stop=stop)
+    return row
+
+
+def by_category(greedy: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for row in greedy:
+        cat = out.setdefault(row["category"], {"prompts": 0, "exact": 0, "matched_tokens": 0, "ref_tokens": 0,
+                                                "near_tie": 0, "genuine": 0, "early_stop": 0, "late_stop": 0})
+        cat["prompts"] += 1
+        cat["exact"] += int(row["exact"])
+        cat["matched_tokens"] += row["matched_tokens"]
+        cat["ref_tokens"] += row["ref_tokens"]
+        if row["divergence"]:
+            cat[row["divergence"].replace("-", "_")] += 1
+        if row.get("stop"):
+            cat[f"{row['stop']}_stop"] += 1
+    for cat in out.values():
+        cat["exact_rate"] = cat["exact"] / cat["prompts"]
+        cat["token_match_rate"] = cat["matched_tokens"] / cat["ref_tokens"] if cat["ref_tokens"] else 1.0
+    return out
+

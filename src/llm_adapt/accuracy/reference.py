@@ -1,0 +1,161 @@
+"""The gold reference: greedy continuations of the prompts that fit, one teacher-forced capture of
+every layer and the logits, and the corpus NLL; measured once and kept for every target."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.options import CompareOptions
+from llm_adapt.accuracy.prompts import Prompt, corpus_windows, render
+from llm_adapt.accuracy.result import RunnerReport
+from llm_adapt.accuracy.runner import Runner, tensor_names
+from llm_adapt.errors import UsageError
+from llm_adapt.models.source import ModelSource
+
+
+@dataclass
+class RefPrompt:
+    prompt: Prompt
+    input_ids: list[int]
+    generated: list[int]
+    hidden: list[torch.Tensor]
+    logits: torch.Tensor
+
+    @property
+    def sequence(self) -> list[int]:
+        return self.input_ids + self.generated
+
+
+@dataclass
+class Gold:
+    """Everything measured on the reference, kept for the targets."""
+
+    prompts: list[RefPrompt]
+    corpus: list[list[int]]
+    corpus_nll: list[np.ndarray]
+    eos_ids: list[int]
+    report: RunnerReport | None = None
+    names: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
+
+
+def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
+    """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
+    from transformers import AutoConfig, GenerationConfig
+
+    try:
+        value = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    except OSError:
+        value = AutoConfig.from_pretrained(model_dir).eos_token_id
+    ids = list(value) if isinstance(value, (list, tuple)) else [value] if value is not None else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+class InMemoryReference:
+    """The reference as one loaded model, behind the same calls as StreamingReference."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+
+    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
+        return [self.runner.generate(ids, max_new_tokens, eos_ids) for ids in prompts]
+
+    def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+        return [(c.hidden, c.logits) for c in (self.runner.capture(s) for s in sequences)]
+
+    def logits_all(self, sequences: list[list[int]]) -> list[torch.Tensor]:
+        return [self.runner.capture(s).logits for s in sequences]
+
+
+def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
+    """Stream when asked, or automatically when the float32 model would not fit in RAM."""
+    if opts.reference_streaming is not None:
+        return opts.reference_streaming
+    import psutil
+
+    from llm_adapt.inspect.weights import parameters_from_weights
+
+    counted = parameters_from_weights(source.path)
+    return bool(counted) and counted[0] * 4 > 0.6 * psutil.virtual_memory().available
+
+
+def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
+    if should_stream(opts, source):
+        from llm_adapt.accuracy.streaming import StreamingReference
+
+        if opts.reference.device != "cpu" or opts.reference.dtype != "fp32" or opts.reference.quant:
+            raise UsageError("the streaming reference runs on cpu:fp32; use --reference cpu:fp32")
+        ref = StreamingReference(source.path)
+    else:
+        ref = InMemoryReference(Runner(opts.reference, source.path))
+    return ref, eos_ids_of(source.path, tokenizer)
+
+
+def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
+    started = time.monotonic()
+    label = f"reference {opts.reference.label}"
+    progress(label, 0, 3)
+    ref, eos = open_reference(source, tokenizer, opts)
+    load_s = time.monotonic() - started
+    prompts, inputs, skipped = fitting_prompts(prompts, [render(tokenizer, p) for p in prompts],
+                                               max_positions(source.path), opts.max_new_tokens, "the model's max_position_embeddings")
+    if not prompts:
+        raise UsageError(f"no prompt of the suite fits the model's {max_positions(source.path)} positions "
+                         f"with {opts.max_new_tokens} new tokens; use --prompts quick or a shorter suite")
+    generated = ref.greedy_all(inputs, opts.max_new_tokens, eos)
+    progress(label, 1, 3)
+    captures = ref.capture_all([i + g for i, g in zip(inputs, generated)])
+    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
+    progress(label, 2, 3)
+    corpus = corpus_windows(tokenizer, opts.ppl_window)
+    corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus))]
+    progress(label, 3, 3)
+    num_layers = len(kept[0].hidden) - 2
+    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers), skipped=skipped)
+    gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
+    gold.report.streaming = not isinstance(ref, InMemoryReference)
+    return gold
+
+
+def fitting_prompts(prompts: list[Prompt], inputs: list[list[int]], limit: int | None, new_tokens: int,
+                    what: str) -> tuple[list[Prompt], list[list[int]], list[dict[str, Any]]]:
+    """The prompts whose tokens plus `new_tokens` fit `limit`, and one skip row for each other."""
+    kept, kept_inputs, skipped = [], [], []
+    for prompt, ids in zip(prompts, inputs):
+        if limit is not None and len(ids) + new_tokens > limit:
+            skipped.append({"id": prompt.id, "category": prompt.category,
+                            "reason": f"{len(ids)} prompt + {new_tokens} new tokens exceed {what} ({limit})"})
+        else:
+            kept.append(prompt)
+            kept_inputs.append(ids)
+    return kept, kept_inputs, skipped
+
+
+def max_positions(model_dir: Path) -> int | None:
+    from llm_adapt.models.spec import load_config
+
+    cfg = load_config(model_dir)
+    cfg = cfg.get("text_config", cfg)
+    value = cfg.get("max_position_embeddings")
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def _reference_report(spec, gold, tokenizer, load_s, run_s) -> RunnerReport:
+    nll = np.concatenate(gold.corpus_nll)
+    greedy = [{"id": p.prompt.id, "category": p.prompt.category, "prompt_tokens": len(p.input_ids),
+               "ref_tokens": len(p.generated), "ref_text": tokenizer.decode(p.generated, skip_special_tokens=True)}
+              for p in gold.prompts]
+    return RunnerReport(label=spec.label, device=spec.device, dtype=spec.dtype, load_seconds=round(load_s, 2),
+                        run_seconds=round(run_s, 2), layers=[], depth_fit={}, first_local_excess=None,
+                        first_nonfinite=None, logits={}, greedy=greedy, greedy_by_category={},
+                        perplexity={"ref": float(np.exp(nll.mean())), "tokens": int(len(nll))})
+
