@@ -240,3 +240,10 @@ def test_a_target_whose_own_chat_template_differs_fails():
     assert status(target) == "FAIL"
     target["template_mismatches"] = []
     assert status(target) == "PASS"
+
+
+def test_an_endpoint_whose_every_log_prob_is_nan_fails_without_crashing():
+    s = sections(nonfinite=300)
+    s["teacher_forced"]["server"] = {"positions": 0}
+    result = judge_endpoint(s)
+    assert result["status"] == "FAIL" and any("NaN" in r for r in result["reasons"])

@@ -446,7 +446,7 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(check("NaN/Inf in the server's log-probs", f"{bad} positions", "fail" if bad else "pass",
                      "none allowed", "msprobe: NaN/Inf mismatch is an error"))
     s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
-    if not f:
+    if not f or not s.get("positions"):
         return out
     ratio = m.ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
     allowed = spread.get("allowed", 1.0)
