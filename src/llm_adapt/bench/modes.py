@@ -197,7 +197,7 @@ def _level(plan: Plan, runs: list[dict[str, Any]], partial: bool = False) -> dic
         entry["partial"] = True
     if len(runs) > 1:
         entry["metrics"], entry["spread"] = stats.across_repeats([r["metrics"] for r in runs])
-        entry["repeats"] = [{k: v for k, v in r.items() if k != "metrics"} | {"metrics": r["metrics"]} for r in runs]
+        entry["repeats"] = list(runs)
         entry["sent"] = sum(r["sent"] for r in runs)
     return entry
 
