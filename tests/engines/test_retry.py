@@ -97,6 +97,13 @@ def test_refused_plan_length_starts_again_at_the_estimate(tmp_path, monkeypatch)
     assert saved["predicted"]["max_model_len"] == 256 and saved["prediction_matches"]
 
 
+def test_prediction_is_judged_at_the_served_length(tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "launch_spec", fake_launch)
+    plan = fake_plan(256, "plan") | {"kv_cache_tokens": 999}  # a stale figure for another length must not count
+    with session.started_engine(Inspected(plan), "vllm", tmp_path, notify=print) as (_, result):
+        assert result.predicted["kv_cache_tokens"] == 384 and result.prediction_matches
+
+
 def test_a_length_the_user_set_is_not_changed(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "launch_spec", fake_launch)
     with pytest.raises(EngineStartError, match="estimated maximum model length is 256"):

@@ -123,7 +123,7 @@ def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: dict[str, Any], 
             raise
         kept = log.replace(run_dir / "engine-refused.log")
         first = attempt_record(spec, "refused", error.cause, kept)
-    notify(f"{spec.engine} refused max-model-len {refused} (its KV cache holds one block less than that); "
+    notify(f"{spec.engine} refused max-model-len {refused}: its KV cache cannot hold one request that long; "
            f"starting again at its own estimate, {retry} (first log: {kept})")
     spec = replace(spec, argv=with_max_model_len(spec.argv, retry))
     try:
@@ -143,7 +143,7 @@ def serve_result(server: ManagedServer, spec, plan: dict[str, Any], mode: str) -
     predicted = predicted_for(plan, _served_len(spec, plan))
     matches = None
     if facts.get("kv_cache_tokens") is not None:
-        matches = facts["kv_cache_tokens"] == plan["kv_cache_tokens"]
+        matches = facts["kv_cache_tokens"] == predicted["kv_cache_tokens"]
     return ServeResult(engine=spec.engine, endpoint=server.endpoint.redacted(), host=spec.host, argv=spec.argv,
                        env=spec.env, mode=mode, startup_seconds=server.startup_seconds, log=str(server.log_path),
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
