@@ -60,8 +60,8 @@ def _run_dir(path, tput, ttft):
     path.mkdir()
     metrics = {"output_throughput": tput, "mean_ttft_ms": ttft, "std_ttft_ms": 5.0, "mean_tpot_ms": 20.0,
                "std_tpot_ms": 1.0, "mean_e2el_ms": 1000.0, "std_e2el_ms": 50.0, "completed": 32}
-    (path / "bench-throughput.json").write_text(json.dumps({"runs": [{"metrics": metrics}]}))
-    (path / "status.json").write_text(json.dumps({"stages": {}}))
+    (path / "bench-throughput.json").write_text(json.dumps({"schema_version": 1, "runs": [{"metrics": metrics}]}))
+    (path / "status.json").write_text(json.dumps({"schema_version": 1, "stages": {}}))
     return path
 
 
@@ -76,3 +76,14 @@ def test_diff_of_two_run_directories_writes_json_markdown_and_html(tmp_path):
     assert all(p.exists() for p in paths)
     assert "Regression verdict: WARN" in paths[1].read_text()
     assert "<html" in paths[2].read_text()
+
+
+def test_a_result_of_another_schema_version_is_named_not_misread(tmp_path):
+    from llm_adapt.report.data import load_run
+
+    run = _run_dir(tmp_path / "a", 300.0, 100.0)
+    (run / "probes.json").write_text(json.dumps({"schema_version": 0, "rows": []}))
+    (run / "serve.json").write_text("{not json")
+    data = load_run(run)
+    assert "probes" not in data.parts and "schema version 0 is not 1" in data.unreadable["probes"]
+    assert "serve" in data.unreadable

@@ -43,6 +43,7 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.models.source import ModelSource
 from llm_adapt.results import StageResult
+from llm_adapt.run import layout
 
 SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
 
@@ -116,10 +117,10 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
             break
         except _Unsupported as exc:
             result.sections[name] = {"status": "unsupported", "reason": str(exc)}
-        result.save(out / "endpoint_accuracy.json")
+        result.save(out / layout.ENDPOINT_ACCURACY)
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
     result.verdict = judge_endpoint(result.sections)
-    result.save(out / "endpoint_accuracy.json")
+    result.save(out / layout.ENDPOINT_ACCURACY)
     return result
 
 

@@ -23,3 +23,19 @@ class CompareOptions:
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
     reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
 
+
+
+def with_quants(mains: list[RunnerSpec], quants: tuple[str, ...] | list[str]) -> list[RunnerSpec]:
+    """The targets of a comparison: each main target, then each of them with each weight quantization."""
+    from dataclasses import replace
+
+    return list(mains) + [replace(t, quant=q) for t in mains for q in quants]
+
+
+def served_floor(reference: RunnerSpec, served_dtype: str, explicit: RunnerSpec | None = None) -> RunnerSpec | None:
+    """The in-process noise floor of a served model: the reference's device at the served dtype (or
+    the user's --baseline); None when that is the reference itself."""
+    from dataclasses import replace
+
+    floor = explicit or replace(reference, dtype=served_dtype)
+    return None if floor == reference else floor

@@ -12,6 +12,7 @@ from llm_adapt.cli_common import (
     help_formatter,
     show_result,
 )
+from llm_adapt.run import layout
 
 EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
@@ -52,14 +53,14 @@ def add_compare_parser(sub) -> None:
 def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":  # noqa: F821
     from dataclasses import replace
 
-    from llm_adapt.accuracy.options import CompareOptions
+    from llm_adapt.accuracy.options import CompareOptions, with_quants
     from llm_adapt.accuracy.runner import parse_runner
 
     reference = parse_runner(args.reference)
     mains = [parse_runner(t) for t in (args.target or [f"{platform}:bf16"])]
     if args.target_model:
         mains = [replace(t, model_path=args.target_model.resolve()) for t in mains]
-    targets = mains + [replace(t, quant=q) for t in mains for q in (args.quant or [])]
+    targets = with_quants(mains, args.quant or [])
     return CompareOptions(reference=reference, targets=tuple(targets),
                           baseline=parse_runner(args.baseline) if args.baseline else None, prompts=args.prompts,
                           max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
@@ -87,15 +88,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare")
     with progress_bar() as report:
         result = compare(source, options, report)
-    path = result.save(out / "accuracy.json")
+    path = result.save(out / layout.ACCURACY)
     show_result(result, args.json, print_accuracy, path)
     return 0
 
 
 def compare_with_endpoint(args: argparse.Namespace, options) -> int:
-    from dataclasses import replace
-
     from llm_adapt.accuracy.endpoint import compare_endpoint
+    from llm_adapt.accuracy.options import served_floor
     from llm_adapt.accuracy.endpoint_summary import print_endpoint_accuracy
     from llm_adapt.accuracy.runner import parse_runner
     from llm_adapt.models.source import resolve_model
@@ -105,9 +105,9 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     endpoint = endpoint_from_args(args)
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("compare")
-    floor = parse_runner(args.baseline) if args.baseline else replace(options.reference, dtype=args.served_dtype)
+    floor = served_floor(options.reference, args.served_dtype, parse_runner(args.baseline) if args.baseline else None)
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
     with progress_bar() as report:
-        result = compare_endpoint(source, endpoint, options, None if floor == options.reference else floor, out, report)
-    show_result(result, args.json, print_endpoint_accuracy, out / "endpoint_accuracy.json")
+        result = compare_endpoint(source, endpoint, options, floor, out, report)
+    show_result(result, args.json, print_endpoint_accuracy, out / layout.ENDPOINT_ACCURACY)
     return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1

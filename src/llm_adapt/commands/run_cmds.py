@@ -50,54 +50,51 @@ def add_run_parser(sub) -> None:
 
 
 def pipeline_skippable() -> tuple[str, ...]:
-    return ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
+    from llm_adapt.run.config import SKIPPABLE
+
+    return SKIPPABLE
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from llm_adapt.pipeline import QUICK, RunContext, RunSizes, run_pipeline
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
+    from llm_adapt.run import layout
+    from llm_adapt.run.config import QUICK, RunConfig, RunSizes
+    from llm_adapt.run.pipeline import new_status, run_pipeline
+    from llm_adapt.run.state import RunState
     from llm_adapt.rundir import ensure_writable, new_run_dir
 
-    workload = QUICK if args.quick else RunSizes()
+    sizes = QUICK if args.quick else RunSizes()
     if args.prompts:
         from llm_adapt.accuracy.prompts import load_prompts
 
         load_prompts(args.prompts)  # bad prompts fail before any work
-        workload = replace(workload, prompts=args.prompts)
-    if args.resume and not (args.out and (args.out / "status.json").exists()):
+        sizes = replace(sizes, prompts=args.prompts)
+    if args.resume and not (args.out and (args.out / layout.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
     endpoint = endpoint_from_args(args) if args.endpoint else None
     if endpoint is not None:
         from llm_adapt.engines.preflight import resolve_model_name
 
         resolve_model_name(endpoint)  # an unreachable endpoint fails before any work
-    from llm_adapt.models.source import resolve_model
-    from llm_adapt.platforms import detect_platform
-
     source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)  # fail before making a run dir
     if not args.dummy:
         source.require_weights("run (use --dummy for a dummy-weight check)")
-    label = args.platform or detect_platform()
-    out = ensure_writable(args.out) if args.out else new_run_dir(_run_name(args.model), label)
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
-        ctx = RunContext(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
-                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
-                         graph=args.graph, startup_timeout_s=args.startup_timeout, dummy=args.dummy,
-                         offline=args.offline,
-                         workload=workload, lang=args.lang, skip=set(args.skip),
-                         resume=args.resume, progress=report, log=lambda m: print(m, file=sys.stderr))
-        status = run_pipeline(ctx)
-    report_path = out / ("report.md" if args.lang == "en" else f"report.{args.lang}.md")
-    print(f"report: {report_path}")
+        cfg = RunConfig(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
+                        platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
+                        graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
+                        skip=frozenset(args.skip), resume=args.resume, dummy=args.dummy, offline=args.offline,
+                        progress=report, log=lambda m: print(m, file=sys.stderr))
+        status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
+    print(f"report: {out / layout.report(args.lang, 'md')}")
     failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]
     return 1 if failed else 0
-
-
-def _run_name(model: str) -> str:
-    return "SmolLM2-135M-Instruct" if model == "default" else Path(model).name.removesuffix(".gguf") or "model"
 
 
 def add_report_parser(sub) -> None:

@@ -91,3 +91,14 @@ def cached_models() -> list[dict[str, str]]:
         size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
         rows.append({"name": entry.name, "path": str(entry), "source": meta.get("source", ""), "bytes": str(size)})
     return rows
+
+
+def prompt_tokenizer_dir(source: ModelSource | None, explicit: Path | None = None) -> tuple[Path, str | None]:
+    """The tokenizer that builds benchmark prompts: the user's, else the model's own, else the default
+    model's (for config-only models), with a note saying so in that last case."""
+    if explicit is not None:
+        return Path(explicit), None
+    if source is not None and source.has_tokenizer:
+        return source.path, None
+    return resolve_model(DEFAULT_MODEL).path, ("prompts built with the default model's tokenizer "
+                                               "(pass --tokenizer for the served model's)")

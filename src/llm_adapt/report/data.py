@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
-
-FILES = {"status": "status.json", "environment": "environment.json", "inspect": "inspect.json",
-         "accuracy": "accuracy.json", "serve": "serve.json", "probes": "probes.json",
-         "endpoint_accuracy": "endpoint_accuracy.json", "tune": "tune.json"}
-BENCH_MODES = ("latency", "throughput", "sweep", "serve")
+from llm_adapt.run import layout
 
 
 @dataclass
@@ -31,12 +26,12 @@ def load_run(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
     data = RunData(run_dir)
-    for name, file in FILES.items():
+    for name, file in layout.RESULTS.items():
         _read(data, name, run_dir / file, data.parts)
-    for mode in BENCH_MODES:
-        _read(data, mode, run_dir / f"bench-{mode}.json", data.bench)
-    if "bench" not in data.bench and (run_dir / "bench.json").exists():
-        _read(data, "bench", run_dir / "bench.json", data.bench)
+    for mode in layout.BENCH_MODES:
+        _read(data, mode, run_dir / layout.bench(mode), data.bench)
+    if "bench" not in data.bench and (run_dir / layout.bench()).exists():
+        _read(data, "bench", run_dir / layout.bench(), data.bench)
     if not data.parts.get("inspect") and not data.parts.get("status"):
         raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
     return data
@@ -46,6 +41,6 @@ def _read(data: RunData, name: str, path: Path, into: dict) -> None:
     if not path.exists():
         return
     try:
-        into[name] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        data.unreadable[name] = f"{path.name}: {exc}"
+        into[name] = layout.read_result(path)
+    except layout.UnreadableResult as exc:  # named in the report's notes, never misread
+        data.unreadable[name] = str(exc)

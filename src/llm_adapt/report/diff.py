@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
+from llm_adapt.run import layout
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -164,7 +165,7 @@ def diff_runs(dir_a: Path, dir_b: Path) -> DiffResult:
 def diff_markdown(result: DiffResult) -> str:
     from llm_adapt.report.render import cell, num
 
-    lines = [f"# llm-adapt diff", "", f"A: `{result.run_a}`  ", f"B: `{result.run_b}`", "",
+    lines = ["# llm-adapt diff", "", f"A: `{result.run_a}`  ", f"B: `{result.run_b}`", "",
              f"**Regression verdict: {result.verdict['status']}**"
              + (" — " + cell("; ".join(result.verdict["reasons"])) if result.verdict["reasons"] else ""), "",
              f"A change counts beyond {K_SE:g} standard errors of the difference and {MIN_RELATIVE:.0%} of A "
@@ -183,7 +184,7 @@ def write_diff(result: DiffResult, out: Path) -> list[Path]:
 
     out = Path(out)
     text = diff_markdown(result)
-    paths = [result.save(out / "diff.json"), out / "diff.md", out / "diff.html"]
+    paths = [result.save(out / layout.DIFF), out / "diff.md", out / "diff.html"]
     write_text_atomic(paths[1], text)
     write_text_atomic(paths[2], to_html(text, out, "en"))
     return paths

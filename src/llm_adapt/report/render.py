@@ -16,6 +16,7 @@ from llm_adapt.report.findings import findings, main_target, notes, overall_verd
 from llm_adapt.report.page import collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
+from llm_adapt.run import layout
 
 LANGS = ("en", "zh")
 
@@ -96,9 +97,8 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
         raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
     run = load_run(run_dir)
     plots = draw_all(run)
-    suffix = "" if lang == "en" else f".{lang}"
     markdown_text = environment(lang).get_template(f"{lang}/report.md.j2").render(**context(run, plots, lang))
-    md_path, html_path = run.dir / f"report{suffix}.md", run.dir / f"report{suffix}.html"
+    md_path, html_path = run.dir / layout.report(lang, "md"), run.dir / layout.report(lang, "html")
     write_text_atomic(md_path, markdown_text)
     write_text_atomic(html_path, to_html(markdown_text, run.dir, lang, run))
     return [md_path, html_path]

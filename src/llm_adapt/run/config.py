@@ -1,0 +1,56 @@
+"""What the user asked of a run: fixed before the first stage starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from llm_adapt.engines.endpoint import Endpoint
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.models.source import ModelSource
+
+STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "bench", "report")
+SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
+
+
+@dataclass(frozen=True)
+class RunSizes:
+    """How much each measuring stage does; `make run` must finish in about 15 minutes on 2 cores."""
+
+    prompts: str = "default"
+    max_new_tokens: int = 48
+    latency_iterations: int = 5
+    input_len: int = 128
+    output_len: int = 64
+    throughput_prompts: int = 16
+    sweep: tuple[int, ...] = (1, 2, 4)
+    sweep_prompts: int = 8
+    quants: tuple[str, ...] = ("int8-tensor", "int8-channel")
+
+
+QUICK = RunSizes(prompts="quick", max_new_tokens=12, latency_iterations=3, input_len=64, output_len=16,
+                 throughput_prompts=6, sweep=(1, 2), sweep_prompts=4, quants=("int8-tensor",))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    out: Path
+    model_arg: str
+    plan_options_for: Callable[["ModelSource"], "PlanOptions"]
+    platform: str | None = None  # None: detected
+    target: str | None = None  # in-process DEVICE:DTYPE; None: this machine's platform at bf16
+    engine: str | None = None  # vllm | transformers; None: vLLM when installed
+    endpoint: "Endpoint | None" = None  # an external server instead of starting one
+    graph: bool = False
+    startup_timeout_s: float = 900.0
+    sizes: RunSizes = RunSizes()
+    lang: str = "en"
+    skip: frozenset[str] = field(default_factory=frozenset)
+    resume: bool = False
+    dummy: bool = False  # random weights: serve, probes and bench only
+    offline: bool = False
+    # where progress and one-line messages go (I/O hooks, not settings)
+    progress: Callable[[str, int, int], None] = lambda what, done, total: None
+    log: Callable[[str], None] = print

@@ -1,0 +1,109 @@
+"""`llm-adapt run`: inspect -> accuracy -> engine -> probes -> endpoint accuracy -> bench -> report.
+
+Every stage writes its JSON the moment it finishes, and status.json says what ran, failed or was
+skipped and why; the report is rendered from those files alone. `--resume` skips finished stages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from dataclasses import asdict
+from typing import Callable
+
+from llm_adapt.errors import AdaptError
+from llm_adapt.run import layout, stages
+from llm_adapt.run.config import STAGES, RunConfig
+from llm_adapt.run.state import RunState, RunStatus
+
+Stage = Callable[[RunConfig, RunState], None]
+
+
+def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
+    """Run every stage; `state` may carry the model the command already resolved."""
+    from llm_adapt.environment import collect
+
+    state = state or RunState(status=new_status(cfg))
+    state.status = _load_or_new_status(cfg)
+    collect().save(cfg.out / layout.ENVIRONMENT)
+    with contextlib.ExitStack() as engine_scope:
+        for stage in STAGES[:-1]:
+            if stage == "serve":
+                _serve(cfg, state, engine_scope)
+                continue
+            _run_stage(cfg, state, stage, stages.MEASURING[stage])
+        engine_scope.close()  # stop the engine before the report: nothing of ours outlives its use
+    _run_stage(cfg, state, "report", stages.report)
+    state.status.finished = True
+    state.status.save(cfg.out / layout.STATUS)
+    return state.status
+
+
+def new_status(cfg: RunConfig) -> RunStatus:
+    return RunStatus(model=cfg.model_arg, platform=cfg.platform or "", workload=asdict(cfg.sizes),
+                     stages={s: {"status": "pending"} for s in STAGES}, dummy=cfg.dummy)
+
+
+def _load_or_new_status(cfg: RunConfig) -> RunStatus:
+    path = cfg.out / layout.STATUS
+    if cfg.resume and path.exists():
+        return RunStatus.load(path)
+    return new_status(cfg)
+
+
+def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> None:
+    state.status.stages[stage] = {"status": status, **extra}
+    state.status.save(cfg.out / layout.STATUS)
+
+
+def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None:
+    if stage in cfg.skip:
+        return _mark(cfg, state, stage, "skipped", reason="--skip " + stage)
+    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy"):
+        return _mark(cfg, state, stage, "not applicable", reason="dummy-weight verification: the weights are random")
+    previous = state.status.stages.get(stage, {})
+    if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
+        cfg.log(f"{stage}: done in an earlier run, kept")
+        return
+    blocked = _blocked_by(cfg, state, stage)
+    if blocked:
+        return _mark(cfg, state, stage, "not run", reason=blocked)
+    started = time.monotonic()
+    _mark(cfg, state, stage, "running")
+    try:
+        func(cfg, state)
+    except KeyboardInterrupt:
+        _mark(cfg, state, stage, "interrupted", seconds=round(time.monotonic() - started, 1))
+        raise
+    except AdaptError as exc:
+        _mark(cfg, state, stage, "failed", reason=str(exc), seconds=round(time.monotonic() - started, 1))
+        cfg.log(f"{stage}: failed: {exc}")
+        if stage == "inspect":
+            raise
+        return
+    except Exception as exc:  # a bug in one stage must not lose the others
+        _mark(cfg, state, stage, "failed", reason=f"{type(exc).__name__}: {exc}",
+              seconds=round(time.monotonic() - started, 1), trace=traceback.format_exc(limit=6))
+        cfg.log(f"{stage}: failed: {type(exc).__name__}: {exc}")
+        if stage == "inspect":  # nothing else can run without the model and its plan
+            raise AdaptError(f"inspect failed ({type(exc).__name__}: {exc}); see {cfg.out / layout.STATUS}") from None
+        return
+    _mark(cfg, state, stage, "done", seconds=round(time.monotonic() - started, 1))
+    cfg.log(f"{stage}: done in {time.monotonic() - started:.1f} s")
+
+
+def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
+    if stage in ("probes", "endpoint_accuracy", "bench") and state.server is None and cfg.endpoint is None:
+        serve = state.status.stages.get("serve", {})
+        return f"no endpoint: the engine {serve.get('status', 'did not start')}" + (
+            f" ({serve['reason']})" if serve.get("reason") else "")
+    return None
+
+
+def _serve(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
+    if cfg.endpoint is not None:
+        return _mark(cfg, state, "serve", "skipped", reason=f"external endpoint {cfg.endpoint.base_url}")
+    if cfg.resume and state.status.stages.get("serve", {}).get("status") == "done":
+        state.status.stages["serve"] = {"status": "pending"}  # a resumed run needs its engine again
+    _run_stage(cfg, state, "serve", lambda c, s: stages.start_engine(c, s, scope))

@@ -1,0 +1,117 @@
+"""One function per stage of `llm-adapt run`: each reads the config and the state, writes its typed
+JSON result into the run directory, and leaves what later stages need in the state."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from llm_adapt.errors import AdaptError
+from llm_adapt.run import layout
+from llm_adapt.run.config import RunConfig
+from llm_adapt.run.state import RunState
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.options import CompareOptions
+
+
+def inspect(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+
+    if state.source is None:
+        state.source = resolve_model(cfg.model_arg, weights=not cfg.dummy, offline=cfg.offline)
+    state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
+    state.status.platform = state.inspect.platform["name"]
+    state.inspect.save(cfg.out / layout.INSPECT)
+
+
+def compare_options(cfg: RunConfig, targets=()) -> "CompareOptions":
+    from llm_adapt.accuracy.options import CompareOptions
+    from llm_adapt.accuracy.runner import RunnerSpec
+
+    return CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=tuple(targets), prompts=cfg.sizes.prompts,
+                          max_new_tokens=cfg.sizes.max_new_tokens)
+
+
+def accuracy(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.accuracy.compare import compare
+    from llm_adapt.accuracy.options import with_quants
+    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.platforms import detect_platform
+
+    main = parse_runner(cfg.target or f"{detect_platform()}:bf16")  # in-process targets run on this machine
+    kept: list = []
+    result = compare(state.source, compare_options(cfg, with_quants([main], cfg.sizes.quants)), cfg.progress,
+                     keep_gold=kept)
+    state.gold = kept[0] if kept else None
+    result.save(cfg.out / layout.ACCURACY)
+
+
+def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
+    """The engine of the plan, kept running in `scope` until the measuring stages are done."""
+    from llm_adapt.engines.session import choose_engine, started_engine
+
+    engine = choose_engine(cfg.engine)
+    cfg.log(f"serve: starting {engine} ...")
+    server, _ = scope.enter_context(started_engine(state.inspect, engine, cfg.out, mode="graph" if cfg.graph else "eager",
+                                                   startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
+    state.server = server
+
+
+def endpoint_of(cfg: RunConfig, state: RunState):
+    return cfg.endpoint if cfg.endpoint is not None else state.server.endpoint
+
+
+def probes(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.probes.run import run_probes
+
+    engine = state.server.spec.engine if state.server else None
+    result = run_probes(endpoint_of(cfg, state), cfg.out, engine=engine, progress=cfg.progress, dummy=cfg.dummy)
+    if not result.complete:
+        raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
+
+
+def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.accuracy.endpoint import compare_endpoint
+    from llm_adapt.accuracy.options import served_floor
+
+    options = compare_options(cfg)
+    floor = served_floor(options.reference, state.inspect.plan["dtype"])
+    result = compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, cfg.out, cfg.progress,
+                              gold=state.gold)
+    missing = [n for n, s in result.sections.items() if s["status"] == "not run"]
+    if missing:
+        raise AdaptError(f"the server stopped answering; not run: {', '.join(missing)}")
+
+
+def bench(cfg: RunConfig, state: RunState) -> None:
+    from transformers import AutoTokenizer
+
+    from llm_adapt.bench.modes import BenchOptions, Workload, run_bench, server_tokenizes
+    from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.models.source import prompt_tokenizer_dir
+
+    s, endpoint = cfg.sizes, endpoint_of(cfg, state)
+    model, _ = resolve_model_name(endpoint)
+    tokenizer_dir, _ = prompt_tokenizer_dir(state.source)
+    work = Workload(AutoTokenizer.from_pretrained(tokenizer_dir), as_ids=server_tokenizes(endpoint, model))
+    pid = state.server.proc.pid if state.server else None
+    plans = [BenchOptions(mode="latency", iterations=s.latency_iterations, input_len=s.input_len, output_len=s.output_len),
+             BenchOptions(mode="throughput", num_prompts=s.throughput_prompts, input_len=s.input_len,
+                          output_len=s.output_len),
+             BenchOptions(mode="sweep", concurrencies=s.sweep, num_prompts=s.sweep_prompts, input_len=s.input_len,
+                          output_len=s.output_len, warmup=1)]
+    for opts in plans:
+        run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress, name=layout.bench(opts.mode))
+
+
+def report(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.report.render import render_report
+
+    for path in render_report(cfg.out, cfg.lang):
+        cfg.log(f"report: {path}")
+
+
+MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
+             "bench": bench}

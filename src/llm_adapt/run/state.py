@@ -1,0 +1,34 @@
+"""What a run has so far: filled stage by stage, and status.json on disk after every change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from llm_adapt.results import StageResult
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.reference import Gold
+    from llm_adapt.engines.server import ManagedServer
+    from llm_adapt.inspect.stage import InspectResult
+    from llm_adapt.models.source import ModelSource
+
+
+class RunStatus(StageResult):
+    KIND: ClassVar[str] = "status"
+
+    model: str
+    platform: str
+    stages: dict[str, dict[str, Any]]
+    workload: dict[str, Any]
+    finished: bool = False
+    dummy: bool = False
+
+
+@dataclass
+class RunState:
+    status: RunStatus
+    source: "ModelSource | None" = None  # resolved once, by the command, before the run directory exists
+    inspect: "InspectResult | None" = None
+    gold: "Gold | None" = None  # the reference measured in-process, reused by endpoint accuracy
+    server: "ManagedServer | None" = None  # the engine this run started
