@@ -39,6 +39,7 @@ from llm_adapt.accuracy.verdict import (
     top1_status,
     worst,
 )
+from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.models.source import ModelSource
@@ -58,29 +59,6 @@ class EndpointAccuracyResult(StageResult):
     settings: dict[str, Any]
     sections: dict[str, dict[str, Any]]  # name -> {"status": done | not run | unsupported, ...}
     verdict: dict[str, Any] | None = None
-
-
-class ServerGone(Exception):
-    pass
-
-
-class EndpointClient:
-    def __init__(self, endpoint: Endpoint, model: str, timeout_s: float = 300.0):
-        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        self.endpoint, self.model = endpoint, model
-        self.http = httpx.Client(headers=headers, timeout=timeout_s)
-
-    def post(self, url: str, payload: dict) -> httpx.Response:
-        try:
-            return self.http.post(url, json={"model": self.model, **payload})
-        except httpx.TransportError as exc:
-            raise ServerGone(f"the server stopped answering ({type(exc).__name__})") from None
-
-    def v1(self, path: str, payload: dict) -> httpx.Response:
-        return self.post(f"{self.endpoint.base_url}/{path}", payload)
-
-    def root(self, path: str, payload: dict) -> httpx.Response:
-        return self.post(self.endpoint.root_url + path, payload)
 
 
 def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptions, floor: RunnerSpec | None,
@@ -174,7 +152,7 @@ def _tokenization(client: EndpointClient, gold: Gold, tokenizer) -> dict[str, An
     for ref in gold.prompts:
         payload = ({"prompt": ref.prompt.text, "add_special_tokens": True} if ref.prompt.text is not None else
                    {"messages": ref.prompt.as_messages(), "add_generation_prompt": True})
-        reply = client.root("/tokenize", payload)
+        reply = client.post("/tokenize", payload)
         if reply.status_code != 200:
             raise _Unsupported(f"POST /tokenize answered {reply.status_code}: cannot check the server's rendering")
         checked += 1
@@ -199,7 +177,7 @@ def _refusal(reply: httpx.Response, what: str) -> Exception:
 
 
 def _prompt_logprobs(client: EndpointClient, ids: list[int], k: int) -> list[dict[int, dict]]:
-    reply = client.v1("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k})
+    reply = client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k})
     if reply.status_code != 200:
         raise _refusal(reply, "prompt_logprobs request")
     plp = reply.json()["choices"][0].get("prompt_logprobs")
@@ -354,9 +332,9 @@ def _server_greedy(client, ref, opts) -> tuple[list[int], list[dict[int, float]]
     common = {"max_tokens": opts.max_new_tokens, "temperature": 0, "logprobs": True, "top_logprobs": opts.top_k,
               "return_token_ids": True, "return_tokens_as_token_ids": True}
     if ref.prompt.text is not None:
-        reply = client.v1("completions", {"prompt": ref.prompt.text, **common, "logprobs": opts.top_k})
+        reply = client.post("completions", {"prompt": ref.prompt.text, **common, "logprobs": opts.top_k})
     else:
-        reply = client.v1("chat/completions", {"messages": ref.prompt.as_messages(), **common})
+        reply = client.post("chat/completions", {"messages": ref.prompt.as_messages(), **common})
     if reply.status_code != 200:
         raise _refusal(reply, "greedy request")
     choice = reply.json()["choices"][0]

@@ -13,6 +13,7 @@ import aiohttp
 
 from llm_adapt.bench.client import Record, RequestSpec, send
 from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.client import auth_headers
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
@@ -21,7 +22,7 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
                    sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
                    label: str = "requests") -> dict[str, Any]:
     """Warm-up requests first (not recorded), then the measured ones; returns timing facts."""
-    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else None
+    headers = auth_headers(endpoint) or None
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     connector = aiohttp.TCPConnector(limit=max_concurrency or 0, force_close=False)
     warm = [s for s in specs if s.warmup]

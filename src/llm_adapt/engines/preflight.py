@@ -6,19 +6,16 @@ from typing import Any
 
 import httpx
 
+from llm_adapt.engines.client import auth_headers
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.errors import AdaptError, UsageError
-
-
-def _headers(endpoint: Endpoint) -> dict[str, str]:
-    return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
 
 
 def served_models(endpoint: Endpoint, timeout_s: float = 10.0) -> tuple[list[dict[str, Any]] | None, str]:
     """(models listed by /v1/models or None, why not). Raises for what the user must fix."""
     url = f"{endpoint.base_url}/models"
     try:
-        reply = httpx.get(url, headers=_headers(endpoint), timeout=timeout_s)
+        reply = httpx.get(url, headers=auth_headers(endpoint), timeout=timeout_s)
     except httpx.ConnectError:
         raise AdaptError(f"cannot reach {endpoint.base_url}: connection refused; is the server running there?") from None
     except httpx.TimeoutException:

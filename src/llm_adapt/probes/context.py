@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from llm_adapt.engines.client import http_client, openai_client, url
 from llm_adapt.engines.endpoint import Endpoint
 
 SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN = "supported", "unsupported", "error", "not run"
@@ -26,20 +27,15 @@ class ProbeContext:
 
     def post(self, path: str, payload: dict) -> httpx.Response:
         """Raw POST relative to /v1 (path "completions") or to the root (path "/tokenize")."""
-        url = (self.endpoint.root_url + path) if path.startswith("/") else f"{self.endpoint.base_url}/{path}"
-        return self.http.post(url, json=payload, timeout=self.timeout_s)
+        return self.http.post(url(self.endpoint, path), json=payload, timeout=self.timeout_s)
 
     def get(self, path: str) -> httpx.Response:
-        url = (self.endpoint.root_url + path) if path.startswith("/") else f"{self.endpoint.base_url}/{path}"
-        return self.http.get(url, timeout=self.timeout_s)
+        return self.http.get(url(self.endpoint, path), timeout=self.timeout_s)
 
 
 def make_context(endpoint: Endpoint, model: str, timeout_s: float = 120.0) -> ProbeContext:
-    from openai import OpenAI
-
-    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-    client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY", timeout=timeout_s, max_retries=0)
-    return ProbeContext(endpoint, client, httpx.Client(headers=headers), model, timeout_s=timeout_s)
+    return ProbeContext(endpoint, openai_client(endpoint, timeout_s), http_client(endpoint, timeout_s), model,
+                        timeout_s=timeout_s)
 
 
 @dataclass
