@@ -32,7 +32,8 @@ def error_growth(acc: dict[str, Any], out: Path) -> Path | None:
     ax.set_xticks(range(0, len(names), step), [names[i].replace("layer ", "L") for i in range(0, len(names), step)],
                   rotation=45, fontsize=8)
     ax.set_yscale("log")
-    ax.set_ylabel("relative L2 error vs fp32")
+    ax.set_xlabel("tensor (embeddings, decoder layers L0.., final norm)")
+    ax.set_ylabel("relative L2 error vs fp32 (log)")
     ax.set_title("Hidden-state error over depth (full: inherited + own; local: own)")
     ax.legend(fontsize=7, ncol=2)
     return _save(fig, out / "accuracy_depth.png")
@@ -53,7 +54,8 @@ def kl_percentiles(acc: dict[str, Any], out: Path) -> Path | None:
         ax.bar([k + i * width for k in range(len(keys))], [max(t["logits"][k], 1e-9) for k in keys], width, label=t["label"])
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], ["p50", "p95", "p99", "p99.9", "max"])
     ax.set_yscale("log")
-    ax.set_ylabel("KL(ref || target), nats")
+    ax.set_xlabel("percentile over token positions")
+    ax.set_ylabel("KL(ref || target), nats (log)")
     ax.set_title("Per-token KL divergence percentiles")
     ax.legend(fontsize=7)
     return _save(fig, out / "accuracy_kl.png")
@@ -69,7 +71,9 @@ def latency_percentiles(run: RunData, out: Path) -> Path | None:
             values = [m[f"median_{metric}"], m[f"p90_{metric}"], m[f"p95_{metric}"], m[f"p99_{metric}"]]
             ax.bar([k + i * 0.35 for k in range(4)], values, 0.35, label=name)
         ax.set_xticks([k + 0.175 for k in range(4)], ["p50", "p90", "p95", "p99"])
-        ax.set_title(metric.replace("_ms", "").upper() + " (ms)")
+        ax.set_title(metric.replace("_ms", "").upper())
+        ax.set_ylabel("milliseconds")
+        ax.set_xlabel("percentile over requests")
         ax.legend(fontsize=7)
     return _save(fig, out / "bench_latency.png")
 
@@ -81,7 +85,7 @@ def sweep_curve(run: RunData, out: Path) -> Path | None:
     loads = [r["load"] for r in sweep["runs"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ax.plot(loads, [r["metrics"]["output_throughput"] for r in sweep["runs"]], marker="o", label="output tok/s")
-    ax.set_xlabel("concurrency")
+    ax.set_xlabel("concurrent requests")
     ax.set_ylabel("output tokens/s")
     ax2 = ax.twinx()
     ax2.plot(loads, [r["metrics"]["median_ttft_ms"] for r in sweep["runs"]], marker="s", color="tab:red", label="TTFT p50")
