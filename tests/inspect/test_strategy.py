@@ -169,19 +169,22 @@ def test_custom_code_is_walked_when_trusted(odd_model):
 
 
 @pytest.mark.slow
-def test_vllm_lacks_it_and_its_transformers_backend_refuses_it(odd_model, tmp_path):
-    """One real vLLM start (about 30-60 s here): the engine's cause, then a plugin skeleton."""
-    from llm_adapt.inspect.strategy import settle_strategy
+def test_vllm_lacks_it_and_its_transformers_backend_refuses_it(odd_model, tmp_path, capsys):
+    """One real vLLM start (about 20-30 s here), through the CLI: the engine's cause, then a plugin skeleton."""
+    from llm_adapt.cli import main
 
-    result = inspect(odd_model, trust=True)
-    strategy = settle_strategy(result, tmp_path)
-    assert strategy.trial["started"] is False, strategy.trial
-    assert "not compatible with vLLM" in strategy.trial["cause"]
-    assert strategy.decision == PLUGIN and "--model-impl" in strategy.trial["argv"]
+    code = main(["inspect", str(odd_model), "--platform", "cpu", "--kv-cache-space", "1", "--max-model-len", "128",
+                 "--trust-remote-code", "--try-backend", "--out", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    strategy = json.loads(out)["strategy"]
+    assert code == 1 and "plugin skeleton in" in err
+    assert strategy["trial"]["started"] is False, strategy["trial"]
+    assert "not compatible with vLLM" in strategy["trial"]["cause"]
+    assert strategy["decision"] == PLUGIN and "--model-impl" in strategy["trial"]["argv"]
     pkg = tmp_path / plugin_name("TinyOddForCausalLM")
     assert 'register_model("TinyOddForCausalLM"' in (pkg / plugin_name("TinyOddForCausalLM") / "__init__.py").read_text()
-    assert result.strategy["plugin"]["path"] == str(pkg)
-
+    assert strategy["plugin"]["path"] == str(pkg)
+    assert json.loads((tmp_path / "inspect.json").read_text())["strategy"] == strategy
 
 def test_the_reason_under_vllm_s_pydantic_wrapper_is_the_cause():
     from llm_adapt.inspect.strategy import pydantic_reason
@@ -191,3 +194,18 @@ def test_the_reason_under_vllm_s_pydantic_wrapper_is_the_cause():
            "input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n")
     assert pydantic_reason(log) == "The Transformers implementation of 'X' is not compatible with vLLM."
     assert pydantic_reason("RuntimeError: boom\n") is None
+
+
+def test_cli_try_backend_wiring_without_an_engine(odd_model, tmp_path, capsys, monkeypatch):
+    """The same CLI path as the slow test, with the engine's answer stubbed: exit code, JSON and files."""
+    import llm_adapt.inspect.strategy as strategy_mod
+    from llm_adapt.cli import main
+
+    monkeypatch.setattr(strategy_mod, "try_transformers_backend",
+                        lambda result, directory, timeout=600.0: trial(False, False, "ValueError: refused"))
+    code = main(["inspect", str(odd_model), "--platform", "cpu", "--kv-cache-space", "1", "--max-model-len", "128",
+                 "--trust-remote-code", "--try-backend", "--out", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    strategy = json.loads(out)["strategy"]
+    assert code == 1 and "plugin skeleton in" in err and strategy["decision"] == PLUGIN
+    assert (tmp_path / plugin_name("TinyOddForCausalLM") / "pyproject.toml").is_file()

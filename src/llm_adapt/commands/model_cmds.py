@@ -73,6 +73,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         sys.stderr.write(f"llm-adapt inspect: error: {result.architecture} is not supported by "
                          f"{result.support['registry']} nor by transformers; {result.support['strategy'].lower()}\n")
         return 1
+    if result.strategy.get("plugin"):
+        sys.stderr.write(f"llm-adapt inspect: error: {result.strategy['headline']}; plugin skeleton in "
+                         f"{result.strategy['plugin']['path']}\n")
+        return 1
     return 0
 
 
