@@ -52,3 +52,16 @@ def test_moe_parameters_count_all_experts():
     dense = parameter_breakdown(spec_from_config(config_fixture("llama-3.1-8b")))
     moe = parameter_breakdown(spec_from_config(cfg))
     assert moe.mlp == 8 * dense.mlp + 32 * 4096 * 8
+
+
+def test_family_details_from_published_configs():
+    gemma = spec_from_config(config_fixture("gemma-2-9b"))
+    assert gemma.tie_word_embeddings and gemma.hidden_act == "gelu_pytorch_tanh" and gemma.norms_per_layer == 4
+    assert gemma.layer_types[:4] == ("sliding", "full", "sliding", "full") and gemma.attn_softcap == 50.0
+    assert gemma.norm_one_plus_w and gemma.embed_scale == pytest.approx(3584**0.5)
+    qwen = spec_from_config(config_fixture("qwen2.5-7b-instruct"))
+    assert qwen.qkv_bias and not qwen.o_bias and qwen.sliding_window is None and set(qwen.layer_types) == {"full"}
+    ds = spec_from_config(config_fixture("deepseek-v2-lite"))
+    assert ds.mla.kv_lora_rank == 512 and ds.moe_layers == 26 and ds.shared_expert_intermediate_size == 2 * 1408
+    llama = spec_from_config(config_fixture("llama-3.1-8b") | {"attention_bias": True})
+    assert llama.qkv_bias and llama.o_bias  # Llama's attention_bias covers o_proj too
