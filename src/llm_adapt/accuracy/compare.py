@@ -140,7 +140,7 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     started = time.monotonic()
     runner = Runner(spec, source.path)
     load_s = time.monotonic() - started
-    stops = eos_ids_of(spec.model_path, tokenizer) if spec.model_path else gold.eos_ids  # the target's own EOS list
+    stops = own_stop_ids(spec.model_path) if spec.model_path else gold.eos_ids
     full = [m.TensorAccumulator() for _ in gold.names]
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -168,6 +168,14 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     if spec.model_path:
         report.template_mismatches = template_mismatches(spec.model_path, gold)
     return with_floor(report, None, opts)
+
+
+def own_stop_ids(model_dir: Path) -> list[int]:
+    """A --target-model's own stop tokens: its generation config and its own tokenizer's EOS, as a
+    deployment of it would stop."""
+    from transformers import AutoTokenizer
+
+    return eos_ids_of(model_dir, AutoTokenizer.from_pretrained(model_dir))
 
 
 def template_mismatches(model_dir: Path, gold: Gold) -> list[str]:
