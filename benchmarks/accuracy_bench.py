@@ -28,7 +28,7 @@ def hwm_kib():
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
 
-from llm_adapt.accuracy.prompts import load_prompts, render
+from llm_adapt.prompts import load_prompts, render
 from transformers import AutoTokenizer
 mode, path, suite, new = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tok = AutoTokenizer.from_pretrained(path)
@@ -61,7 +61,7 @@ def capture_overhead(suite: str, new: int) -> None:
 
     from llm_adapt.accuracy.compare import compare
     from llm_adapt.accuracy.options import CompareOptions
-    from llm_adapt.accuracy.prompts import corpus_windows, load_prompts, render
+    from llm_adapt.prompts import corpus_windows, load_prompts, render
     from llm_adapt.accuracy.runner import Runner, RunnerSpec
     from llm_adapt.models.source import resolve_model
     from transformers import AutoTokenizer

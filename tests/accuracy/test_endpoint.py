@@ -35,7 +35,7 @@ def test_capital_of_france_is_a_near_tie_in_the_reference(default_model):
     from transformers import AutoTokenizer
 
     from llm_adapt.accuracy import metrics as m
-    from llm_adapt.accuracy.prompts import load_prompts, render
+    from llm_adapt.prompts import load_prompts, render
     from llm_adapt.accuracy.runner import Runner
 
     tok = AutoTokenizer.from_pretrained(default_model.path)

@@ -9,7 +9,7 @@ import pytest
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import measure_reference
 from llm_adapt.accuracy.endpoint import compare_endpoint, measure_floor
-from llm_adapt.accuracy.prompts import load_prompts
+from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.engines.server import ManagedServer, free_port
 from llm_adapt.engines.vllm import vllm_launch

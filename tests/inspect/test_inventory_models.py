@@ -7,7 +7,7 @@ import pytest
 from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
 from llm_adapt.inspect.inventory import FROM_CONFIG, FROM_MODEL
 from llm_adapt.inspect.model_walk import read_facts
-from llm_adapt.inspect.weights import tensor_shapes
+from llm_adapt.models.weights import tensor_shapes
 from llm_adapt.models.spec import load_config, spec_from_config
 from llm_adapt.models.synthetic import write_tiny_family
 

@@ -22,7 +22,7 @@ import torch
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.options import CompareOptions, Progress
-from llm_adapt.accuracy.prompts import load_prompts, render
+from llm_adapt.prompts import load_prompts, render
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of, measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec, check_device

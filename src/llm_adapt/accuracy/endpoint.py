@@ -23,7 +23,7 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, measure_reference
-from llm_adapt.accuracy.prompts import load_prompts
+from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import (
     GREEDY_SOURCE,

@@ -13,7 +13,7 @@ import torch
 
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.options import CompareOptions
-from llm_adapt.accuracy.prompts import Prompt, corpus_windows, render
+from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.errors import UsageError
@@ -82,7 +82,7 @@ def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
         return opts.reference_streaming
     import psutil
 
-    from llm_adapt.inspect.weights import parameters_from_weights
+    from llm_adapt.models.weights import parameters_from_weights
 
     counted = parameters_from_weights(source.path)
     return bool(counted) and counted[0] * 4 > 0.6 * psutil.virtual_memory().available

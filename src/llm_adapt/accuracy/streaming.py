@@ -25,7 +25,7 @@ class ShardReader:
     """Tensor name -> shard file, from the index file or from each shard's header."""
 
     def __init__(self, model_dir: Path):
-        from llm_adapt.inspect.weights import read_header, safetensors_files
+        from llm_adapt.models.weights import read_header, safetensors_files
 
         self.model_dir = Path(model_dir)
         index = self.model_dir / "model.safetensors.index.json"

@@ -13,7 +13,7 @@ from llm_adapt.errors import UsageError
 
 
 def corpus_token_stream(tokenizer) -> list[int]:
-    from llm_adapt.accuracy.prompts import corpus_texts
+    from llm_adapt.prompts import corpus_texts
 
     ids: list[int] = []
     for text in corpus_texts().values():
@@ -95,7 +95,7 @@ def _sharegpt_pairs(path: Path) -> list[tuple[str, str]]:
 def suite_specs(suite: str, n: int, warmup: int, output_len: int, *, seed: int = 0, rate: float = float("inf"),
                 burstiness: float = 1.0) -> list[RequestSpec]:
     """Chat requests cycling through a prompt suite."""
-    from llm_adapt.accuracy.prompts import load_prompts
+    from llm_adapt.prompts import load_prompts
 
     prompts = [p for p in load_prompts(suite) if p.messages]
     times = [0.0] * warmup + schedule(n, rate, burstiness, seed)

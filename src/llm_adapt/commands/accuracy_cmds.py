@@ -70,7 +70,7 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
 def cmd_compare(args: argparse.Namespace) -> int:
 
     from llm_adapt.accuracy.compare import check_same_family, compare
-    from llm_adapt.accuracy.prompts import load_prompts
+    from llm_adapt.prompts import load_prompts
     from llm_adapt.accuracy.summary import print_accuracy
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform

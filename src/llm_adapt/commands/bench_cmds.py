@@ -148,7 +148,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
     options = bench_options_from(args, args.mode)
     if options.suite:
-        from llm_adapt.accuracy.prompts import load_prompts
+        from llm_adapt.prompts import load_prompts
 
         load_prompts(options.suite)
     with engine_or_endpoint(args, f"bench-{options.mode}") as target:

@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     sizes = QUICK if args.quick else RunSizes()
     if args.prompts:
-        from llm_adapt.accuracy.prompts import load_prompts
+        from llm_adapt.prompts import load_prompts
 
         load_prompts(args.prompts)  # bad prompts fail before any work
         sizes = replace(sizes, prompts=args.prompts)

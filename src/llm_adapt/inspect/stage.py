@@ -13,7 +13,7 @@ from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import classify, vllm_registry
-from llm_adapt.inspect.weights import parameters_from_weights, tensor_shapes
+from llm_adapt.models.weights import parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
 from llm_adapt.errors import UsageError

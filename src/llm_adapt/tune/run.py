@@ -124,7 +124,7 @@ class AccuracyCheck:
         from llm_adapt.accuracy.options import CompareOptions
         from llm_adapt.accuracy.reference import measure_reference
         from llm_adapt.accuracy.endpoint import measure_floor
-        from llm_adapt.accuracy.prompts import load_prompts
+        from llm_adapt.prompts import load_prompts
         from llm_adapt.accuracy.runner import RunnerSpec
         from llm_adapt.models.source import resolve_model
 
