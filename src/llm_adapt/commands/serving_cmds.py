@@ -123,7 +123,7 @@ def add_mock_server_parser(sub) -> None:
 
 
 def cmd_mock_server(args: argparse.Namespace) -> int:
-    from llm_adapt.bench.mock_server import MockConfig, serve
+    from llm_adapt.engines.mock_server import MockConfig, serve
 
     if not 0 <= args.error_rate <= 1 or not 0 <= args.fault_rate <= 1 or args.ttft_ms < 0 or args.itl_ms < 0:
         raise UsageError("--error-rate and --fault-rate must be in [0, 1]; --ttft-ms and --itl-ms must be 0 or more")
