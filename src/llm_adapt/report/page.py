@@ -10,8 +10,10 @@ from typing import Any
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
-# section number in the report -> what a card links to
-SECTION = {"accuracy": 8, "performance": 9, "resources": 10, "features": 7, "deployment": 5}
+# The report's sections in order (templates/sections/NN_<name>.md.j2); a section's number is its place here.
+SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functional", "features", "accuracy",
+            "performance", "resources", "notes", "conclusion")
+SECTION = {name: i + 1 for i, name in enumerate(SECTIONS)}
 
 LABELS = {
     "en": {"accuracy": "Accuracy vs noise floor", "throughput": "Output throughput", "latency": "TTFT / TPOT p50",
