@@ -63,7 +63,7 @@ def measured(default_model, suite):
     tokenizer = AutoTokenizer.from_pretrained(default_model.path)
     gold = measure_reference(default_model, tokenizer, load_prompts(suite), opts, lambda *a: None)
     floor = RunnerSpec("cpu", "bf16")
-    return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None)
+    return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None, SERVED_LEN)
 
 
 def judge_served(model_dir, measured, tmp_path):

@@ -74,7 +74,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
     served_len = served_max_model_len(info.get("listed"), model)
-    fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress) if floor else None)
+    fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress, served_len) if floor else None)
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
@@ -126,11 +126,16 @@ class FloorData:
 
 
 def measure_floor(floor: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
-                  progress) -> FloorData:
+                  progress, served_len: int | None = None) -> FloorData:
+    """The floor on every prompt the server can be judged on (None for the others)."""
     runner = Runner(floor, source.path)
     logprobs, greedy = [], []
     for i, ref in enumerate(gold.prompts):
         progress(f"floor {floor.label}", i, len(gold.prompts))
+        if served_len is not None and len(ref.sequence) + 1 > served_len:
+            logprobs.append(None)
+            greedy.append(None)
+            continue
         logits = runner.capture(ref.sequence).logits
         logprobs.append(m.log_softmax64(logits))
         generated = runner.generate(ref.input_ids, opts.max_new_tokens, gold.eos_ids)
@@ -140,7 +145,8 @@ def measure_floor(floor: RunnerSpec, source: ModelSource, gold: Gold, tokenizer,
     runner.close()
     progress(f"floor {floor.label}", len(gold.prompts), len(gold.prompts))
     variant = Runner(replace(floor, kernel=VARIANT_KERNEL), source.path)
-    variant_lp = [m.log_softmax64(variant.capture(ref.sequence).logits) for ref in gold.prompts]
+    variant_lp = [None if lp is None else m.log_softmax64(variant.capture(ref.sequence).logits)
+                  for ref, lp in zip(gold.prompts, logprobs)]
     variant.close()
     spread = {"method": f"the floor rerun as {variant.spec.label} (eager attention, 1 thread), through the same "
                         "top-k view; and the prompts resampled (bootstrap)", "variant": variant.spec.label}
@@ -220,7 +226,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k)
             rows.append(row)
             t_sum += row["kl_lb"]
-            if fl is not None:
+            if fl is not None and fl.logprobs[n] is not None:
                 frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
                 floor_rows.append(frow)
                 f_sum += frow["kl_lb"]
@@ -295,7 +301,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
         row = _greedy_row(ref, generated, tops, tokenizer, opts, gold.eos_ids, stop_reason)
         rows.append(row)
         decode += _decode_positions(ref, generated, tops, row, opts.top_k)
-        if fl is not None:
+        if fl is not None and fl.greedy[n] is not None:
             floor_rows.append(fl.greedy[n])
             floor_decode += _decode_positions(ref, generated, tops, row, opts.top_k, fl.logprobs[n])
     if not rows:
