@@ -34,6 +34,8 @@ EPILOG_BENCH = """examples:
   llm-adapt bench default --mode latency --input-len 128 --output-len 64 --iterations 10
   llm-adapt bench default --mode sweep --concurrencies 1,2,4,8 --slo ttft=500,tpot=100
   llm-adapt bench --endpoint http://127.0.0.1:8000 --mode throughput --dataset sharegpt.json
+  llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --max-concurrency 4 --repeats 3 --goodput ttft:500 tpot:100 --save-result
+  llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --max-concurrency 1 --prefix-len 256 --prefix-repeats 8
 """
 
 
