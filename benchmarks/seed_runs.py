@@ -1,7 +1,7 @@
 """Seed-size dummy runs end to end: `llm-adapt run DIR --dummy --quick` with the default plan on a
 config-only directory built from a published config (tests/fixtures/configs) and the default
 model's tokenizer. Prints the wall time, each stage's seconds, the engine's start-up, the KV
-figures logged against predicted, and the host memory the run added at its peak.
+figures logged against predicted, and the peak RSS of the run's process tree (engine included).
 
 Run (one heavy job at a time on a small box):
   .venv/bin/python benchmarks/seed_runs.py --model llama-3.1-8b [--out DIR]
@@ -35,17 +35,31 @@ def config_only_dir(name: str, out: Path) -> Path:
 
 
 class PeakMemory:
-    """Host memory in use, sampled every half second: the peak above the starting level."""
+    """RSS of a process and all its descendants (the engine's too), sampled every half second: the
+    peak. Counted per process tree, not from the host's free memory, which other jobs move."""
 
-    def __init__(self) -> None:
-        self.base = psutil.virtual_memory().used
-        self.peak = self.base
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _tree_rss(self) -> int:
+        total = 0
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
     def _run(self) -> None:
         while not self._stop.wait(0.5):
-            self.peak = max(self.peak, psutil.virtual_memory().used)
+            self.peak = max(self.peak, self._tree_rss())
 
     def __enter__(self) -> "PeakMemory":
         self._thread.start()
@@ -61,8 +75,9 @@ def seed_run(name: str, work: Path) -> dict:
     out = work / f"run-{name}"
     argv = [sys.executable, "-m", "llm_adapt.cli", "run", str(model), "--dummy", "--quick", "--out", str(out)]
     started = time.monotonic()
-    with PeakMemory() as memory:
-        code = subprocess.call(argv)
+    proc = subprocess.Popen(argv)
+    with PeakMemory(proc.pid) as memory:
+        code = proc.wait()
     wall = time.monotonic() - started
     status = json.loads((out / "status.json").read_text())
     serve = json.loads((out / "serve.json").read_text()) if (out / "serve.json").exists() else {}
@@ -72,7 +87,7 @@ def seed_run(name: str, work: Path) -> dict:
             "kv_tokens_logged": serve.get("engine_facts", {}).get("kv_cache_tokens"),
             "kv_tokens_predicted": serve.get("predicted", {}).get("kv_cache_tokens"),
             "attempts": [(a["max_model_len"], a["outcome"]) for a in serve.get("attempts", [])],
-            "peak_added_gib": round((memory.peak - memory.base) / 1024**3, 1), "out": str(out)}
+            "peak_rss_gib": round(memory.peak / 1024**3, 1), "out": str(out)}
 
 
 def main() -> int:
