@@ -162,3 +162,20 @@ def test_streaming_reads_each_layer_once_per_pass(tiny4):
     ref.capture_all([[1, 2, 3], [4, 5, 6, 7]])
     assert ref.layers_read == 4
     assert all(p.device.type == "meta" for layer in ref.model.model.layers for p in layer.parameters())
+
+
+def test_prompts_longer_than_the_served_context_are_skipped_before_the_gold(tiny4, prompts_file):
+    from transformers import AutoTokenizer
+
+    from llm_adapt.accuracy.reference import measure_reference
+    from llm_adapt.prompts import load_prompts, render
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny4)
+    prompts = load_prompts(prompts_file)
+    lengths = {p.id: len(render(tokenizer, p)) for p in prompts}
+    served_len = min(lengths.values()) + 6  # only the shorter prompt fits with 6 new tokens
+    opts = CompareOptions(reference=FP32, targets=(), prompts=prompts_file, max_new_tokens=6, ppl_window=64)
+    gold = measure_reference(resolve_model(str(tiny4)), tokenizer, prompts, opts, lambda *a: None, served_len)
+    longer = max(lengths, key=lengths.get)
+    assert [p.prompt.id for p in gold.prompts] == [min(lengths, key=lengths.get)]
+    assert [s["id"] for s in gold.skipped] == [longer] and "served max_model_len" in gold.skipped[0]["reason"]

@@ -61,6 +61,7 @@ def measured(default_model, suite):
     opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts=suite, max_new_tokens=24,
                           ppl_window=128)
     tokenizer = AutoTokenizer.from_pretrained(default_model.path)
+    # the gold keeps the long prompt (as a run's in-process stage does): the server skips it on its own
     gold = measure_reference(default_model, tokenizer, load_prompts(suite), opts, lambda *a: None)
     floor = RunnerSpec("cpu", "bf16")
     return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None, SERVED_LEN)

@@ -72,8 +72,8 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     model, info = resolve_model_name(endpoint)
     client = EndpointClient(endpoint, model)
     tokenizer = AutoTokenizer.from_pretrained(source.path)
-    gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
     served_len = served_max_model_len(info.get("listed"), model)
+    gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress, served_len)
     fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress, served_len) if floor else None)
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
@@ -97,7 +97,8 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
             result.sections[name] = {"status": "unsupported", "reason": str(exc)}
         result.save(out / layout.ENDPOINT_ACCURACY)
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
-    result.verdict = judge_endpoint(result.sections)
+    result.settings["skipped_before_gold"] = gold.skipped
+    result.verdict = judge_endpoint(result.sections, gold.skipped)
     result.save(out / layout.ENDPOINT_ACCURACY)
     return result
 
@@ -400,8 +401,9 @@ def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int], stop_
     return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, eos_ids, server_stops)
 
 
-def judge_endpoint(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules)."""
+def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules);
+    `gold_skipped`: prompts left out before the gold was measured, listed with the others."""
     checks = []
     tok, tf, ppl, greedy = (sections[n] for n in SECTIONS)
     if tok["status"] == "done":
@@ -421,7 +423,8 @@ def judge_endpoint(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
     reasons += [f"{n}: {sections[n]['status']} ({sections[n].get('reason')})" for n in missing]
     if missing and status == "PASS":
         status = "WARN"
-    skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []})
+    skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []}
+                     | {s["id"] for s in gold_skipped})
     return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
 
 

@@ -100,17 +100,22 @@ def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
     return ref, eos_ids_of(source.path, tokenizer)
 
 
-def measure_reference(source, tokenizer, prompts, opts, progress) -> Gold:
+def measure_reference(source, tokenizer, prompts, opts, progress, served_len: int | None = None) -> Gold:
+    """The gold on every prompt that fits the model's positions (and `served_len`, the context of
+    the server it will be compared with, when known); the others are skipped with the reason."""
     started = time.monotonic()
     label = f"reference {opts.reference.label}"
     progress(label, 0, 3)
     ref, eos = open_reference(source, tokenizer, opts)
     load_s = time.monotonic() - started
-    prompts, inputs, skipped = fitting_prompts(prompts, [render(tokenizer, p) for p in prompts],
-                                               max_positions(source.path), opts.max_new_tokens, "the model's max_position_embeddings")
+    limit, what = max_positions(source.path), "the model's max_position_embeddings"
+    if served_len is not None and (limit is None or served_len < limit):
+        limit, what = served_len, "the served max_model_len"
+    prompts, inputs, skipped = fitting_prompts(prompts, [render(tokenizer, p) for p in prompts], limit,
+                                               opts.max_new_tokens, what)
     if not prompts:
-        raise UsageError(f"no prompt of the suite fits the model's {max_positions(source.path)} positions "
-                         f"with {opts.max_new_tokens} new tokens; use --prompts quick or a shorter suite")
+        raise UsageError(f"no prompt of the suite fits {what} ({limit}) with {opts.max_new_tokens} new tokens; "
+                         "use --prompts quick or a shorter suite")
     generated = ref.greedy_all(inputs, opts.max_new_tokens, eos)
     progress(label, 1, 3)
     captures = ref.capture_all([i + g for i, g in zip(inputs, generated)])
