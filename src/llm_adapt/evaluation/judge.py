@@ -1,0 +1,43 @@
+"""Per-task judgement from per-item correctness: pure, on plain dicts."""
+
+from __future__ import annotations
+
+from llm_adapt.evaluation.baseline import Baseline
+from llm_adapt.evaluation.stats import DEFAULT_RTOL, judge, judge_baseline, paired, worst
+
+
+def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],
+                rtol: float = DEFAULT_RTOL) -> list[dict]:
+    """One row per 0/1 metric that both sides logged, over the doc ids both answered."""
+    rows = []
+    for metric in sorted(set(served) & set(gold)):
+        ids = sorted(set(served[metric]) & set(gold[metric]))
+        if not ids:
+            continue
+        p = paired([served[metric][i] for i in ids], [gold[metric][i] for i in ids])
+        status, reason = judge(p, rtol)
+        rows.append({"task": task, "metric": metric, **p.as_dict(), "rtol": rtol, "status": status, "reason": reason})
+    return rows
+
+
+def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline | None) -> list[dict]:
+    """Published values for this task, judged with the baseline's rtol; a metric not measured is said so."""
+    if baseline is None:
+        return []
+    rows = []
+    for metric, value in baseline.values.get(task, {}).items():
+        if metric not in served_scores:
+            rows.append({"task": task, "metric": metric, "published": value, "served": None, "rtol": baseline.rtol,
+                         "status": "SKIP", "reason": f"{metric} not among the measured metrics {sorted(served_scores)}"})
+            continue
+        status, reason = judge_baseline(served_scores[metric], value, baseline.rtol)
+        rows.append({"task": task, "metric": metric, "published": value, "served": served_scores[metric],
+                     "rtol": baseline.rtol, "status": status, "reason": reason, "source": baseline.source})
+    return rows
+
+
+def verdict(paired_rows_: list[dict], baseline_rows_: list[dict], skipped: list[str]) -> dict:
+    rows = paired_rows_ + baseline_rows_
+    status = worst([r["status"] for r in rows]) if rows else "SKIP"
+    reasons = [f"{r['task']} {r['metric']}: {r['reason']}" for r in rows if r["status"] in ("FAIL", "WARN")]
+    return {"status": status, "reasons": reasons, "skipped": skipped}

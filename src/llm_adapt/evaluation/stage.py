@@ -1,0 +1,83 @@
+"""The eval stage: lm-eval on the endpoint and on the gold, paired per item, judged, written to eval.json.
+
+Call from the pipeline:
+    run_eval_stage(source, endpoint, ["builtin-mc", "builtin-arith"], out, settings=Settings(limit=100))
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.evaluation.baseline import Baseline
+from llm_adapt.evaluation.harness import Settings, aggregates, evaluate, gold_backend, per_item, served_backend
+from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
+from llm_adapt.evaluation.stats import DEFAULT_RTOL
+from llm_adapt.evaluation.tasks import check_known, load, task_manager
+from llm_adapt.results import StageResult
+
+EVAL_FILE = "eval.json"
+
+
+class EvalResult(StageResult):
+    KIND: ClassVar[str] = "eval"
+
+    model: str  # the gold's model name
+    endpoint: dict[str, Any]  # base_url, model, api_key: 'set' | None
+    settings: dict[str, Any]  # limit, num_fewshot, num_concurrent, batch_size, seed, rtol
+    scores: list[dict[str, Any]]  # per task and metric: served and gold aggregate as lm-eval reports them
+    paired: list[dict[str, Any]]  # per task and metric: n, served, gold, diff, ci, p_value, status, reason
+    baseline: list[dict[str, Any]]  # per published metric: published, served, rtol, status, reason
+    skipped: list[str]  # one line per task that could not run here
+    seconds: dict[str, float]  # wall time per side and group
+    verdict: dict[str, Any]  # status, reasons, skipped
+
+
+def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings = Settings(),
+                   baseline: Baseline | None = None, say: Callable[[str], None] = print) -> EvalResult:
+    """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved)."""
+    from llm_adapt.engines.preflight import resolve_model_name
+
+    tm = task_manager(out)
+    check_known(tasks, tm)
+    model_name, _ = resolve_model_name(endpoint)
+    if baseline and baseline.num_fewshot is not None and settings.num_fewshot is None:
+        settings = Settings(**{**settings.__dict__, "num_fewshot": baseline.num_fewshot})
+    rtol = baseline.rtol if baseline else DEFAULT_RTOL
+    loaded = [load(t, tm) for t in tasks]
+    skipped = [t.skip for t in loaded if t.skip]
+    for line in skipped:
+        say(f"skip: {line}")
+    scores, pairs, published, seconds = [], [], [], {}
+    for generative in (False, True):
+        names = [t.name for t in loaded if not t.skip and t.generative == generative]
+        if not names:
+            continue
+        group = "generative" if generative else "loglikelihood"
+        served, gold = _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say)
+        for task in served["samples"]:
+            s_items, g_items = per_item(served["samples"][task]), per_item(gold["samples"].get(task, []))
+            s_scores, g_scores = aggregates(served, task), aggregates(gold, task)
+            scores += [{"task": task, "metric": m, "served": v, "gold": g_scores.get(m)} for m, v in s_scores.items()]
+            pairs += paired_rows(task, s_items, g_items, rtol)
+            published += baseline_rows(task, s_scores, baseline)
+    result = EvalResult(model=source.name, endpoint=endpoint.redacted() | {"model": model_name},
+                        settings={**settings.__dict__, "rtol": rtol}, scores=scores, paired=pairs, baseline=published,
+                        skipped=skipped, seconds=seconds, verdict=verdict(pairs, published, skipped))
+    result.save(out / EVAL_FILE)
+    return result
+
+
+def _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say):
+    say(f"{group} tasks {', '.join(names)}: served model through {endpoint.base_url} ...")
+    t0 = time.perf_counter()
+    backend = served_backend(endpoint, model_name, str(source.path), generative, settings)
+    served = evaluate(backend, names, tm, generative, settings, endpoint.api_key)
+    seconds[f"served_{group}"] = round(time.perf_counter() - t0, 1)
+    say(f"{group} tasks: gold in process (fp32) ...")
+    t0 = time.perf_counter()
+    gold = evaluate(gold_backend(str(source.path), settings), names, tm, generative, settings)
+    seconds[f"gold_{group}"] = round(time.perf_counter() - t0, 1)
+    return served, gold

@@ -1,0 +1,82 @@
+"""Which lm-eval tasks to run: the built-in ones rendered beside the run, the rest from lm-eval's registry.
+
+A task whose dataset is neither cached nor reachable is skipped with one line naming the dataset and
+the command that fetches it; it never fails the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_adapt.errors import UsageError
+
+BUILTIN = ("builtin-arith", "builtin-mc")
+LOGLIKELIHOOD = {"loglikelihood", "multiple_choice", "loglikelihood_rolling"}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    name: str
+    generative: bool  # generate_until: chat completions with the chat template; else completions + loglikelihood
+    skip: str | None = None  # why it cannot run here (one line)
+
+
+def parse_tasks(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise UsageError("--tasks is empty; give e.g. --tasks builtin-mc,builtin-arith")
+    return list(dict.fromkeys(names))
+
+
+def task_manager(workdir: Path):
+    from lm_eval.tasks import TaskManager
+
+    from llm_adapt.evaluation.builtin import render
+
+    return TaskManager(include_path=str(render(workdir / "tasks")))
+
+
+def check_known(names: list[str], tm) -> None:
+    unknown = [n for n in names if n not in tm.all_tasks]
+    if unknown:
+        raise UsageError(f"unknown task {unknown[0]!r}; built-in: {', '.join(BUILTIN)}; "
+                         "others are lm-eval's task names (lm-eval ls tasks)")
+
+
+def fetch_command(name: str, tm) -> tuple[str, str]:
+    """(dataset, the command that caches it) from the task's config."""
+    try:
+        cfg = tm._get_config(name)  # noqa: SLF001 - lm-eval's only way to read a task's YAML without loading it
+    except Exception:  # noqa: BLE001 - groups have no single config
+        cfg = {}
+    path, sub = cfg.get("dataset_path", name), cfg.get("dataset_name")
+    args = f"'{path}'" + (f", '{sub}'" if sub else "")
+    return path, f"python -c \"import datasets; datasets.load_dataset({args})\""
+
+
+def load(name: str, tm) -> Loaded:
+    """Build the task once (this loads its dataset); a dataset that cannot be had becomes a skip."""
+    from lm_eval.tasks import get_task_dict
+
+    try:
+        leaves = _leaves(get_task_dict([name], tm))
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types for "not here, no network"
+        dataset, command = fetch_command(name, tm)
+        return Loaded(name, False, f"{name}: dataset {dataset} not cached and not reachable "
+                                   f"({type(exc).__name__}); fetch it with: {command}")
+    return Loaded(name, all(t.OUTPUT_TYPE not in LOGLIKELIHOOD for t in leaves))
+
+
+def _leaves(tree) -> list:
+    out = []
+    for value in tree.values():
+        out.extend(_leaves(value) if isinstance(value, dict) else [value])
+    return out
+
+
+def validate(names: list[str]) -> None:
+    """Unknown task names fail before any engine starts."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        check_known(names, task_manager(Path(tmp)))
