@@ -36,8 +36,10 @@ class EvalResult(StageResult):
 
 
 def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings = Settings(),
-                   baseline: Baseline | None = None, say: Callable[[str], None] = print) -> EvalResult:
-    """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved)."""
+                   baseline: Baseline | None = None, say: Callable[[str], None] = print,
+                   gold_cache: dict | None = None) -> EvalResult:
+    """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved).
+    `gold_cache`: a dict kept by the caller to reuse the gold's lm-eval results for several endpoints."""
     from llm_adapt.engines.preflight import resolve_model_name
 
     tm = task_manager(out)
@@ -56,7 +58,8 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
         if not names:
             continue
         group = "generative" if generative else "loglikelihood"
-        served, gold = _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say)
+        served, gold = _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say,
+                                   {} if gold_cache is None else gold_cache)
         for task in served["samples"]:
             s_items, g_items = per_item(served["samples"][task]), per_item(gold["samples"].get(task, []))
             s_scores, g_scores = aggregates(served, task), aggregates(gold, task)
@@ -70,14 +73,17 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
     return result
 
 
-def _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say):
+def _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say, cache):
     say(f"{group} tasks {', '.join(names)}: served model through {endpoint.base_url} ...")
     t0 = time.perf_counter()
     backend = served_backend(endpoint, model_name, str(source.path), generative, settings)
     served = evaluate(backend, names, tm, generative, settings, endpoint.api_key)
     seconds[f"served_{group}"] = round(time.perf_counter() - t0, 1)
-    say(f"{group} tasks: gold in process (fp32) ...")
-    t0 = time.perf_counter()
-    gold = evaluate(gold_backend(str(source.path), settings), names, tm, generative, settings)
-    seconds[f"gold_{group}"] = round(time.perf_counter() - t0, 1)
+    key = (str(source.path), tuple(names), settings)
+    if key not in cache:
+        say(f"{group} tasks: gold in process (fp32) ...")
+        t0 = time.perf_counter()
+        cache[key] = evaluate(gold_backend(str(source.path), settings), names, tm, generative, settings)
+        seconds[f"gold_{group}"] = round(time.perf_counter() - t0, 1)
+    gold = cache[key]
     return served, gold

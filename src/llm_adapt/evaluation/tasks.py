@@ -45,10 +45,15 @@ def check_known(names: list[str], tm) -> None:
 
 def fetch_command(name: str, tm) -> tuple[str, str]:
     """(dataset, the command that caches it) from the task's config."""
-    try:
-        cfg = tm._get_config(name)  # noqa: SLF001 - lm-eval's only way to read a task's YAML without loading it
-    except Exception:  # noqa: BLE001 - groups have no single config
-        cfg = {}
+    cfg: dict = {}
+    entry = tm.task_index.get(name)
+    if entry is not None and getattr(entry, "yaml_path", None):
+        try:
+            from lm_eval.tasks._yaml_loader import load_yaml
+
+            cfg = load_yaml(entry.yaml_path, resolve_func=False)  # follows 'include', as lm-eval does
+        except Exception:  # noqa: BLE001 - only for a better message
+            cfg = {}
     path, sub = cfg.get("dataset_path", name), cfg.get("dataset_name")
     args = f"'{path}'" + (f", '{sub}'" if sub else "")
     return path, f"python -c \"import datasets; datasets.load_dataset({args})\""
