@@ -1,5 +1,7 @@
 """The report's judgement and sentences on plain dicts: verdict, recommendation, notes, page header."""
 
+import pytest
+
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
 from llm_adapt.report.page import collapse_long_tables, header_html, key_figures, problems, section_ids
@@ -88,3 +90,21 @@ def test_section_ids_and_folded_tables():
     assert collapse_long_tables(table, "en").startswith("<details><summary>20 rows")
     short = "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>"
     assert collapse_long_tables(short, "en") == short
+
+
+def test_a_client_server_disagreement_becomes_a_note():
+    run = run_with()
+    run.bench = {"serve": {"runs": [{"label": "serve", "metrics": {}, "server_metrics": {"comparison": [
+        {"metric": "ttft", "client_mean_ms": 90.0, "server_mean_ms": 40.0, "agree": False},
+        {"metric": "itl", "client_mean_ms": 20.0, "server_mean_ms": 20.0, "agree": True}]}}]}}
+    text = notes(run)
+    assert len(text) == 1 and "disagree on mean TTFT" in text[0]
+
+
+def test_decode_roofline_by_hand():
+    from llm_adapt.bench.hardware import decode_roofline
+
+    r = decode_roofline(weight_bytes=1_000_000_000, kv_bytes_per_token=1000, context_tokens=1000, tpot_ms=100.0,
+                        bandwidth_gb_s=20.0)
+    assert r["bytes_per_token"] == 1_001_000_000
+    assert r["floor_ms"] == pytest.approx(50.05) and r["share_of_bandwidth_limit"] == pytest.approx(0.5005)

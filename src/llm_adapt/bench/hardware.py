@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import Any, ClassVar
+
+from llm_adapt.results import StageResult
 
 GB = 1e9
 
@@ -39,3 +41,14 @@ def decode_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: 
     floor_ms = per_token / (bandwidth_gb_s * GB) * 1000
     return {"bytes_per_token": per_token, "floor_ms": floor_ms, "tpot_ms": tpot_ms,
             "achieved_gb_per_s": per_token / (tpot_ms / 1000) / GB, "share_of_bandwidth_limit": floor_ms / tpot_ms}
+
+
+class HardwareResult(StageResult):
+    """The run's distance to the hardware limit: measured bandwidth and the decode roofline."""
+
+    KIND: ClassVar[str] = "hardware"
+
+    platform: str
+    bandwidth: dict[str, Any]
+    decode: dict[str, float]
+    workload: dict[str, Any]

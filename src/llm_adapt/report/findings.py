@@ -191,6 +191,7 @@ NOTES = {
         "engine_warning": "Engine warning (x{count}): {message}",
         "fixed_length": "Bench {name}/{label}: {n} requests ignored the fixed output length.",
         "bench_failed": "Bench {name}/{label}: {n} requests failed: {errors}.",
+        "disagree": "Bench {name}/{label}: the client and vLLM's /metrics disagree on mean {metric} (client {client:.2f} ms, server {server:.2f} ms, beyond the measured round trip).",
         "unreadable": "{name}: unreadable ({why}).",
     },
     "zh": {
@@ -207,6 +208,7 @@ NOTES = {
         "engine_warning": "引擎告警（{count} 次）：{message}",
         "fixed_length": "压测 {name}/{label}：{n} 个请求未遵守固定输出长度。",
         "bench_failed": "压测 {name}/{label}：{n} 个请求失败：{errors}。",
+        "disagree": "压测 {name}/{label}：客户端与 vLLM /metrics 的平均 {metric} 不一致（客户端 {client:.2f} ms，服务端 {server:.2f} ms，超出实测往返时间）。",
         "unreadable": "{name}：无法读取（{why}）。",
     },
 }
@@ -250,6 +252,10 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
             if r["metrics"].get("failed"):
                 out.append(N["bench_failed"].format(name=name, label=r["label"], n=r["metrics"]["failed"],
                                                     errors=r["metrics"]["errors"]))
+            for c in (r.get("server_metrics") or {}).get("comparison") or []:
+                if not c["agree"]:
+                    out.append(N["disagree"].format(name=name, label=r["label"], metric=c["metric"].upper(),
+                                                    client=c["client_mean_ms"], server=c["server_mean_ms"]))
     for name, why in run.unreadable.items():
         out.append(N["unreadable"].format(name=name, why=why))
     return out

@@ -16,13 +16,14 @@ SERVE = "serve.json"
 PROBES = "probes.json"
 ENDPOINT_ACCURACY = "endpoint_accuracy.json"
 TUNE = "tune.json"
+HARDWARE = "hardware.json"
 DIFF = "diff.json"
 ENGINE_LOG = "engine.log"
 PLOTS = "plots"
 
 # result name -> file, for every stage the report reads
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
-           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE}
+           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve")
 
 

@@ -102,8 +102,28 @@ def bench(cfg: RunConfig, state: RunState) -> None:
                           output_len=s.output_len),
              BenchOptions(mode="sweep", concurrencies=s.sweep, num_prompts=s.sweep_prompts, input_len=s.input_len,
                           output_len=s.output_len, warmup=1)]
-    for opts in plans:
-        run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress, name=layout.bench(opts.mode))
+    results = {opts.mode: run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress,
+                                    name=layout.bench(opts.mode)) for opts in plans}
+    hardware_limit(cfg, state, results["latency"])
+
+
+def hardware_limit(cfg: RunConfig, state: RunState, latency) -> None:
+    """Single-stream decode against the memory-bandwidth limit. On CPU the host's bandwidth is measured
+    here (a STREAM-like copy); a device's bandwidth is not measurable from the host, so accelerators
+    are left out rather than given an assumed figure."""
+    from llm_adapt.bench.hardware import HardwareResult, copy_bandwidth, decode_roofline
+
+    platform, plan = state.inspect.platform["name"], state.inspect.plan
+    runs = latency.runs if latency else []
+    tpot = runs[0]["metrics"].get("median_tpot_ms") if runs else None
+    if platform != "cpu" or not tpot or tpot != tpot:  # NaN: no TPOT measured
+        return
+    bandwidth = copy_bandwidth()
+    s = cfg.sizes
+    roofline = decode_roofline(plan["weight_bytes_per_device"], plan["kv_bytes_per_token"],
+                               s.input_len + s.output_len / 2, tpot, bandwidth["gb_per_s"])
+    HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline,
+                   workload={"input_len": s.input_len, "output_len": s.output_len}).save(cfg.out / layout.HARDWARE)
 
 
 def report(cfg: RunConfig, state: RunState) -> None:
