@@ -100,3 +100,12 @@ def test_payload_and_chunk_text():
     assert chunk_text({"choices": [{"delta": {"role": "assistant"}}]}) == ""  # role-only chunk carries no content
     assert chunk_text({"choices": [{"delta": {"content": "a"}}]}) == "a"
     assert chunk_text({"choices": [{"text": "b"}]}) == "b"
+
+
+def test_latency_summary_of_no_successful_request_is_nan_not_a_crash():
+    import math
+
+    from llm_adapt.bench.stats import latency_summary
+
+    out = latency_summary([])
+    assert out["iterations"] == 0 and math.isnan(out["avg_latency"]) and math.isnan(out["p99_latency"])

@@ -129,6 +129,9 @@ def across_repeats(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str
 def latency_summary(e2els: list[float]) -> dict[str, float]:
     """`vllm bench latency`'s view of sequential requests: mean and percentiles of end-to-end latency."""
     arr = np.asarray(e2els, dtype=float)
+    if arr.size == 0:  # every request failed: nothing to summarise (the errors are in the metrics)
+        return {"iterations": 0, "avg_latency": float("nan"),
+                **{f"p{p}_latency": float("nan") for p in (10, 25, 50, 75, 90, 99)}}
     return {"iterations": int(arr.size), "avg_latency": float(arr.mean()),
             **{f"p{p}_latency": float(np.percentile(arr, p)) for p in (10, 25, 50, 75, 90, 99)}}
 

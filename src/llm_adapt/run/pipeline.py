@@ -95,9 +95,8 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
 
 def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
     if stage in ("probes", "endpoint_accuracy", "bench") and state.server is None and cfg.endpoint is None:
-        serve = state.status.stages.get("serve", {})
-        return f"no endpoint: the engine {serve.get('status', 'did not start')}" + (
-            f" ({serve['reason']})" if serve.get("reason") else "")
+        serve = state.status.stages.get("serve", {}).get("status", "did not start")
+        return f"no endpoint: the engine {serve} (its cause is in the serve row and the summary)"
     return None
 
 
