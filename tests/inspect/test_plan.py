@@ -170,3 +170,22 @@ def test_cpu_refuses_when_the_model_cannot_fit_available_memory():
 def test_device_memory_option_overrides_available_memory_on_cpu():
     plan = plan_for("llama-3.1-8b", "cpu", host_available_gib=12, device_memory_gib=64)
     assert plan.kv_pool_bytes == 4 * mem.GIB
+
+
+
+def test_a_model_without_a_native_implementation_is_planned_on_the_transformers_backend(monkeypatch, tiny_llama):
+    from llm_adapt.inspect import stage
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.support import Support
+    from llm_adapt.models.source import resolve_model
+
+    source = resolve_model(str(tiny_llama))
+    options = PlanOptions(model_path=str(tiny_llama), served_model_name="m", kv_cache_space_gib=1)
+    native = stage.run_inspect(source, options, "cpu")
+    assert native.support["vllm"] == "native" and "--model-impl" not in native.plan["argv"]["eager"]
+    backend = Support("transformers-backend", "test registry", "Transformers backend (--model-impl transformers)", "x")
+    monkeypatch.setattr(stage, "classify", lambda spec, registry: backend)
+    planned = stage.run_inspect(source, options, "cpu")
+    for mode in ("eager", "graph"):
+        argv = planned.plan["argv"][mode]
+        assert argv[argv.index("--model-impl") + 1] == "transformers"

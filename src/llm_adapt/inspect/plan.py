@@ -52,6 +52,7 @@ class PlanOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     trust_remote_code: bool = False
+    model_impl: str | None = None  # "transformers": vLLM's Transformers backend (no native implementation)
 
 
 @dataclass
@@ -264,6 +265,8 @@ def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> l
         argv += ["--max-num-batched-tokens", str(opts.max_num_batched_tokens)]
     if opts.trust_remote_code:
         argv += ["--trust-remote-code"]
+    if opts.model_impl:
+        argv += ["--model-impl", opts.model_impl]
     argv += ["--host", opts.host, "--port", str(opts.port)]
     if eager:
         argv.append("--enforce-eager")

@@ -12,7 +12,7 @@ from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
-from llm_adapt.inspect.support import classify, vllm_registry
+from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
 from llm_adapt.models.weights import parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
@@ -106,9 +106,11 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         options = replace(options, cpu_cores=platforms.cpu_cores(), host_available_gib=available_host_memory_gib())
     elif options.devices_per_node is None and target.name == detected:
         options = replace(options, devices_per_node=platforms.local_device_count(target.name))
+    support = classify(spec, vllm_registry()).to_dict()
+    if support["vllm"] == TRANSFORMERS_BACKEND:  # say so on the command line rather than rely on vLLM's fallback
+        options = replace(options, model_impl="transformers")
     plan = make_plan(spec, params["from_config"], target, options)
     facts = read_facts(source.path, spec, options.trust_remote_code)
-    support = classify(spec, vllm_registry()).to_dict()
     return InspectResult(
         model={"name": source.name, "path": str(source.path), "origin": source.origin, "given": source.given,
                "has_weights": source.has_weights, "has_tokenizer": source.has_tokenizer},
