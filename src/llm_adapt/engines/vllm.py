@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from llm_adapt.engines.command import Command
 from llm_adapt.engines.server import LaunchSpec
 from llm_adapt.errors import AdaptError
 
@@ -26,14 +27,11 @@ def vllm_launch(plan: dict, *, port: int, mode: str = "eager", extra_args: list[
                 startup_timeout_s: float = 900.0) -> LaunchSpec:
     """A LaunchSpec from an InspectResult's plan: same argv, this interpreter, the chosen port."""
     require_vllm()
-    argv = list(plan["argv"][mode])
-    argv[0] = sys.executable
-    argv[argv.index("--port") + 1] = str(port)
-    argv += extra_args or []
-    host = argv[argv.index("--host") + 1]
-    served = argv[argv.index("--served-model-name") + 1]
-    return LaunchSpec(engine="vllm", argv=argv, env=dict(plan["env"]), host=host, port=port, served_model=served,
-                      ready_paths=("/health", "/v1/models"), startup_timeout_s=startup_timeout_s)
+    command = Command.from_argv(list(plan["argv"][mode]) + list(extra_args or []))
+    command = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
+    return LaunchSpec(engine="vllm", argv=command.argv(), env=dict(plan["env"]), host=command.get("--host"), port=port,
+                      served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
+                      startup_timeout_s=startup_timeout_s)
 
 
 def parse_vllm_log(path: Path) -> dict:
@@ -72,11 +70,10 @@ def estimated_max_len(cause: str | None) -> int | None:
 
 
 def argv_max_model_len(argv: list[str]) -> int | None:
-    return int(argv[argv.index("--max-model-len") + 1]) if "--max-model-len" in argv else None
+    value = Command.from_argv(argv).get("--max-model-len")
+    return int(value) if value is not None else None
 
 
 def with_max_model_len(argv: list[str], length: int) -> list[str]:
     """The same command line at another --max-model-len."""
-    out = list(argv)
-    out[out.index("--max-model-len") + 1] = str(length)
-    return out
+    return Command.from_argv(argv).with_option("--max-model-len", str(length)).argv()

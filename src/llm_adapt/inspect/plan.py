@@ -13,7 +13,6 @@ max-model-len leaves GPU_KV_MARGIN of it unused so that the plan's own command s
 from __future__ import annotations
 
 import math
-import shlex
 from dataclasses import asdict, dataclass, field
 
 from llm_adapt.errors import AdaptError, UsageError
@@ -275,17 +274,9 @@ def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> l
 
 def render_command(env: dict[str, str], argv: list[str]) -> str:
     """Shell text: one `export` per variable, then the command with one option per line."""
-    lines = [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
-    parts, current = [], shlex.join(argv[:3])
-    for token in argv[3:]:
-        if token.startswith("--"):
-            parts.append(current)
-            current = token
-        else:
-            current += " " + shlex.quote(token)
-    parts.append(current)
-    lines.append(" \\\n    ".join(parts))
-    return "\n".join(lines)
+    from llm_adapt.engines.command import Command
+
+    return Command.from_argv(argv).shell(env)
 
 
 def _ray_commands(layout: _Layout) -> dict[str, str]:

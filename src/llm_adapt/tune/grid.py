@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_adapt.engines.command import Command
 from llm_adapt.platforms import get_platform
 
 
@@ -97,14 +98,11 @@ def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, flo
 
 def apply_trial(argv: list[str], env: dict[str, str], trial: Trial) -> tuple[list[str], dict[str, str]]:
     """The plan's eager argv and env with a trial's changes."""
-    out = list(argv)
-    for flag in trial.remove_args:
-        if flag in out:
-            i = out.index(flag)
-            del out[i:i + 2]
-    if trial.graph and "--enforce-eager" in out:
-        out.remove("--enforce-eager")
-    out += list(trial.args)
+    command = Command.from_argv(argv).without(*trial.remove_args)
+    if trial.graph:
+        command = command.without("--enforce-eager")
+    for flag, value in Command.from_argv(list(trial.args), program_len=0).options:
+        command = command.with_option(flag, value)
     new_env = {k: v for k, v in env.items() if k not in trial.unset_env}
     new_env.update(trial.env)
-    return out, new_env
+    return command.argv(), new_env

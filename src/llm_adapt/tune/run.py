@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
+from llm_adapt.engines.command import Command
 from llm_adapt.inspect.plan import render_command
 from llm_adapt.results import StageResult
 from llm_adapt.tune import stats
@@ -163,11 +164,10 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
     row: dict[str, Any] = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph, "argv": argv,
                            "env": env, "unset_env": list(trial.unset_env)}
     port = free_port()
-    launch = list(argv)
-    launch[0] = sys.executable
-    launch[launch.index("--port") + 1] = str(port)
-    spec = LaunchSpec(engine="vllm", argv=launch, env=env, host="127.0.0.1", port=port,
-                      served_model=argv[argv.index("--served-model-name") + 1], ready_paths=("/health", "/v1/models"),
+    command = Command.from_argv(argv)
+    launch = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
+    spec = LaunchSpec(engine="vllm", argv=launch.argv(), env=env, host="127.0.0.1", port=port,
+                      served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
                       startup_timeout_s=opts.startup_timeout_s, unset_env=trial.unset_env)
     log(f"tune: {trial.name} ...")
     try:
