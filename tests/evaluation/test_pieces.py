@@ -9,7 +9,13 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.errors import UsageError
 from llm_adapt.evaluation import builtin
 from llm_adapt.evaluation.baseline import parse_baseline
-from llm_adapt.evaluation.harness import Settings, aggregates, gold_backend, per_item, served_backend
+from llm_adapt.evaluation.harness import (
+    Settings,
+    aggregates,
+    gold_backend,
+    per_item,
+    served_backend,
+)
 from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.tasks import parse_tasks
 

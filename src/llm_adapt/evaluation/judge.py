@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from llm_adapt.evaluation.baseline import Baseline
-from llm_adapt.evaluation.stats import DEFAULT_RTOL, judge, judge_baseline, paired, worst
+from llm_adapt.evaluation.stats import (
+    DEFAULT_RTOL,
+    judge,
+    judge_baseline,
+    paired,
+    worst,
+)
 
 
 def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],

@@ -7,12 +7,20 @@ Call from the pipeline:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.evaluation.baseline import Baseline
-from llm_adapt.evaluation.harness import Settings, aggregates, evaluate, gold_backend, per_item, served_backend
+from llm_adapt.evaluation.harness import (
+    Settings,
+    aggregates,
+    evaluate,
+    gold_backend,
+    per_item,
+    served_backend,
+)
 from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
@@ -35,13 +43,14 @@ class EvalResult(StageResult):
     verdict: dict[str, Any]  # status, reasons, skipped
 
 
-def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings = Settings(),
+def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings | None = None,
                    baseline: Baseline | None = None, say: Callable[[str], None] = print,
                    gold_cache: dict | None = None) -> EvalResult:
     """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved).
     `gold_cache`: a dict kept by the caller to reuse the gold's lm-eval results for several endpoints."""
     from llm_adapt.engines.preflight import resolve_model_name
 
+    settings = settings or Settings()
     tm = task_manager(out)
     check_known(tasks, tm)
     model_name, _ = resolve_model_name(endpoint)

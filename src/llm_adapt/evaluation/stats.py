@@ -12,8 +12,8 @@ Sources of the rules:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 ALPHA = 0.05  # significance level of the paired test
 Z_95 = 1.959963984540054  # two-sided 95 % normal quantile
