@@ -93,7 +93,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
             for rest in SECTIONS[i:]:
                 result.sections[rest] = {"status": "not run", "reason": str(exc)}
             break
-        except _Unsupported as exc:
+        except (_Unsupported, _NonFinite) as exc:
             result.sections[name] = {"status": "unsupported", "reason": str(exc)}
         result.save(out / layout.ENDPOINT_ACCURACY)
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
@@ -175,8 +175,15 @@ class _TooLong(Exception):
     """The server refused one request for its length: that prompt is skipped, not the section."""
 
 
+class _NonFinite(Exception):
+    """The server computed NaN/Inf log-probs and could not even serialise them (vLLM answers 400
+    "Out of range float values are not JSON compliant"): evidence of a fault, not a missing feature."""
+
+
 def _refusal(reply: httpx.Response, what: str) -> Exception:
     text = reply.text[:200]
+    if "out of range float" in reply.text.lower():
+        return _NonFinite(f"{what}: the server's log-probs are NaN/Inf ({text[:120]})")
     if reply.status_code == 400 and any(w in text.lower() for w in ("maximum context length", "max_model_len",
                                                                       "too long", "longer than")):
         return _TooLong(f"the server refused it for its length: {text}")
@@ -215,6 +222,9 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             server = _prompt_logprobs(client, ref.sequence, k)
         except _TooLong as exc:
             skipped.append(_skip(ref, str(exc)))
+            continue
+        except _NonFinite:
+            nonfinite += len(ref.sequence) - 1  # every position of this prompt is unusable
             continue
         ref_lp = m.log_softmax64(ref.logits)
         t_sum = f_sum = 0.0
