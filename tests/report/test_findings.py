@@ -108,3 +108,10 @@ def test_decode_roofline_by_hand():
                         bandwidth_gb_s=20.0)
     assert r["bytes_per_token"] == 1_001_000_000
     assert r["floor_ms"] == pytest.approx(50.05) and r["share_of_bandwidth_limit"] == pytest.approx(0.5005)
+
+
+def test_task_accuracy_enters_the_overall_verdict_and_an_offline_skip_does_not():
+    failed = {"verdict": {"status": "FAIL", "reasons": ["builtin-mc: significant drop"]}}
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS"), eval=failed))["status"] == "FAIL"
+    skipped = {"verdict": {"status": "SKIP", "reasons": [], "skipped": ["gsm8k: not cached"]}}
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS"), eval=skipped))["status"] == "PASS"

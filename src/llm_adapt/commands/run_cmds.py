@@ -46,7 +46,17 @@ def add_run_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
     p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
     p.add_argument("--prompts", metavar="SUITE|FILE", help="accuracy prompts: a suite (default, quick) or a JSONL file")
+    p.add_argument("--tasks", type=task_list, default=(), metavar="LIST",
+                   help="opt-in task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith")
+    p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
     p.set_defaults(handler=cmd_run)
+
+
+def task_list(text: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected task names separated by commas, e.g. builtin-mc,builtin-arith")
+    return names
 
 
 def pipeline_skippable() -> tuple[str, ...]:
@@ -75,6 +85,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sizes = replace(sizes, prompts=args.prompts)
     if args.resume and not (args.out and (args.out / layout.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
+    if args.tasks:
+        from llm_adapt.evaluation.tasks import validate
+
+        validate(list(args.tasks))  # unknown task names fail before any work
     endpoint = endpoint_from_args(args) if args.endpoint else None
     if endpoint is not None:
         from llm_adapt.engines.preflight import resolve_model_name
@@ -90,6 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                         graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=args.dummy, offline=args.offline,
+                        tasks=tuple(args.tasks), eval_limit=args.eval_limit,
                         progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / layout.report(args.lang, 'md')}")

@@ -25,8 +25,9 @@ from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
 from llm_adapt.results import StageResult
+from llm_adapt.run import layout
 
-EVAL_FILE = "eval.json"
+EVAL_FILE = layout.EVAL
 
 
 class EvalResult(StageResult):

@@ -40,6 +40,10 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     ep = run.get("endpoint_accuracy")
     if ep and ep.get("verdict"):
         parts.append((ep["verdict"]["status"], f"served model vs gold: {ep['verdict']['status']}"))
+    ev = (run.get("eval") or {}).get("verdict") or {}
+    if ev.get("status") in ORDER:  # SKIP (no dataset offline) is said in the notes, not judged
+        parts.append((ev["status"], f"task accuracy vs gold: {ev['status']}" +
+                      (f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
     measured = [p for p in parts]
     if not measured:
         return {"status": "WARN", "reasons": ["nothing was measured beyond the plan"]}

@@ -11,8 +11,9 @@ if TYPE_CHECKING:
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.models.source import ModelSource
 
-STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "bench", "report")
-SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "bench")
+STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "eval", "bench", "report")
+SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "eval", "bench")
+OPT_IN = ("eval",)  # run only when asked for (--tasks)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class RunConfig:
     resume: bool = False
     dummy: bool = False  # random weights: serve, probes and bench only
     offline: bool = False
+    tasks: tuple[str, ...] = ()  # lm-eval tasks for the opt-in eval stage
+    eval_limit: int | None = None  # items per task
     # where progress and one-line messages go (I/O hooks, not settings)
     progress: Callable[[str, int, int], None] = lambda what, done, total: None
     log: Callable[[str], None] = print

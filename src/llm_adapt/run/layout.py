@@ -17,13 +17,14 @@ PROBES = "probes.json"
 ENDPOINT_ACCURACY = "endpoint_accuracy.json"
 TUNE = "tune.json"
 HARDWARE = "hardware.json"
+EVAL = "eval.json"
 DIFF = "diff.json"
 ENGINE_LOG = "engine.log"
 PLOTS = "plots"
 
 # result name -> file, for every stage the report reads
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
-           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE}
+           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve")
 
 

@@ -60,7 +60,9 @@ def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> 
 def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None:
     if stage in cfg.skip:
         return _mark(cfg, state, stage, "skipped", reason="--skip " + stage)
-    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy"):
+    if stage == "eval" and not cfg.tasks:
+        return _mark(cfg, state, stage, "skipped", reason="opt-in: --tasks TASK,...")
+    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "eval"):
         return _mark(cfg, state, stage, "not applicable", reason="dummy-weight verification: the weights are random")
     previous = state.status.stages.get(stage, {})
     if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
@@ -94,7 +96,7 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
 
 
 def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
-    if stage in ("probes", "endpoint_accuracy", "bench") and state.server is None and cfg.endpoint is None:
+    if stage in ("probes", "endpoint_accuracy", "eval", "bench") and state.server is None and cfg.endpoint is None:
         serve = state.status.stages.get("serve", {}).get("status", "did not start")
         return f"no endpoint: the engine {serve} (its cause is in the serve row and the summary)"
     return None

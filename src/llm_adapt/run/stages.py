@@ -85,6 +85,17 @@ def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:
         raise AdaptError(f"the server stopped answering; not run: {', '.join(missing)}")
 
 
+def task_accuracy(cfg: RunConfig, state: RunState) -> None:
+    """lm-evaluation-harness on the served model and on the fp32 gold, same items, paired."""
+    from llm_adapt.evaluation.harness import Settings
+    from llm_adapt.evaluation.stage import run_eval_stage
+
+    result = run_eval_stage(state.source, endpoint_of(cfg, state), list(cfg.tasks), cfg.out,
+                            settings=Settings(limit=cfg.eval_limit), say=cfg.log)
+    if result.verdict["status"] == "SKIP":
+        raise AdaptError("; ".join(result.verdict.get("skipped") or ["every task was skipped"]))
+
+
 def bench(cfg: RunConfig, state: RunState) -> None:
     from transformers import AutoTokenizer
 
@@ -134,4 +145,4 @@ def report(cfg: RunConfig, state: RunState) -> None:
 
 
 MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
-             "bench": bench}
+             "eval": task_accuracy, "bench": bench}
