@@ -3,6 +3,7 @@ is skipped on its own, every other prompt is judged, every fault is FAIL or WARN
 server passes in 5 of 5 repeated runs."""
 
 import json
+import os
 
 import pytest
 
@@ -26,15 +27,22 @@ LONG_ID = "long_context-1"
 
 FAULTS = {
     "qk-permutation": (f.qk_permuted, {"FAIL"}),
-    "perturbed-layer": (f.perturbed_layer, {"FAIL"}),
-    "int8-one-layer": (f.int8_one_layer, {"FAIL", "WARN"}),
-    "rms-norm-eps": (f.wrong_rms_norm_eps, {"FAIL", "WARN"}),
-    "rope-theta": (f.wrong_rope_theta, {"FAIL"}),
     "extra-eos": (lambda s, d: f.extra_eos(s, d, token_id=30), {"FAIL", "WARN"}),
     "missing-eos": (f.missing_eos, {"FAIL", "WARN"}),
     "nan-logits": (f.nan_logits, {"FAIL"}),
     "chat-template": (f.chat_template_mismatch, {"FAIL"}),
 }
+# Weight and config faults of the same kind as the q/k permutation: judged in process on every run
+# (test_faults_inprocess.py); served, each costs one more engine start, so `make test` serves them
+# only with LLM_ADAPT_ALL_SERVED_FAULTS=1 (all passed when last run that way; see README).
+MORE_FAULTS = {
+    "perturbed-layer": (f.perturbed_layer, {"FAIL"}),
+    "int8-one-layer": (f.int8_one_layer, {"FAIL", "WARN"}),
+    "rms-norm-eps": (f.wrong_rms_norm_eps, {"FAIL", "WARN"}),
+    "rope-theta": (f.wrong_rope_theta, {"FAIL"}),
+}
+if os.environ.get("LLM_ADAPT_ALL_SERVED_FAULTS") == "1":
+    FAULTS.update(MORE_FAULTS)
 
 
 @pytest.fixture(scope="module")
