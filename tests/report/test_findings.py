@@ -115,3 +115,12 @@ def test_task_accuracy_enters_the_overall_verdict_and_an_offline_skip_does_not()
     assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS"), eval=failed))["status"] == "FAIL"
     skipped = {"verdict": {"status": "SKIP", "reasons": [], "skipped": ["gsm8k: not cached"]}}
     assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS"), eval=skipped))["status"] == "PASS"
+
+
+def test_a_run_that_judged_no_accuracy_is_never_a_pass_and_a_misbehaving_probe_warns():
+    probes = {"rows": [{"name": "chat completion", "status": "supported"}, {"name": "streaming", "status": "supported"},
+                       {"name": "concurrent requests", "status": "error"}]}
+    verdict = overall_verdict(run_with(probes=probes))
+    assert verdict["status"] == "WARN"
+    assert "probes that found the server misbehaving: concurrent requests" in verdict["reasons"]
+    assert "no accuracy was judged in this run" in verdict["reasons"]

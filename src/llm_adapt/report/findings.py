@@ -34,6 +34,9 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
         broken = [n for n in CORE_FEATURES if rows.get(n, {}).get("status") != "supported"]
         if broken:
             parts.append(("FAIL", f"core features not working: {', '.join(broken)}"))
+        errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
+        if errors:  # the server misbehaved (a timeout, a crash, a wrong answer to a request it accepted)
+            parts.append(("WARN", f"probes that found the server misbehaving: {', '.join(errors)}"))
     target = main_target(run.get("accuracy"))
     if target:
         parts.append((target["verdict"]["status"], f"in-process {target['label']}: {target['verdict']['status']}"))
@@ -44,15 +47,15 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     if ev.get("status") in ORDER:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], f"task accuracy vs gold: {ev['status']}" +
                       (f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
-    measured = [p for p in parts]
-    if not measured:
-        return {"status": "WARN", "reasons": ["nothing was measured beyond the plan"]}
-    status = max((p[0] for p in measured), key=ORDER.get)
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
-    if incomplete and status == "PASS":
+    reasons = [p[1] for p in parts if p[0] != "PASS"] + [f"stage {s}: {stages[s]['status']}" for s in incomplete]
+    judged = any(p[1].startswith(("in-process", "served model", "task accuracy")) for p in parts)
+    if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
+        reasons.append("no accuracy was judged in this run")
+    status = max((p[0] for p in parts), key=ORDER.get, default="PASS")
+    if (incomplete or not judged) and status == "PASS":
         status = "WARN"
-    return {"status": status, "reasons": [p[1] for p in measured if p[0] != "PASS"]
-            + [f"stage {s}: {stages[s]['status']}" for s in incomplete]}
+    return {"status": status, "reasons": reasons}
 
 
 TEXT = {
