@@ -89,8 +89,16 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
         images = page.eval_on_selector_all("img", "imgs => imgs.map(i => [i.src.slice(0, 22), i.naturalWidth])")
         scripts = page.eval_on_selector_all("script", "s => s.length")
         pwned = page.evaluate("() => window.__pwned === 1")
+        banner = page.inner_text(".banner .status")
+        cards = page.locator(".cards .card").count()
+        index = page.locator("nav.index li").count()
         page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
         browser.close()
+    from llm_adapt.report.data import load_run
+    from llm_adapt.report.findings import overall_verdict
+
+    assert banner.strip() == overall_verdict(load_run(out))["status"]  # the verdict is what the reader sees first
+    assert cards >= 3 and index == 12
     assert not errors, errors
     assert images and all(src.startswith("data:image/png;base64") and width > 0 for src, width in images), images
     assert scripts == 0 and not pwned
