@@ -33,7 +33,7 @@ def test_every_stage_lands_as_valid_json(quick_run):
     assert status["finished"]
     assert {k: v["status"] for k, v in status["stages"].items()} == {
         "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
-        "bench": "done", "report": "done"}
+        "eval": "skipped", "bench": "done", "report": "done"}
     for name in ("environment", "inspect", "accuracy", "probes", "endpoint_accuracy", "bench-latency",
                  "bench-throughput", "bench-sweep"):
         json.loads((out / f"{name}.json").read_text())
@@ -115,3 +115,22 @@ def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
     assert code == 0
     assert (copy / "accuracy.json").stat().st_mtime_ns == stamp  # not measured again
     assert json.loads((copy / "status.json").read_text())["finished"]
+
+
+def test_diff_of_two_real_runs_that_differ_in_the_engine(quick_run, transformers_server, tmp_path):
+    """The same model and workload served by vLLM and by `transformers serve`: the diff names the
+    features the second engine lacks and calls it a regression."""
+    from llm_adapt.report.diff import diff_runs
+
+    _, vllm_run = quick_run
+    other = tmp_path / "tserve"
+    code = main(["run", "default", "--endpoint", transformers_server.endpoint.base_url,
+                 "--model", transformers_server.spec.served_model, "--quick", "--skip", "accuracy",
+                 "--prompts", str(vllm_run.parent / "prompts.jsonl"), "--out", str(other)])
+    assert code == 0 and (other / "report.md").exists()
+    assert main(["diff", str(vllm_run), str(other), "--out", str(tmp_path / "d")]) == 1  # FAIL exits 1
+    result = diff_runs(vllm_run, other)
+    lost = {f["name"] for f in result.features if f["change"] == "lost"}
+    assert "logprobs" in " ".join(lost) and result.verdict["status"] == "FAIL"
+    assert any(m["group"] == "performance" for m in result.metrics)
+    assert (tmp_path / "d" / "diff.html").exists() and (tmp_path / "d" / "diff.json").exists()
