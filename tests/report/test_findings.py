@@ -124,3 +124,12 @@ def test_a_run_that_judged_no_accuracy_is_never_a_pass_and_a_misbehaving_probe_w
     assert verdict["status"] == "WARN"
     assert "probes that found the server misbehaving: concurrent requests" in verdict["reasons"]
     assert "no accuracy was judged in this run" in verdict["reasons"]
+
+
+def test_metrics_that_were_not_measured_do_not_break_the_report():
+    run = run_with()
+    run.bench = {"throughput": {"runs": [{"label": "throughput", "sent": 4, "metrics": {
+        "output_throughput": 10.0, "median_ttft_ms": None, "median_tpot_ms": None}}]}}
+    labels = [c["label"] for c in key_figures(run)]
+    assert labels == ["Output throughput"]
+    assert not any("TTFT" in f for f in findings(run))

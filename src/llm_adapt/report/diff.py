@@ -49,7 +49,7 @@ def metrics_of(run: RunData) -> dict[str, Metric]:
     found += _inprocess_metrics(main_target(run.get("accuracy")))
     found += _bench_metrics(run.bench)
     found += _resource_metrics(run)
-    return {m.name: m for m in found}
+    return {m.name: m for m in found if isinstance(m.value, (int, float))}  # a figure not measured is not compared
 
 
 def _endpoint_metrics(ep: dict | None) -> list[Metric]:
@@ -81,16 +81,16 @@ def _bench_metrics(bench: dict[str, dict]) -> list[Metric]:
         m = runs[0]["metrics"]
         n = max(m.get("completed") or 0, 1)
         # throughput moves with the mean request latency at a fixed load: its relative se
-        rel = _se(m.get("std_e2el_ms"), n) / m["mean_e2el_ms"] if m.get("mean_e2el_ms") else None
-        out += [Metric("performance", f"{mode} output throughput", m["output_throughput"],
-                       rel * m["output_throughput"] if rel is not None else None, True, "tok/s"),
-                Metric("performance", f"{mode} mean TTFT", m["mean_ttft_ms"], _se(m.get("std_ttft_ms"), n), False, "ms"),
-                Metric("performance", f"{mode} mean TPOT", m["mean_tpot_ms"], _se(m.get("std_tpot_ms"), n), False, "ms")]
+        rel = (_se(m.get("std_e2el_ms"), n) or 0) / m["mean_e2el_ms"] if m.get("mean_e2el_ms") else None
+        out += [Metric("performance", f"{mode} output throughput", m.get("output_throughput"),
+                       rel * m["output_throughput"] if rel is not None and m.get("output_throughput") is not None else None, True, "tok/s"),
+                Metric("performance", f"{mode} mean TTFT", m.get("mean_ttft_ms"), _se(m.get("std_ttft_ms"), n), False, "ms"),
+                Metric("performance", f"{mode} mean TPOT", m.get("mean_tpot_ms"), _se(m.get("std_tpot_ms"), n), False, "ms")]
     return out
 
 
 def _se(std: float | None, n: int) -> float | None:
-    return std / math.sqrt(n) if std is not None and math.isfinite(std) else None
+    return std / math.sqrt(n) if isinstance(std, (int, float)) and math.isfinite(std) else None
 
 
 def _resource_metrics(run: RunData) -> list[Metric]:

@@ -135,8 +135,8 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
                                          status=q["verdict"]["status"])))
     out += [(1, text) for text in _stop_findings(run, T)]
     thr = run.bench.get("throughput")
-    if thr and thr.get("runs"):
-        m = thr["runs"][0]["metrics"]
+    m = thr["runs"][0]["metrics"] if thr and thr.get("runs") else {}
+    if all(isinstance(m.get(k), (int, float)) for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms")):
         out.append((3, T["tput"].format(n=thr["runs"][0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
                                         tpot=m["median_tpot_ms"])))
     return [text for _, text in sorted(out, key=lambda x: x[0])][:4]

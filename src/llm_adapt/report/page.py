@@ -32,10 +32,11 @@ def key_figures(run: RunData, lang: str = "en") -> list[dict[str, Any]]:
     if accuracy:
         cards.append({"label": L["accuracy"], **accuracy, "section": SECTION["accuracy"]})
     thr = (run.bench.get("throughput") or {}).get("runs") or []
-    if thr:
-        m = thr[0]["metrics"]
+    m = thr[0]["metrics"] if thr else {}
+    if isinstance(m.get("output_throughput"), (int, float)):
         cards.append({"label": L["throughput"], "value": f"{m['output_throughput']:.1f} tok/s", "status": None,
                       "section": SECTION["performance"]})
+    if isinstance(m.get("median_ttft_ms"), (int, float)) and isinstance(m.get("median_tpot_ms"), (int, float)):
         cards.append({"label": L["latency"], "value": f"{m['median_ttft_ms']:.0f} ms / {m['median_tpot_ms']:.1f} ms",
                       "status": None, "section": SECTION["performance"]})
     rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]

@@ -68,7 +68,7 @@ def latency_percentiles(run: RunData, out: Path) -> Path | None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, metric in zip(axes, ("ttft_ms", "tpot_ms")):
         for i, (name, m) in enumerate(rows):
-            values = [m[f"median_{metric}"], m[f"p90_{metric}"], m[f"p95_{metric}"], m[f"p99_{metric}"]]
+            values = [_value(m.get(f"{stat}_{metric}")) for stat in ("median", "p90", "p95", "p99")]
             ax.bar([k + i * 0.35 for k in range(4)], values, 0.35, label=name)
         ax.set_xticks([k + 0.175 for k in range(4)], ["p50", "p90", "p95", "p99"])
         ax.set_title(metric.replace("_ms", "").upper())
@@ -84,16 +84,22 @@ def sweep_curve(run: RunData, out: Path) -> Path | None:
         return None
     loads = [r["load"] for r in sweep["runs"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ax.plot(loads, [r["metrics"]["output_throughput"] for r in sweep["runs"]], marker="o", label="output tok/s")
+    ax.plot(loads, [_value(r["metrics"].get("output_throughput")) for r in sweep["runs"]], marker="o", label="output tok/s")
     ax.set_xlabel("concurrent requests")
     ax.set_ylabel("output tokens/s")
     ax2 = ax.twinx()
-    ax2.plot(loads, [r["metrics"]["median_ttft_ms"] for r in sweep["runs"]], marker="s", color="tab:red", label="TTFT p50")
+    ax2.plot(loads, [_value(r["metrics"].get("median_ttft_ms")) for r in sweep["runs"]], marker="s", color="tab:red",
+             label="TTFT p50")
     ax2.set_ylabel("TTFT p50 (ms)")
     ax.set_title("Throughput and latency versus concurrency")
     ax.legend(loc="upper left", fontsize=7)
     ax2.legend(loc="lower right", fontsize=7)
     return _save(fig, out / "bench_sweep.png")
+
+
+def _value(x) -> float:
+    """A metric as a number to draw; one that was not measured (null in the JSON) is NaN, drawn as a gap."""
+    return float(x) if isinstance(x, (int, float)) else float("nan")
 
 
 def _save(fig, path: Path) -> Path:
