@@ -55,14 +55,16 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
                         settings={"budget_minutes": opts.budget_minutes, "repeats": opts.repeats,
                                   "num_prompts": opts.num_prompts, "input_len": opts.input_len,
                                   "output_len": opts.output_len, "slo": opts.slo}, trials=[], skipped=[])
-    started = time.monotonic()
+    # The gold of the accuracy check is measured once, before the budget's clock starts: the budget is
+    # for trials (each trial's own check is counted in its cost below).
     checker = AccuracyCheck.prepare(inspect_result, progress) if opts.accuracy_check else None
     result.settings["accuracy_check"] = checker.describe() if checker else "off"
+    started = time.monotonic()
     baseline = _trial(grid[0], inspect_result, opts, out, progress, log, checker=checker)
     result.trials.append(baseline)
     result.save(out / "tune.json")
     startup = dict(get_platform(platform).startup_prior_s)  # until the baseline's start-up is measured
-    run_s = baseline.get("bench_seconds_each") or 30.0
+    run_s = (baseline.get("bench_seconds_each") or 30.0) + (baseline.get("accuracy_seconds") or 0.0) / max(opts.repeats, 1)
     if baseline.get("startup_s"):
         scale = baseline["startup_s"] / startup["eager"]
         startup = {k: v * scale for k, v in startup.items()}
@@ -176,7 +178,9 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
             runs = [_bench_once(server, inspect_result, opts, out, f"{trial.name}{suffix}", i, progress)
                     for i in range(opts.repeats)]
             if checker is not None:
+                check_started = time.monotonic()
                 row["accuracy"] = checker.run(server.endpoint, out / "tune-accuracy" / _slug(trial.name + suffix))
+                row["accuracy_seconds"] = round(time.monotonic() - check_started, 1)
     except Exception as exc:  # a failed trial (OOM, crash, timeout) is a row, not the end of the run
         row.update(status="failed", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         log(f"tune: {trial.name}: failed")
