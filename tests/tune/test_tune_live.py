@@ -11,7 +11,9 @@ pytestmark = pytest.mark.slow
 
 def test_tune_default_model_tries_thread_binding(capsys, tmp_path, default_model):
     code = main(["tune", "default", "--budget", "3", "--repeats", "2", "--num-prompts", "4", "--input-len", "32",
-                 "--output-len", "16", "--kv-cache-space", "1", "--max-model-len", "1024", "--out", str(tmp_path)])
+                 "--output-len", "16", "--kv-cache-space", "1", "--max-model-len", "1024", "--out", str(tmp_path),
+                 # the accuracy gate is judged in tests/tune/test_grid.py; here the 3-minute budget is for trials
+                 "--no-accuracy-check"])
     out = capsys.readouterr().out
     assert code == 0 and "recommended:" in out
     result = json.loads((tmp_path / "tune.json").read_text())
@@ -21,3 +23,6 @@ def test_tune_default_model_tries_thread_binding(capsys, tmp_path, default_model
     assert result["trials"][-1]["name"].endswith("(again, at the end)") and result["trials"][0]["output_throughput"]["n"] == 4
     assert result["skipped"]  # the budget cut the rest, and says so
     assert result["recommendation"]["command"].startswith("export ")
+    assert result["settings"]["accuracy_check"] == "off"
+    if result["recommendation"]["significant"]:  # a faster setting, recommended without an accuracy check, says so
+        assert "accuracy was not checked" in out
