@@ -30,7 +30,7 @@ def gold_cache():
 def test_clean_server_matches_gold(vllm_server, default_model, gold_cache, tmp_path):
     result = run_eval_stage(default_model, vllm_server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
     (row,) = result.paired
-    assert row["n"] == 60
+    assert row["n"] == SETTINGS.limit
     assert row["p_value"] >= 0.05 and row["status"] != "FAIL", row["reason"]
     assert EvalResult.load(tmp_path / "eval.json").paired == result.paired
 

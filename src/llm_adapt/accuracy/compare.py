@@ -244,9 +244,7 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
         row.update(local_rel_l2=loc["rel_l2"], local_cos_min=loc["cos_min"], local_max_abs=loc["max_abs"],
                    local_share_over=loc["share_over"], diff_sq_by_prompt=f_acc.diff_sq_by_prompt,
                    local_diff_sq_by_prompt=l_acc.diff_sq_by_prompt)
-        # msprobe's per-dtype standard on the layer's own output from the reference's input (what its
-        # single-API check measures); the stricter per-token rule on the accumulated error stays beside it.
-        row["msprobe"] = m.msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], spec.dtype)
+        row["msprobe"] = _msprobe_dtype_status(loc, spec.dtype, gold.report.dtype if gold.report else None)
         if row["nan_mismatch"]:
             row["msprobe"] = "error"
         row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
@@ -261,6 +259,18 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
         greedy=greedy, greedy_by_category=by_category(greedy),
         samples={"kl_by_prompt": [float(x.sum()) for x in stats["kl"]]},
     )
+
+
+def _msprobe_dtype_status(loc: dict[str, Any], dtype: str, reference_dtype: str | None) -> str:
+    """msprobe's per-dtype standard on the layer's own output from the reference's input.
+
+    msprobe applies it to one API fed the same inputs in both runs. A bf16 target fed an fp32 reference's
+    activations through bf16-rounded weights breaks that premise: about a quarter of each clean layer's
+    elements are off by over 1% from weight rounding alone (measured on SmolLM2), so every layer would
+    read "error" under a PASS verdict. Across dtypes the ratio to the floor judges instead."""
+    if reference_dtype is not None and reference_dtype != dtype:
+        return "n/a"
+    return m.msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], dtype)
 
 
 # Unit roundoff of each dtype: the local error one rounding step per value would give.
