@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +15,7 @@ import aiohttp
 from llm_adapt.bench.client import Record, RequestSpec, send
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
+from llm_adapt.platforms_npu import parse_table, parse_usages, visible_ids
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
@@ -135,7 +137,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 class ResourceSampler:
     """Polls the server's /metrics (KV-cache usage, running and waiting requests) and, for a
-    server we started, the RSS of its whole process tree."""
+    server we started, the RSS of its whole process tree and the accelerators' memory in use."""
 
     KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 
@@ -145,6 +147,7 @@ class ResourceSampler:
 
     async def run(self) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            npu_ids = await npu_device_ids() if self.pid and device_tool() == "npu-smi" else None  # listed once
             start = time.perf_counter()
             while True:
                 sample: dict[str, Any] = {"t": round(time.perf_counter() - start, 3)}
@@ -156,7 +159,7 @@ class ResourceSampler:
                     pass
                 if self.pid:
                     sample["rss_bytes"] = tree_rss(self.pid)
-                    sample["device_memory_bytes"] = await device_memory_used()
+                    sample["device_memory_bytes"] = await device_memory_used(npu_ids)
                 self.samples.append(sample)
                 await asyncio.sleep(self.interval_s)
 
@@ -167,7 +170,7 @@ class ResourceSampler:
 
         return {"samples": len(self.samples), "kv_cache_usage_max": peak("kv_cache_usage"),
                 "running_max": peak("running"), "waiting_max": peak("waiting"), "rss_bytes_max": peak("rss_bytes"),
-                "device_memory_bytes_max": peak("device_memory_bytes")}
+                "device_memory_bytes_max": peak("device_memory_bytes"), "device_memory_tool": device_tool()}
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -199,19 +202,55 @@ def tree_rss(pid: int) -> int | None:
         return None
 
 
-async def device_memory_used() -> int | None:
-    """Memory in use on the NVIDIA GPUs (nvidia-smi), summed; None where there is no such tool.
+def device_tool() -> str | None:
+    """The tool the device memory is read with: nvidia-smi before npu-smi, as device_memory_used does."""
+    return next((tool for tool in ("nvidia-smi", "npu-smi") if shutil.which(tool)), None)
 
-    Ascend's npu-smi prints a table per chip with no machine-readable query, so NPU memory is
-    not sampled here."""
-    import shutil
 
-    if not shutil.which("nvidia-smi"):
-        return None
+async def device_memory_used(npu_ids: list[int] | None = None) -> int | None:
+    """Memory in use on the accelerators, summed: NVIDIA GPUs through nvidia-smi, Ascend NPUs through
+    `npu-smi info -t usages -i N` (HBM, else the chip's own memory; whole percents of capacity).
+    None where neither tool is present or answers."""
+    tool = device_tool()
+    if tool == "nvidia-smi":
+        out = await _output("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+        try:
+            return sum(int(v) for v in out.split()) * 1024 * 1024 if out.strip() else None
+        except ValueError:
+            return None
+    if tool == "npu-smi":
+        return await npu_memory_used(npu_ids)
+    return None
+
+
+async def npu_memory_used(npu_ids: list[int] | None = None) -> int | None:
+    """HBM in use on the NPUs a server started from this environment can see."""
+    if npu_ids is None:
+        npu_ids = await npu_device_ids()
+    used = []
+    for npu_id in npu_ids:
+        out = await _output("npu-smi", "info", "-t", "usages", "-i", str(npu_id))
+        used += [u.used_bytes for u in parse_usages(out) if u.used_bytes is not None]
+    return sum(used) if used else None
+
+
+async def npu_device_ids() -> list[int]:
+    """NPU ids from the `npu-smi info` table, limited to ASCEND_RT_VISIBLE_DEVICES when it is set."""
+    table = parse_table(await _output("npu-smi", "info"))
+    return visible_ids(sorted({d.npu_id for d in table.devices}))
+
+
+async def _output(*argv: str, timeout: float = 5) -> str:
+    """A tool's standard output, or "" where it is missing, fails to start or hangs."""
     try:
-        proc = await asyncio.create_subprocess_exec("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout=5)
-        return sum(int(v) for v in out.decode().split()) * 1024 * 1024
-    except (OSError, ValueError, asyncio.TimeoutError):
-        return None
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+    except OSError:
+        return ""
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return ""
+    return out.decode(errors="replace")

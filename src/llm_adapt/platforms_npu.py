@@ -1,0 +1,274 @@
+"""Ascend NPU facts read from the machine: npu-smi's query output and the CANN toolkit's version.
+
+The parsers are pure functions on text, written to the formats in Huawei's published npu-smi
+reference (samples in tests/fixtures/npu_smi/, each with its source). The few functions that
+run a command or read a file sit at the bottom and never raise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class NpuUsage:
+    """One chip's line of `npu-smi info -t usages -i N`."""
+
+    npu_id: int | None
+    chip_id: int | None
+    memory_kind: str  # "HBM" where the chip reports on-chip memory, else "DDR" (the chip's own memory)
+    capacity_mb: float | None
+    usage_pct: float | None
+    aicore_pct: float | None
+    npu_util_pct: float | None
+
+    @property
+    def used_bytes(self) -> int | None:
+        """Capacity x usage rate: npu-smi prints whole percents, so this is good to 1% of capacity."""
+        if self.capacity_mb is None or self.usage_pct is None:
+            return None
+        return int(self.capacity_mb * self.usage_pct / 100 * MIB)
+
+
+@dataclass(frozen=True)
+class NpuMemory:
+    """One chip's line of `npu-smi info -t memory -i N`."""
+
+    npu_id: int | None
+    chip_id: int | None
+    memory_kind: str
+    capacity_mb: float | None
+    clock_mhz: float | None
+
+
+@dataclass(frozen=True)
+class NpuDevice:
+    """One chip's row pair in the `npu-smi info` table."""
+
+    npu_id: int
+    name: str
+    health: str
+    chip_id: int | None
+    memory_used_mb: float | None
+    memory_total_mb: float | None
+
+
+@dataclass(frozen=True)
+class NpuTable:
+    npu_smi_version: str | None
+    driver_version: str | None
+    devices: tuple[NpuDevice, ...]
+
+
+def parse_key_values(text: str) -> list[dict[str, str]]:
+    """`key : value` lines grouped per chip: a `Chip ID` line opens a chip's group; the lines before
+    the first one (NPU ID, Chip Count) belong to every group. Output without chip groups is one group."""
+    head: dict[str, str] = {}
+    groups: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        key, value = (part.strip() for part in line.split(":", 1))
+        if not key:
+            continue
+        if key == "Chip ID":
+            groups.append({**head, key: value})
+        elif groups:
+            groups[-1][key] = value
+        else:
+            head[key] = value
+    return groups or ([head] if head else [])
+
+
+def _number(value: str | None) -> float | None:
+    """A number, or None for a missing field and npu-smi's NA / N/A."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _integer(value: str | None) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None else None
+
+
+def _memory_kind(fields: dict[str, str]) -> str:
+    """HBM where the chip has on-chip memory (capacity > 0), else its DDR / plain memory."""
+    return "HBM" if (_number(fields.get("HBM Capacity(MB)")) or 0) > 0 else "DDR"
+
+
+def _pick(fields: dict[str, str], *keys: str) -> float | None:
+    for key in keys:
+        number = _number(fields.get(key))
+        if number is not None:
+            return number
+    return None
+
+
+def parse_usages(text: str) -> list[NpuUsage]:
+    """`npu-smi info -t usages -i N` (optionally `-c CHIP`): one entry per chip that reports memory."""
+    out = []
+    for fields in parse_key_values(text):
+        kind = _memory_kind(fields)
+        if kind == "HBM":
+            capacity, usage = _pick(fields, "HBM Capacity(MB)"), _pick(fields, "HBM Usage Rate(%)")
+        else:
+            capacity = _pick(fields, "DDR Capacity(MB)", "Memory Capacity(MB)")
+            usage = _pick(fields, "DDR Usage Rate(%)", "Memory Usage Rate(%)")
+        if capacity is None and usage is None:
+            continue
+        out.append(NpuUsage(npu_id=_integer(fields.get("NPU ID")), chip_id=_integer(fields.get("Chip ID")),
+                            memory_kind=kind, capacity_mb=capacity, usage_pct=usage,
+                            aicore_pct=_pick(fields, "Aicore Usage Rate(%)"),
+                            npu_util_pct=_pick(fields, "NPU Utilization(%)")))
+    return out
+
+
+def parse_memory(text: str) -> list[NpuMemory]:
+    """`npu-smi info -t memory -i N`: each chip's memory capacity (HBM where present)."""
+    out = []
+    for fields in parse_key_values(text):
+        kind = _memory_kind(fields)
+        if kind == "HBM":
+            capacity, clock = _pick(fields, "HBM Capacity(MB)"), _pick(fields, "HBM Clock Speed(MHz)")
+        else:
+            capacity = _pick(fields, "DDR Capacity(MB)", "Capacity(MB)", "Total Capacity(MB)")
+            clock = _pick(fields, "DDR Clock Speed(MHz)", "Clock Speed(MHz)")
+        if capacity is None:
+            continue
+        out.append(NpuMemory(npu_id=_integer(fields.get("NPU ID")), chip_id=_integer(fields.get("Chip ID")),
+                             memory_kind=kind, capacity_mb=capacity, clock_mhz=clock))
+    return out
+
+
+_VERSION = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)")
+_PAIR = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)")
+
+
+def parse_table(text: str) -> NpuTable:
+    """The `npu-smi info` table: its version line and each chip's two rows (NPU / name / health,
+    then chip / bus id / usage). The last `used / total` pair of the chip row is the device memory
+    (HBM-Usage on chips that have it, else Memory-Usage). The process table below is not read."""
+    match = _VERSION.search(text)
+    devices: list[NpuDevice] = []
+    first: list[str] | None = None
+    for line in text.splitlines():
+        if "Process id" in line or "Process name" in line:
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0] or not cells[0].split()[0].isdigit():
+            continue
+        if first is None:
+            first = cells
+            continue
+        devices.append(_device(first, cells))
+        first = None
+    return NpuTable(npu_smi_version=match.group(1) if match else None,
+                    driver_version=match.group(2) if match else None, devices=tuple(devices))
+
+
+def _device(first: list[str], second: list[str]) -> NpuDevice:
+    head = first[0].split(None, 1)
+    pairs = _PAIR.findall(second[-1])
+    used, total = (float(pairs[-1][0]), float(pairs[-1][1])) if pairs else (None, None)
+    return NpuDevice(npu_id=int(head[0]), name=head[1] if len(head) > 1 else "", health=first[1].split()[0] if first[1] else "",
+                     chip_id=_integer(second[0].split()[0]), memory_used_mb=used, memory_total_mb=total)
+
+
+def parse_install_info(text: str) -> str | None:
+    """CANN's `ascend_toolkit_install.info` (key=value lines): the `version` field."""
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "version" and value.strip():
+            return value.strip()
+    return None
+
+
+_RUNNING = re.compile(r"^\s*\w*version\s*=\s*\[?([^\]\s]+)\]?\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_version_cfg(text: str) -> str | None:
+    """A toolkit `version.cfg`: `..._version=[inner:release]` or `version=X`; the release part."""
+    match = _RUNNING.search(text)
+    if not match:
+        return None
+    return match.group(1).split(":")[-1] or None
+
+
+# --- the machine (never raises) ---------------------------------------------------------------
+
+DEFAULT_TOOLKIT = Path("/usr/local/Ascend/ascend-toolkit/latest")
+
+
+def toolkit_roots(env: dict[str, str] | None = None) -> list[Path]:
+    """Where CANN's toolkit may be: the variables its set_env.sh exports, then the default path."""
+    env = os.environ if env is None else env
+    roots = [Path(env[name]) for name in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH") if env.get(name)]
+    return [*roots, DEFAULT_TOOLKIT]
+
+
+def cann_version(env: dict[str, str] | None = None) -> dict[str, str] | None:
+    """CANN's version and the file it was read from: `<arch>-linux/ascend_toolkit_install.info`
+    (CANN's installation guide, "File Paths"), else `version.cfg` in the toolkit root."""
+    for root in toolkit_roots(env):
+        for info in sorted(root.glob("*-linux/ascend_toolkit_install.info")):
+            version = parse_install_info(_read(info))
+            if version:
+                return {"version": version, "source": str(info)}
+        cfg = root / "version.cfg"
+        version = parse_version_cfg(_read(cfg)) if cfg.is_file() else None
+        if version:
+            return {"version": version, "source": str(cfg)}
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def npu_smi(*args: str, timeout: float = 20) -> str:
+    """npu-smi's output, or "" where the tool is missing, fails or hangs."""
+    if not shutil.which("npu-smi"):
+        return ""
+    try:
+        return subprocess.run(["npu-smi", *args], capture_output=True, text=True, timeout=timeout).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def visible_ids(ids: list[int], env: dict[str, str] | None = None) -> list[int]:
+    """The NPU ids a server started from this environment can use (ASCEND_RT_VISIBLE_DEVICES)."""
+    env = os.environ if env is None else env
+    visible = env.get("ASCEND_RT_VISIBLE_DEVICES", "").strip()
+    if not visible:
+        return ids
+    wanted = {int(v) for v in visible.split(",") if v.strip().isdigit()}
+    return [i for i in ids if i in wanted]
+
+
+def describe_npus() -> list[dict[str, object]]:
+    """environment.json's accelerator entries for NPUs: the table's chips with each one's memory."""
+    table = parse_table(npu_smi("info"))
+    found: list[dict[str, object]] = []
+    for npu_id in sorted({d.npu_id for d in table.devices}):
+        chips = parse_memory(npu_smi("info", "-t", "memory", "-i", str(npu_id)))
+        names = [d.name for d in table.devices if d.npu_id == npu_id]
+        capacity = sum(c.capacity_mb or 0 for c in chips)
+        found.append({"kind": "npu", "npu_id": npu_id, "name": names[0] if names else "Ascend NPU",
+                      "memory": f"{capacity:.0f} MiB" if capacity else "",
+                      "memory_kind": chips[0].memory_kind if chips else None,
+                      "driver": table.driver_version, "npu_smi": table.npu_smi_version})
+    return found
