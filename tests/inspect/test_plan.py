@@ -189,3 +189,33 @@ def test_a_model_without_a_native_implementation_is_planned_on_the_transformers_
     for mode in ("eager", "graph"):
         argv = planned.plan["argv"][mode]
         assert argv[argv.index("--model-impl") + 1] == "transformers"
+
+
+def test_cpu_preload_needs_tcmalloc_and_on_x86_intel_openmp(tmp_path):
+    from llm_adapt.platforms import cpu_preload_libs
+
+    sys_lib, venv = tmp_path / "lib", tmp_path / "venv"
+    (venv / "lib").mkdir(parents=True)
+    sys_lib.mkdir()
+    assert cpu_preload_libs(str(venv), (str(sys_lib),), "x86_64") == ()
+    (sys_lib / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    assert cpu_preload_libs(str(venv), (str(sys_lib),), "x86_64") == ()  # no Intel OpenMP yet
+    assert cpu_preload_libs(str(venv), (str(sys_lib),), "aarch64") == (str(sys_lib / "libtcmalloc_minimal.so.4"),)
+    (venv / "lib" / "libiomp5.so").write_bytes(b"")
+    assert cpu_preload_libs(str(venv), (str(sys_lib),), "x86_64") == (
+        str(sys_lib / "libtcmalloc_minimal.so.4"), str(venv / "lib" / "libiomp5.so"))
+
+
+def test_cpu_plan_preloads_what_was_found_and_warns_when_not():
+    spec = smollm2_spec()
+    libs = ("/usr/lib/libtcmalloc_minimal.so.4", "/venv/lib/libiomp5.so")
+    options = PlanOptions(model_path="/m", served_model_name="m", kv_cache_space_gib=2, cpu_cores=2,
+                          device_memory_gib=24, max_model_len=2048)
+    with_libs = make_plan(spec, mem.parameter_breakdown(spec).total, get_platform("cpu"),
+                          PlanOptions(**{**options.__dict__, "cpu_preload": libs}))
+    assert with_libs.env["LD_PRELOAD"] == ":".join(libs)
+    assert with_libs.commands["eager"].startswith("LD_PRELOAD=") or "LD_PRELOAD=" in with_libs.commands["eager"]
+    assert not any("LD_PRELOAD" in w for w in with_libs.warnings)
+    without = make_plan(spec, mem.parameter_breakdown(spec).total, get_platform("cpu"), options)
+    assert "LD_PRELOAD" not in without.env
+    assert any("no LD_PRELOAD" in w for w in without.warnings)

@@ -15,6 +15,22 @@ def test_cpu_grid_starts_from_engine_defaults_and_tries_binding():
     assert any(t.graph for t in grid)
 
 
+def test_cpu_grid_measures_the_preload_alone_and_with_binding():
+    preload = "/usr/lib/libtcmalloc_minimal.so.4:/venv/lib/libiomp5.so"
+    plan = dict(PLAN, env={**PLAN["env"], "LD_PRELOAD": preload})
+    grid = build_grid(plan, "cpu", cores=2)
+    envs = {t.knob: apply_trial(plan["argv"]["eager"], plan["env"], t)[1] for t in grid}
+    assert "LD_PRELOAD" not in envs["baseline"] and "VLLM_CPU_OMP_THREADS_BIND" not in envs["baseline"]
+    assert "LD_PRELOAD" not in envs["VLLM_CPU_OMP_THREADS_BIND"]  # binding alone
+    assert envs["LD_PRELOAD"]["LD_PRELOAD"] == preload and "VLLM_CPU_OMP_THREADS_BIND" not in envs["LD_PRELOAD"]
+    assert envs["bind + LD_PRELOAD"]["LD_PRELOAD"] == preload and envs["bind + LD_PRELOAD"]["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    assert envs["graph mode"]["LD_PRELOAD"] == preload  # the other knobs start from the plan
+
+
+def test_cpu_grid_without_preload_has_no_preload_trial():
+    assert "LD_PRELOAD" not in {t.knob for t in build_grid(PLAN, "cpu", cores=2)}
+
+
 def test_npu_grid_has_graph_variants_and_tp_when_devices_allow():
     plan = dict(PLAN, tensor_parallel=1)
     knobs = {t.knob for t in build_grid(plan, "npu", devices=2)}

@@ -63,3 +63,12 @@ def test_latency_objective_prefers_lower_values():
     rows = [row("base", [100, 101, 99, 100]), row("faster", [60, 61]), row("slower", [150, 151])]
     rec = recommend(rows, "output_throughput", False)
     assert rec["name"] == "faster" and rec["significant"]
+
+
+def test_every_trial_carries_its_own_gain_over_the_defaults():
+    rows = [row("base", [100, 101, 99, 100]), row("preload", [119, 120]), row("same", [100, 100.5])]
+    recommend(rows, "output_throughput", True)
+    assert rows[1]["vs_baseline"]["gain"] == pytest.approx(1.195, abs=0.01) and rows[1]["vs_baseline"]["significant"]
+    assert rows[2]["vs_baseline"]["gain"] == pytest.approx(1.0, abs=0.01) and not rows[2]["vs_baseline"]["significant"]
+    assert rows[1]["vs_baseline"]["gain_uncertainty"] > 0
+    assert "vs_baseline" not in rows[0]

@@ -21,27 +21,42 @@ class Trial:
 
 
 def cpu_trials(plan: dict, cores: int) -> list[Trial]:
-    """The knobs that matter on vLLM-CPU. The baseline is the engine's own default thread binding."""
+    """The knobs that matter on vLLM-CPU. The baseline is the engine's own defaults: its thread binding and
+    no LD_PRELOAD; binding and preload are then measured alone and together (the plan)."""
     all_cores = f"0-{cores - 1}" if cores > 1 else "0"
     seqs = int(plan["max_num_seqs"])
-    trials = [
-        Trial("engine defaults", "baseline", unset_env=("VLLM_CPU_OMP_THREADS_BIND",)),
-        Trial(f"bind all cores ({all_cores})", "VLLM_CPU_OMP_THREADS_BIND", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
-              prior=0.5),
-        Trial(f"all cores + OMP_NUM_THREADS={cores}", "OMP_NUM_THREADS",
-              env={"VLLM_CPU_OMP_THREADS_BIND": all_cores, "OMP_NUM_THREADS": str(cores)}, prior=0.1),
-        Trial("all cores + graph mode (torch.compile)", "graph mode", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
-              graph=True, prior=0.3),
-        Trial(f"all cores + max-num-seqs {seqs * 2}", "--max-num-seqs", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
+    preload = plan["env"].get("LD_PRELOAD")
+    bind = {"VLLM_CPU_OMP_THREADS_BIND": all_cores}
+    if preload:
+        base, plan_env = "bind + preload", {**bind, "LD_PRELOAD": preload}
+        trials = [
+            Trial("engine defaults (no LD_PRELOAD)", "baseline", unset_env=("VLLM_CPU_OMP_THREADS_BIND", "LD_PRELOAD")),
+            Trial(f"bind all cores ({all_cores})", "VLLM_CPU_OMP_THREADS_BIND", env=bind, unset_env=("LD_PRELOAD",),
+                  prior=0.5),
+            Trial("LD_PRELOAD tcmalloc + Intel OpenMP", "LD_PRELOAD", env={"LD_PRELOAD": preload},
+                  unset_env=("VLLM_CPU_OMP_THREADS_BIND",), prior=0.2),
+            Trial("bind all cores + LD_PRELOAD (the plan)", "bind + LD_PRELOAD", env=plan_env, prior=0.6),
+        ]
+    else:
+        base, plan_env = "all cores", bind
+        trials = [
+            Trial("engine defaults", "baseline", unset_env=("VLLM_CPU_OMP_THREADS_BIND",)),
+            Trial(f"bind all cores ({all_cores})", "VLLM_CPU_OMP_THREADS_BIND", env=bind, prior=0.5),
+        ]
+    trials += [
+        Trial(f"{base} + OMP_NUM_THREADS={cores}", "OMP_NUM_THREADS", env={**plan_env, "OMP_NUM_THREADS": str(cores)},
+              prior=0.1),
+        Trial(f"{base} + graph mode (torch.compile)", "graph mode", env=plan_env, graph=True, prior=0.3),
+        Trial(f"{base} + max-num-seqs {seqs * 2}", "--max-num-seqs", env=plan_env,
               args=("--max-num-seqs", str(seqs * 2)), remove_args=("--max-num-seqs",), prior=0.1),
-        Trial("all cores + prefix caching off", "prefix caching", env={"VLLM_CPU_OMP_THREADS_BIND": all_cores},
-              args=("--no-enable-prefix-caching",), prior=0.05),
-        Trial("all cores + max-num-batched-tokens 1024", "--max-num-batched-tokens",
-              env={"VLLM_CPU_OMP_THREADS_BIND": all_cores}, args=("--max-num-batched-tokens", "1024"), prior=0.05),
+        Trial(f"{base} + prefix caching off", "prefix caching", env=plan_env, args=("--no-enable-prefix-caching",),
+              prior=0.05),
+        Trial(f"{base} + max-num-batched-tokens 1024", "--max-num-batched-tokens", env=plan_env,
+              args=("--max-num-batched-tokens", "1024"), prior=0.05),
     ]
     space = int(plan["env"].get("VLLM_CPU_KVCACHE_SPACE", "4"))
-    trials.append(Trial(f"all cores + KV cache {space * 2} GiB", "VLLM_CPU_KVCACHE_SPACE",
-                        env={"VLLM_CPU_OMP_THREADS_BIND": all_cores, "VLLM_CPU_KVCACHE_SPACE": str(space * 2)}, prior=0.02))
+    trials.append(Trial(f"{base} + KV cache {space * 2} GiB", "VLLM_CPU_KVCACHE_SPACE",
+                        env={**plan_env, "VLLM_CPU_KVCACHE_SPACE": str(space * 2)}, prior=0.02))
     return trials
 
 

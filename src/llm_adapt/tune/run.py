@@ -221,15 +221,15 @@ def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: fl
             "significant": False, "note": "the engine-default baseline failed; nothing to compare against"}
     rivals = [t for t in done if t is not baseline]
     pvalues = stats.pooled_p_values([t[metric] for t in rivals], baseline[metric], higher)
-    faster = [t for t, won in zip(rivals, stats.holm(pvalues, alpha)) if won]
+    wins = stats.holm(pvalues, alpha)
+    for trial, p, won in zip(rivals, pvalues, wins):  # each knob's own measured gain, for the report
+        trial["vs_baseline"] = _gain(trial[metric], baseline[metric], higher) | {"p_value": p, "significant": won}
+    faster = [t for t, won in zip(rivals, wins) if won]
     winners = [t for t in faster if accuracy_ok(t)]  # faster but inaccurate is never recommended
     rejected = [t["name"] for t in faster if not accuracy_ok(t)]
     best = max(winners, key=lambda t: t[metric]["mean"] * (1 if higher else -1)) if winners else baseline
-    ratio, err = stats.ratio_with_uncertainty(best[metric], baseline[metric])
-    if not higher and ratio:
-        ratio, err = 1 / ratio, err / ratio**2
     out = _recommendation(best, metric)
-    out.update(gain=round(ratio, 4), gain_uncertainty=round(err, 4), significant=bool(winners),
+    out.update(**_gain(best[metric], baseline[metric], higher), significant=bool(winners),
                trials_tested=len(rivals), alpha=alpha,
                p_value=pvalues[rivals.index(best)] if winners else (min(pvalues) if pvalues else None),
                test="one-sided t-test of ln(trial / baseline) per trial, noise pooled over all trials, "
@@ -240,6 +240,14 @@ def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: fl
                accuracy=best.get("accuracy"), accuracy_verified=best.get("accuracy", {}).get("status") in ("PASS", "WARN"),
                rejected_for_accuracy=rejected)
     return out
+
+
+def _gain(trial: dict[str, float], baseline: dict[str, float], higher: bool) -> dict[str, float]:
+    """Speed-up over the baseline (>1 is better whichever way the metric points), with its uncertainty."""
+    ratio, err = stats.ratio_with_uncertainty(trial, baseline)
+    if not higher and ratio:
+        ratio, err = 1 / ratio, err / ratio**2
+    return {"gain": round(ratio, 4), "gain_uncertainty": round(err, 4)}
 
 
 def accuracy_ok(trial: dict[str, Any]) -> bool:

@@ -14,13 +14,20 @@ def fmt(s: dict | None, digits: int = 1) -> str:
     return f"{s['mean']:.{digits}f} ± {s['std']:.{digits}f}"
 
 
+def _gain(trial: dict) -> str:
+    g = trial.get("vs_baseline")
+    if not g:
+        return "-"
+    return f"{g['gain']:.2f} ± {g['gain_uncertainty']:.2f}" + (" *" if g.get("significant") else "")
+
+
 def print_tune(result: TuneResult, console: Console) -> None:
     table = Table(title=f"Tuning on {result.platform}: objective {result.objective} ({result.metric})")
-    for col in ("setting", "start-up s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "accuracy", "status"):
+    for col in ("setting", "start-up s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "x defaults", "accuracy", "status"):
         table.add_column(col)
     for t in result.trials:
         table.add_row(t["name"], f"{t.get('startup_s') or 0:.0f}", fmt(t.get("output_throughput")),
-                      fmt(t.get("median_ttft_ms")), fmt(t.get("p99_ttft_ms")), fmt(t.get("median_tpot_ms")),
+                      fmt(t.get("median_ttft_ms")), fmt(t.get("p99_ttft_ms")), fmt(t.get("median_tpot_ms")), _gain(t),
                       (t.get("accuracy") or {}).get("status", "not checked"), t.get("status", "?") + (f": {t['reason']}" if t.get("reason") else ""))
     console.print(table)
     for s in result.skipped:
