@@ -20,7 +20,9 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=list(PLATFORMS), help="target platform (default: detected)")
     p.add_argument("--device-memory", type=memory_gib, metavar="GIB", help="memory per device, e.g. 64 or 64GiB")
     p.add_argument("--devices", type=positive_int, metavar="N", help="devices per node (default: those present, else 8)")
-    p.add_argument("--nodes", type=positive_int, metavar="N", help="at most this many nodes (default: as many as needed)")
+    p.add_argument("--nodes", type=positive_int, metavar="N",
+                   help="nodes: the layout uses at most N, and N > 1 adds multi-node commands, data parallel and Ray "
+                        "(default: as many as needed)")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="serving dtype (default bf16)")
     p.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
                    help="KV-cache dtype (default: the serving dtype)")

@@ -45,7 +45,7 @@ def test_npu_8b_fits_one_64gib_card():
     assert plan.env["PYTORCH_NPU_ALLOC_CONF"] == "expandable_segments:True"
     assert not plan.kv_pool_exact and plan.max_model_len == 32768
     assert plan.kv_cache_tokens == int(plan.kv_cache_blocks / (32768 // 128) * 32768)
-    assert plan.ray is None
+    assert plan.multinode is None
 
 
 def test_70b_spreads_with_tensor_parallel_in_a_node():
@@ -59,7 +59,8 @@ def test_70b_spreads_with_tensor_parallel_in_a_node():
 def test_70b_crosses_nodes_with_pipeline_parallel_over_ray():
     plan = plan_for("llama-3.1-70b", "cuda", device_memory_gib=24, devices_per_node=2)
     assert plan.tensor_parallel == 2 and plan.pipeline_parallel > 1 and plan.nodes == plan.pipeline_parallel
-    assert plan.ray and "ray start --head" in plan.ray["head"]
+    ray = next(f for f in plan.multinode["forms"] if f["name"] == "ray")
+    assert ray["nodes"][0]["ray_start"].startswith("ray start --head")
     assert "--distributed-executor-backend" in plan.argv["eager"]
     assert plan.env["CUDA_VISIBLE_DEVICES"] == "0,1"
 

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect import memory as mem
+from llm_adapt.inspect import platform_env as penv
+from llm_adapt.inspect.multinode import Topology, plan_multinode
 from llm_adapt.models.spec import ModelSpec
 from llm_adapt.platforms import Platform
 
@@ -82,9 +84,10 @@ class DeployPlan:
     max_concurrency: float
     max_num_seqs: int
     env: dict[str, str]
+    env_notes: list[dict[str, str]]  # per variable: value, rule, en / zh explanation, source
     commands: dict[str, str]
     argv: dict[str, list[str]]
-    ray: dict[str, str] | None
+    multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -131,7 +134,8 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         kv_margin=margin,
         max_concurrency=round(concurrency, 2), max_num_seqs=seqs, env=env,
         commands={mode: render_command(env, args) for mode, args in argv.items()}, argv=argv,
-        ray=_ray_commands(layout) if layout.nodes > 1 else None,
+        env_notes=penv.explain(platform.name, env),
+        multinode=_multinode(spec, platform, opts, layout, argv["graph"]),
         warnings=_warnings(spec, opts, platform, assumed, concurrency, seqs),
     )
 
@@ -243,8 +247,10 @@ def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, st
         env["VLLM_CPU_KVCACHE_SPACE"] = str(layout.pool_bytes // mem.GIB)
         # vLLM-CPU's default ("auto") reserves a core for the frontend; bind all of them.
         env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{opts.cpu_cores - 1}" if opts.cpu_cores > 1 else "0"
-    elif platform.visible_devices_env:
-        env[platform.visible_devices_env] = ",".join(str(i) for i in range(layout.tp))
+    else:  # one node's view; with PP across nodes the command is the Ray head's (multinode.py has every node)
+        form = "ray" if layout.nodes > 1 else "single"
+        env.update(penv.env_for(platform.name, penv.EnvContext(devices=layout.tp, nodes=layout.nodes, form=form,
+                                                               node_ip=penv.HEAD_IP)))
     return env
 
 
@@ -279,12 +285,16 @@ def render_command(env: dict[str, str], argv: list[str]) -> str:
     return Command.from_argv(argv).shell(env)
 
 
-def _ray_commands(layout: _Layout) -> dict[str, str]:
-    return {
-        "head": "ray start --head --port 6379",
-        "worker": "ray start --address HEAD_IP:6379  # on each of the other "
-                  f"{layout.nodes - 1} node(s), each with {layout.tp} device(s)",
-    }
+def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _Layout,
+               graph_argv: list[str]) -> dict | None:
+    """Both multi-node forms when the model needs several nodes or --nodes asks for more than one."""
+    nodes = max(layout.nodes, opts.max_nodes or 1)
+    if nodes <= 1 or platform.name == "cpu":
+        return None
+    per_node = opts.devices_per_node or 8
+    topo = Topology(platform=platform.name, nodes=nodes, devices_per_node=per_node, tp=layout.tp, pp=layout.pp,
+                    ray_tp=max(_tp_candidates(spec, per_node)), num_layers=spec.num_layers)
+    return plan_multinode(topo, graph_argv)
 
 
 def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
@@ -296,6 +306,8 @@ def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
         out.append("the model ships custom code (auto_map); it is not trusted unless you pass --trust-remote-code")
     if opts.trust_remote_code:
         out.append("--trust-remote-code is set: the model's own Python code will run")
+    if platform.name == "cpu" and (opts.max_nodes or 1) > 1:
+        out.append(f"--nodes {opts.max_nodes}: multi-node commands are planned for cuda and npu; the CPU plan is one node")
     if opts.host not in ("127.0.0.1", "localhost", "::1"):
         out.append(f"the server listens on {opts.host}, reachable from other machines")
     if concurrency < 1:

@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_adapt.inspect.memory import GIB
+from llm_adapt.inspect.multinode import summary_lines
+from llm_adapt.inspect.platform_env import note_lines
 from llm_adapt.inspect.stage import InspectResult
 
 
@@ -42,12 +44,17 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     console.print(_memory_table(result))
     console.print(f"\n[bold]Deployment plan[/bold] on {result.platform['display']}: "
                   f"TP {plan['tensor_parallel']} x PP {plan['pipeline_parallel']} over {plan['nodes']} node(s)")
-    if plan["ray"]:
-        console.print("Ray cluster:\n  head:   " + plan["ray"]["head"] + "\n  worker: " + plan["ray"]["worker"])
     for mode in ("eager", "graph"):
         title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform['graph_mode']}"
         console.print(f"\n[bold]{title}[/bold]")
         console.print(plan["commands"][mode], markup=False, highlight=False, soft_wrap=True)
+    if plan.get("env_notes"):  # inspect/platform_env.py: each variable, why, and its source
+        console.print("\n[bold]Environment[/bold]")
+        console.print("\n".join(note_lines(plan["env_notes"])), markup=False, highlight=False, soft_wrap=True)
+    if plan.get("multinode"):
+        known = {n["name"] for n in plan.get("env_notes", [])}
+        console.print("\n" + "\n".join(summary_lines(plan["multinode"], known)), markup=False, highlight=False,
+                      soft_wrap=True)
     tuned = plan.get("tuned")
     if tuned:
         gain = f"{tuned['gain']:.2f}x ± {tuned['gain_uncertainty']:.2f}" if "gain" in tuned else "n/a"
