@@ -30,7 +30,7 @@ def test_version_cfg_release_part():
 
 @pytest.fixture
 def no_default_toolkit(tmp_path, monkeypatch):
-    monkeypatch.setattr(platforms_npu, "DEFAULT_TOOLKIT", tmp_path / "absent")
+    monkeypatch.setattr(platforms_npu, "DEFAULT_TOOLKITS", (tmp_path / "absent",))
 
 
 def test_cann_version_from_toolkit_home(tmp_path, no_default_toolkit):
@@ -46,6 +46,14 @@ def test_cann_version_falls_back_to_version_cfg_under_ascend_home_path(tmp_path,
     root.mkdir()
     (root / "version.cfg").write_text("runtime_running_version=[7.5.0.1.129:8.0.RC3]\n")
     assert cann_version({"ASCEND_HOME_PATH": str(root)})["version"] == "8.0.RC3"
+
+
+def test_cann_version_at_a_default_path(tmp_path, monkeypatch):
+    root = tmp_path / "Ascend" / "cann"  # CANN 8.5's default layout
+    (root / "x86_64-linux").mkdir(parents=True)
+    (root / "x86_64-linux" / "ascend_toolkit_install.info").write_text("version=8.5.0\n")
+    monkeypatch.setattr(platforms_npu, "DEFAULT_TOOLKITS", (tmp_path / "absent", root))
+    assert cann_version({})["version"] == "8.5.0"
 
 
 def test_no_cann_is_none_even_with_broken_files(tmp_path, no_default_toolkit):

@@ -207,14 +207,17 @@ def parse_version_cfg(text: str) -> str | None:
 
 # --- the machine (never raises) ---------------------------------------------------------------
 
-DEFAULT_TOOLKIT = Path("/usr/local/Ascend/ascend-toolkit/latest")
+# CANN's installation guide, "File Paths": root's default install (8.0: ascend-toolkit/latest;
+# 8.5: cann), and a non-root user's under $HOME/Ascend.
+DEFAULT_TOOLKITS = (Path("/usr/local/Ascend/ascend-toolkit/latest"), Path("/usr/local/Ascend/cann"),
+                    Path("~/Ascend/ascend-toolkit/latest"), Path("~/Ascend/cann"))
 
 
 def toolkit_roots(env: dict[str, str] | None = None) -> list[Path]:
-    """Where CANN's toolkit may be: the variables its set_env.sh exports, then the default path."""
+    """Where CANN's toolkit may be: the variables its set_env.sh exports, then the default paths."""
     env = os.environ if env is None else env
     roots = [Path(env[name]) for name in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH") if env.get(name)]
-    return [*roots, DEFAULT_TOOLKIT]
+    return [*roots, *(root.expanduser() for root in DEFAULT_TOOLKITS)]
 
 
 def cann_version(env: dict[str, str] | None = None) -> dict[str, str] | None:
