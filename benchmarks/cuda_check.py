@@ -45,8 +45,8 @@ WHEEL_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
                    "generation_config.json")
 # The default model's layer shape with 4 of its 30 layers: the GPU kernels see the sizes they would.
-SMOLLM2_SHAPE = dict(num_hidden_layers=4, hidden_size=576, intermediate_size=1536, num_attention_heads=9,
-                     num_key_value_heads=3, head_dim=64)
+SMOLLM2_SHAPE = {"num_hidden_layers": 4, "hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,
+                 "num_key_value_heads": 3, "head_dim": 64}
 # Runs compare with every `import vllm` refused: a path that needs vLLM fails here instead of passing.
 BLOCK_VLLM = """
 import sys
@@ -208,7 +208,7 @@ def run_compare(argv: list[str], log: Path, timeout: float) -> tuple[int, float]
     start = time.perf_counter()
     with open(log, "w") as sink:
         try:
-            proc = subprocess.run([sys.executable, "-c", BLOCK_VLLM, *argv], stdout=sink, stderr=subprocess.STDOUT,
+            proc = subprocess.run([sys.executable, "-c", BLOCK_VLLM, *argv], stdout=sink, stderr=subprocess.STDOUT, check=False,
                                   timeout=timeout, env={**os.environ, "HF_HUB_OFFLINE": "1"})
             code = proc.returncode
         except subprocess.TimeoutExpired:
@@ -233,8 +233,8 @@ def write_summary(out: Path, record: dict) -> None:
     m = record["machine"]
     lines = [f"# CUDA in-process check, {m['date']}", "",
              f"- command: `llm-adapt {' '.join(record['argv'])}` (vLLM imports blocked)",
-             f"- machine: {m['device'] or 'no CUDA device'}; torch {m['torch']} (CUDA {m['torch_cuda']}), "
-             f"transformers {m['transformers']}, vLLM installed: {m['vllm_installed']}",
+             (f"- machine: {m['device'] or 'no CUDA device'}; torch {m['torch']} (CUDA {m['torch_cuda']}), "
+              f"transformers {m['transformers']}, vLLM installed: {m['vllm_installed']}"),
              f"- model: {record['model']} ({record['weights']})",
              f"- exit code {record['exit_code']} after {record['seconds']:.1f} s"]
     lines += [f"- not run: {problem}" for problem in record.get("device_problems", [])]

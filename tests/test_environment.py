@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from llm_adapt import environment, platforms_npu
-from llm_adapt.environment import EnvironmentResult, build_info, parse_cpu_flags, parse_version_file
+from llm_adapt.environment import (
+    EnvironmentResult,
+    build_info,
+    parse_cpu_flags,
+    parse_version_file,
+)
 from llm_adapt.platforms_npu import cann_version, parse_install_info, parse_version_cfg
 
 SAMPLES = Path(__file__).parent / "fixtures" / "npu_smi"

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from llm_adapt import __version__, platforms, platforms_npu
 from llm_adapt.results import StageResult
 
@@ -38,7 +40,7 @@ class EnvironmentResult(StageResult):
     accelerators: list[dict[str, Any]]
     # versions an Ascend or vLLM report names beside the packages (None: not found on this machine)
     cann: dict[str, str] | None = None
-    builds: dict[str, dict[str, str | None]] = {}
+    builds: dict[str, dict[str, str | None]] = Field(default_factory=dict)
 
 
 def package_versions() -> dict[str, str]:
@@ -123,7 +125,7 @@ def accelerators() -> list[dict[str, Any]]:
 
 def _run(argv: list[str]) -> str:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+        return subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ""
 

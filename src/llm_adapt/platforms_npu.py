@@ -247,7 +247,7 @@ def npu_smi(*args: str, timeout: float = 20) -> str:
     if not shutil.which("npu-smi"):
         return ""
     try:
-        return subprocess.run(["npu-smi", *args], capture_output=True, text=True, timeout=timeout).stdout
+        return subprocess.run(["npu-smi", *args], capture_output=True, text=True, timeout=timeout, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ""
 

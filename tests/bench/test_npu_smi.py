@@ -13,8 +13,14 @@ from llm_adapt.bench import load
 from llm_adapt.bench.load import ResourceSampler
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.server import free_port
-from llm_adapt.platforms_npu import (MIB, parse_key_values, parse_memory, parse_table, parse_usages,
-                                     visible_ids)
+from llm_adapt.platforms_npu import (
+    MIB,
+    parse_key_values,
+    parse_memory,
+    parse_table,
+    parse_usages,
+    visible_ids,
+)
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "npu_smi"
 
