@@ -154,3 +154,12 @@ def test_npu_smi_that_fails_gives_no_memory(tmp_path, monkeypatch):
     script.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert asyncio.run(load.device_memory_used()) is None
+
+
+def test_nvidia_smi_is_read_first_and_summed(fake_npu_smi):
+    """With both tools on PATH the GPU's tool answers (as before NPU support); its MiB are summed over GPUs."""
+    nvidia = fake_npu_smi.parent / "nvidia-smi"
+    nvidia.write_text("#!/bin/sh\necho 1024\necho 2048\n")
+    nvidia.chmod(0o755)
+    assert load.device_tool() == "nvidia-smi"
+    assert asyncio.run(load.device_memory_used()) == 3072 * MIB
