@@ -110,6 +110,8 @@ def _data_parallel(topo: Topology, serve: Command) -> Form:
         common = common.with_option("--tensor-parallel-size", str(topo.tp))
     common = (common.with_option("--data-parallel-address", penv.HEAD_IP)
               .with_option("--data-parallel-rpc-port", str(DP_RPC_PORT)))
+    # Node 0 gets no --data-parallel-start-rank: vLLM 0.32 reads a start rank on a node that serves the API
+    # as hybrid load balancing (and, with one local rank, as external balancing, which it refuses for dense models).
     nodes = [_node(topo, "data_parallel", 0, local * topo.tp, common, None)]
     for i in range(1, topo.nodes):
         worker = (common.without(*SERVER_FLAGS).with_option("--headless")
