@@ -163,3 +163,33 @@ def test_nvidia_smi_is_read_first_and_summed(fake_npu_smi):
     nvidia.chmod(0o755)
     assert load.device_tool() == "nvidia-smi"
     assert asyncio.run(load.device_memory_used()) == 3072 * MIB
+
+
+# The two-chip Atlas A2 (910B) layout with an HBM-Usage column and no-space "used/ total" pairs, as
+# vLLM-Ascend users' environment dumps print it (not one of Huawei's doc samples: those are above).
+TABLE_910B = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 24.1.rc2.1               Version: 24.1.rc2.1                                           |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 121.6       40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 10          0    / 0          57895/ 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 116.4       39                0    / 0             |
+| 0                         | 0000:C2:00.0  | 10          0    / 0          57898/ 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 0       0                 | 2471          | python3                  | 54400                   |
++===========================+===============+====================================================+
+"""
+
+
+def test_table_of_a_910b_reads_hbm_usage_per_device_and_skips_processes():
+    table = parse_table(TABLE_910B)
+    assert table.npu_smi_version == "24.1.rc2.1"
+    assert [(d.npu_id, d.name, d.memory_used_mb, d.memory_total_mb) for d in table.devices] == [
+        (0, "910B3", 57895, 65536), (1, "910B3", 57898, 65536)]
