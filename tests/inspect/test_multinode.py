@@ -93,7 +93,7 @@ def parse(vllm_cli, argv: list[str]):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_planned_serve_line_parses_with_the_installed_vllm(vllm_cli, case):
     for argv in all_serve_argvs(CASES[case]()):
-        args, engine = parse(vllm_cli, argv)
+        _, engine = parse(vllm_cli, argv)
         assert engine.model == "/models/m"
         assert engine.enforce_eager == ("--enforce-eager" in argv)
 
@@ -129,7 +129,8 @@ def test_ray_head_serves_over_all_nodes(vllm_cli):
     assert engine.distributed_executor_backend == "ray"
     assert head["ray_start"].startswith("ray start --head") and head["shell"].index("ray start") < head["shell"].index(
         "vllm serve")
-    assert head["shell"].index("export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1") < head["shell"].index("ray start")
+    noset = "export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1"
+    assert head["shell"].index(noset) < head["shell"].index("ray start")
     worker = ray["nodes"][1]
     assert worker["serve_argv"] is None and worker["role"] == "worker" and worker["nodes"] == [1]
     assert "--address '<HEAD_IP>:6379'" in worker["shell"] and "export HCCL_IF_IP='<NODE_IP>'" in worker["shell"]
@@ -212,7 +213,7 @@ def test_report_explains_each_variable_and_shows_both_forms_in_its_language(npu_
     missing = [w for w in words if w not in text]
     assert not missing, missing
     for name in ("TASK_QUEUE_ENABLE", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", "HCCL_SOCKET_IFNAME"):
-        assert f"| `{name}` |" in text, name  # one explained row per variable, the single-node ones and the multi-node ones
+        assert f"| `{name}` |" in text, name  # one explained row per variable, single-node and multi-node
     assert text.count("vllm serve") >= 3 and "--headless" in text and "ray start" in text
     assert "vLLM-Ascend v0.23.0.post1 docs" in text  # sources stay verbatim
 

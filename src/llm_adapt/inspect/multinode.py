@@ -100,7 +100,8 @@ def plan_multinode(topo: Topology, plan_argv: list[str]) -> dict:
 def _data_parallel(topo: Topology, serve: Command) -> Form:
     if topo.pp > 1:
         return Form("data_parallel", False, {
-            "en": f"one replica needs {topo.pp} nodes (PP {topo.pp}); data parallel replicates whole models, so use the Ray form",
+            "en": f"one replica needs {topo.pp} nodes (PP {topo.pp}); data parallel replicates whole models, "
+                  "so use the Ray form",
             "zh": f"单个副本需要 {topo.pp} 个节点（PP {topo.pp}）；数据并行复制完整模型，请使用 Ray 方式"}, {}, [])
     local = topo.devices_per_node // topo.tp
     size = local * topo.nodes
