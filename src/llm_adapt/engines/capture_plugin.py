@@ -1,0 +1,219 @@
+"""Layer capture inside a served vLLM engine: a vLLM general plugin, off unless asked for.
+
+Why a general plugin (entry point `vllm.general_plugins`) and not dev-mode `collective_rpc`:
+- vLLM 0.32 loads general plugins in every process it starts, the engine core and each worker
+  included (`WorkerWrapperBase.init_worker` calls `load_general_plugins()` before it resolves the
+  worker class), so the hooks live where the model lives without a custom worker class and
+  without editing vLLM's files;
+- `collective_rpc` needs `VLLM_SERVER_DEV_MODE=1`, which opens development endpoints to anyone
+  who reaches the server, and would ship every layer's tensors back through the engine's IPC;
+- the engine is otherwise the one being deployed: same argv, same kernels, same scheduler.
+
+Off by default: without `LLM_ADAPT_CAPTURE_DIR` in the environment `register()` returns at once,
+nothing is patched and no hook exists, so a normal server pays nothing.
+
+With it: `BaseModelLoader.load_model` is wrapped so that each loaded model gets forward hooks on
+`model.model.embed_tokens`, every `model.model.layers[i]` and `model.model.norm`. Hooks record only
+while the directory holds the file `armed` (written by the client for its capture), and a record is
+written only for a forward that starts at position 0: one request's prefill. V1 packs the tokens of
+all scheduled requests into one flat batch, so the client sends one prompt at a time, with
+max_tokens=1 and a fresh cache_salt (no prefix-cache hit may shorten the prefill), and keeps the
+tokens of its own prompt (the prefix of the record).
+
+Residual fusion: vLLM's Llama-style layers return (hidden, residual) and fold the residual into the
+next layer's fused add-norm, so a layer's true output is hidden + residual. That sum is taken inside
+the hook, at once: the next fused add-norm may overwrite both tensors in place.
+
+Eager only: under torch.compile or CUDA graphs the hooks would be traced into a graph or skipped by
+a replay. The plugin then refuses (refused.json says why) and attaches nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+ENV_DIR = "LLM_ADAPT_CAPTURE_DIR"
+ARMED = "armed"  # the client's switch: records are written only while this file exists
+READY = "ready.json"  # written once hooks are attached: the plugin did load in the engine
+REFUSED = "refused.json"  # written instead when the engine runs compiled
+ERROR = "error.json"  # a hook that failed (the engine itself goes on serving)
+RECORD_GLOB = "capture-*.pt"
+
+_LAYER = re.compile(r"^model\.layers\.(\d+)$")
+
+
+def register() -> bool:
+    """The entry point vLLM calls in each of its processes. True when the loader was wrapped."""
+    directory = os.environ.get(ENV_DIR)
+    if not directory:
+        return False  # off: nothing imported, nothing patched
+    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+    original = BaseModelLoader.load_model
+    if getattr(original, "_llm_adapt_capture", False):
+        return True  # plugins may load more than once per process
+
+    def load_model(self, vllm_config, model_config, prefix: str = ""):
+        model = original(self, vllm_config, model_config, prefix)
+        attach(model, Path(directory), compile_refusal(vllm_config))
+        return model
+
+    load_model._llm_adapt_capture = True
+    BaseModelLoader.load_model = load_model
+    return True
+
+
+def compile_refusal(vllm_config) -> str | None:
+    """Why hooks cannot see this engine's forward (None when it runs eagerly)."""
+    from vllm.config import CompilationMode, CUDAGraphMode
+
+    comp = vllm_config.compilation_config
+    if comp.mode != CompilationMode.NONE:
+        return f"the engine compiles its model (compilation mode {comp.mode.name}); start it with --enforce-eager"
+    if comp.cudagraph_mode not in (None, CUDAGraphMode.NONE):
+        return f"the engine replays CUDA graphs ({comp.cudagraph_mode.name}); start it with --enforce-eager"
+    return None
+
+
+def gold_name(module_path: str) -> str | None:
+    """vLLM module path -> the gold's tensor name ('embeddings', 'layer i', 'final norm'); None for others."""
+    if module_path == "model.embed_tokens":
+        return "embeddings"
+    if module_path == "model.norm":
+        return "final norm"
+    match = _LAYER.match(module_path)
+    return f"layer {match[1]}" if match else None
+
+
+def unfused(name: str, output: Any):
+    """A module's true output as a fresh float32 tensor [T, D].
+
+    Decoder layers return (hidden, residual) with the residual still to be added (fused into the
+    next norm): their output is hidden + residual. The final norm called with a residual returns
+    (normed, new residual): its output is the first. A copy always, since vLLM reuses buffers in place."""
+    import torch
+
+    if isinstance(output, (tuple, list)):
+        hidden = output[0]
+        residual = output[1] if len(output) > 1 and name.startswith("layer ") else None
+        if residual is not None:
+            return hidden.to(torch.float32) + residual.to(torch.float32)
+        output = hidden
+    return output.detach().to(torch.float32, copy=True)
+
+
+def capture_targets(model) -> list[tuple[str, Any]]:
+    """(gold name, module) for the embedding, every decoder layer and the final norm, in forward order."""
+    found = [(gold_name(path), module) for path, module in model.named_modules()]
+    return sorted([(name, module) for name, module in found if name], key=lambda item: _forward_order(item[0]))
+
+
+def _forward_order(name: str) -> int:
+    return -1 if name == "embeddings" else 1 << 30 if name == "final norm" else int(name.split()[1])
+
+
+class Recorder:
+    """One forward's tensors, written as one record (atomically) when the capture is armed.
+
+    The decoder's own hooks cannot be used: vLLM's compile decorator calls its `forward` directly,
+    bypassing nn.Module hooks. So the embedding's hook opens a record (its input is the token ids),
+    the first layer's gives the positions, the final norm's closes it."""
+
+    def __init__(self, directory: Path, names: list[str]):
+        self.directory, self.names = directory, names
+        self.current: dict[str, Any] | None = None
+        self.count = 0
+
+    def on_embed(self, input_ids, output) -> None:
+        self.current = None
+        if (self.directory / ARMED).exists() and input_ids is not None:
+            self.current = {"input_ids": input_ids.detach().cpu().reshape(-1).clone(), "positions": None,
+                            "tensors": {}}
+            self.add("embeddings", output)
+
+    def on_first_layer(self, positions) -> None:
+        if positions is not None and positions.dim() > 1:
+            positions = positions[0]  # M-RoPE's [3, T]: the text positions
+        if self.current is not None and not is_prefill(positions):
+            self.current = None  # a decode step: copy nothing more
+        elif self.current is not None:
+            self.current["positions"] = positions.detach().cpu().reshape(-1).clone()
+
+    def add(self, name: str, output: Any) -> None:
+        if self.current is not None:
+            self.current["tensors"][name] = unfused(name, output).cpu()
+
+    def finish(self) -> None:
+        record, self.current = self.current, None
+        if record is None or not is_prefill(record["positions"]) or set(record["tensors"]) != set(self.names):
+            return
+        import torch
+
+        self.count += 1
+        path = self.directory / f"capture-{os.getpid()}-{self.count:06d}.pt"
+        tmp = path.with_suffix(".tmp")
+        torch.save(record, tmp)
+        os.replace(tmp, path)  # the client never reads half a record
+
+
+def is_prefill(positions) -> bool:
+    """A forward that starts at position 0: a request's prefill (decode steps start further on)."""
+    return positions is not None and positions.numel() > 0 and int(positions[0]) == 0
+
+
+def attach(model, directory: Path, refusal: str | None) -> list:
+    """Hooks on the model's embedding, layers and final norm (none when `refusal`); writes
+    ready.json, or refused.json with the reason."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if not _first_rank():
+        return []
+    targets = capture_targets(model)
+    names = [name for name, _ in targets]
+    if refusal is None and not ("embeddings" in names and "final norm" in names and "layer 0" in names):
+        refusal = f"{type(model).__name__} has no model.embed_tokens / model.layers / model.norm to hook"
+    if refusal:
+        _write_json(directory / REFUSED, {"reason": refusal, "pid": os.getpid()})
+        return []
+    recorder = Recorder(directory, names)
+    handles = [module.register_forward_hook(_hook(recorder, name), with_kwargs=True) for name, module in targets]
+    _write_json(directory / READY, {"pid": os.getpid(), "mode": "eager", "names": names,
+                                    "model": type(model).__name__})
+    return handles
+
+
+def _hook(recorder: Recorder, name: str):
+    """The forward hook of one module. It returns None: a hook's return value would replace the output."""
+    def hook(module, args: tuple, kwargs: dict, output) -> None:
+        try:
+            if name == "embeddings":
+                recorder.on_embed(kwargs.get("input_", args[0] if args else None), output)
+                return
+            if name == "layer 0":  # layer(positions, hidden_states, residual)
+                recorder.on_first_layer(kwargs.get("positions", args[0] if args else None))
+            recorder.add(name, output)
+            if name == "final norm":
+                recorder.finish()
+        except Exception as exc:  # a capture bug must never take the served model down
+            recorder.current = None
+            _write_json(recorder.directory / ERROR, {"module": name, "error": f"{type(exc).__name__}: {exc}"})
+    return hook
+
+
+def _first_rank() -> bool:
+    """Only tensor-parallel rank 0 writes: every rank holds the same (all-reduced) hidden states."""
+    try:
+        from vllm.distributed import get_tensor_model_parallel_rank
+
+        return get_tensor_model_parallel_rank() == 0
+    except (ImportError, AssertionError, RuntimeError):
+        return True
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
