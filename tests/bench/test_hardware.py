@@ -18,3 +18,43 @@ def test_decode_roofline_by_hand():
 def test_copy_bandwidth_measures_something_plausible():
     r = copy_bandwidth(size_mib=64, repeats=3)
     assert 0.5 < r["gb_per_s"] < 5000 and r["median_gb_per_s"] <= r["gb_per_s"]
+
+
+def test_batch_roofline_names_the_bound_that_binds():
+    from llm_adapt.bench.hardware import batch_roofline
+
+    # 1 GB of weights, 100 GB/s: 10 ms per step whatever the batch; 1e9 params at 1 TFLOP/s: 2 ms per stream
+    one = batch_roofline(10**9, 0, 0, 10**9, 1, 50.0, 100.0, 1.0)
+    assert one["bound"] == "memory" and one["limit_tok_s"] == pytest.approx(100.0)
+    assert one["share_of_limit"] == pytest.approx(0.5)
+    many = batch_roofline(10**9, 0, 0, 10**9, 16, 400.0, 100.0, 1.0)  # 32 ms of arithmetic > 10 ms of reading
+    assert many["bound"] == "compute" and many["limit_tok_s"] == pytest.approx(500.0)
+    assert many["share_of_limit"] == pytest.approx(0.8)
+    kv = batch_roofline(10**9, 10**6, 1000, 10**6, 8, 1.0, 100.0, 1000.0)  # KV of 8 streams: 8 GB more per step
+    assert kv["bound"] == "memory" and kv["limit_tok_s"] == pytest.approx(8 / 0.09)
+
+
+def test_best_level_is_the_fastest_sweep_level():
+    from llm_adapt.bench.hardware import best_level
+
+    runs = [{"load": 1, "metrics": {"output_throughput": 30.0}}, {"load": 4, "metrics": {"output_throughput": 90.0}},
+            {"load": 8, "metrics": {"output_throughput": float("nan")}}]
+    assert best_level(runs) == {"output_tok_s": 90.0, "concurrency": 4}
+    assert best_level([{"load": "all", "metrics": {"output_throughput": 5.0}}]) is None
+
+
+def test_published_limits_match_the_driver_name_most_specific_first():
+    from llm_adapt.bench.hardware import published_limits
+
+    assert published_limits("NVIDIA H100 PCIe")["gb_per_s"] == 2000.0
+    assert published_limits("NVIDIA H100 80GB HBM3")["gb_per_s"] == 3350.0
+    assert published_limits("NVIDIA H200")["source"].startswith("published: NVIDIA H200")
+    assert published_limits("NVIDIA A100-SXM4-80GB")["gb_per_s"] == 2039.0
+    assert published_limits("Ascend910B3") is None  # no citable figure: left out, never assumed
+
+
+def test_matmul_rate_is_measured():
+    from llm_adapt.bench.hardware import matmul_rate
+
+    rate = matmul_rate("fp32", size=256, repeats=2)
+    assert rate["tflops"] > 0 and rate["source"].startswith("measured")

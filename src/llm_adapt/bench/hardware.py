@@ -1,7 +1,11 @@
 """How far a deployment is from what the hardware allows: the host's memory bandwidth (a STREAM-like
 copy in torch) and single-stream decode as a share of the bandwidth limit. Decoding one token reads
 every weight once plus the KV cache of the context so far, so bytes per token / bandwidth is the
-fastest a single stream can go; measured TPOT against that floor says how close the engine gets."""
+fastest a single stream can go; measured TPOT against that floor says how close the engine gets.
+
+A batch of B streams reads the weights once per step but does B times the arithmetic, so the best
+sweep level is held against whichever limit binds: bytes / bandwidth or FLOPs / the matmul rate
+(measured on CPU; on a GPU, the vendor's published figures, labelled as published)."""
 
 from __future__ import annotations
 
@@ -43,6 +47,73 @@ def decode_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: 
             "achieved_gb_per_s": per_token / (tpot_ms / 1000) / GB, "share_of_bandwidth_limit": floor_ms / tpot_ms}
 
 
+# Vendor datasheet figures (dense bf16, no sparsity). Matched on the name the driver reports, most
+# specific first. Ascend parts are absent: Huawei's public datasheets for the 910 series give no HBM
+# bandwidth, and a number we cannot cite is not put in a report.
+PUBLISHED = (
+    ("H200", 4800.0, 989.0, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
+    ("H100 NVL", 3900.0, 835.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL)"),
+    ("H100 PCIe", 2000.0, 756.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 PCIe)"),
+    ("H100", 3350.0, 989.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM)"),
+    ("A100-PCIE-40GB", 1555.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (40GB PCIe)"),
+    ("A100-SXM4-40GB", 1555.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM)"),
+    ("A100 80GB PCIe", 1935.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (80GB PCIe)"),
+    ("A100", 2039.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"),
+)
+
+
+def published_limits(device_name: str) -> dict[str, Any] | None:
+    """The datasheet bandwidth (GB/s) and dense bf16 rate (TFLOP/s) for a device name; None if unknown."""
+    for pattern, gb_s, tflops, source in PUBLISHED:
+        if pattern.lower() in device_name.lower():
+            return {"gb_per_s": gb_s, "tflops": tflops, "device": device_name, "source": f"published: {source}"}
+    return None
+
+
+def matmul_rate(dtype: str = "bf16", size: int = 1024, repeats: int = 5) -> dict[str, Any]:
+    """Measured matmul throughput of `size`-square matrices in `dtype` (TFLOP/s, best of `repeats`).
+    A CPU without native bf16 converts in its kernels, so this is the rate the engine's matmuls get."""
+    import torch
+
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(dtype, torch.float32)
+    a, b = torch.randn(size, size).to(dt), torch.randn(size, size).to(dt)
+    a @ b  # warm-up: kernel selection and first-touch
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        rates.append(2 * size**3 / (time.perf_counter() - start) / 1e12)
+    return {"tflops": max(rates), "median_tflops": statistics.median(rates), "dtype": dtype, "size": size,
+            "threads": torch.get_num_threads(), "source": f"measured (torch matmul {size}x{size}, {dtype})"}
+
+
+def batch_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: float, params: int, concurrency: int,
+                   output_tok_s: float, bandwidth_gb_s: float, tflops: float) -> dict[str, Any]:
+    """A sweep level's output throughput against the limit that binds at its batch size. Pure.
+
+    One decode step of B streams reads the weights once and B contexts of KV, and does 2 x params FLOPs
+    per stream (attention's own FLOPs left out: small next to the weights' at these lengths). The step
+    cannot be faster than the larger of bytes / bandwidth and FLOPs / rate."""
+    step_bytes = weight_bytes + kv_bytes_per_token * context_tokens * concurrency
+    memory_s = step_bytes / (bandwidth_gb_s * GB)
+    compute_s = 2 * params * concurrency / (tflops * 1e12)
+    limit_tok_s = concurrency / max(memory_s, compute_s)
+    return {"concurrency": concurrency, "output_tok_s": output_tok_s, "limit_tok_s": limit_tok_s,
+            "bound": "compute" if compute_s > memory_s else "memory", "memory_limit_tok_s": concurrency / memory_s,
+            "compute_limit_tok_s": concurrency / compute_s, "share_of_limit": output_tok_s / limit_tok_s}
+
+
+def best_level(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The sweep level with the highest output throughput (its concurrency and tokens/s); a sweep
+    level's load is its concurrency."""
+    levels = [(r["metrics"].get("output_throughput"), r.get("load")) for r in runs]
+    levels = [(t, c) for t, c in levels if t and t == t and isinstance(c, int) and c > 0]
+    if not levels:
+        return None
+    tok_s, concurrency = max(levels)
+    return {"output_tok_s": tok_s, "concurrency": int(concurrency)}
+
+
 class HardwareResult(StageResult):
     """The run's distance to the hardware limit: measured bandwidth and the decode roofline."""
 
@@ -52,3 +123,5 @@ class HardwareResult(StageResult):
     bandwidth: dict[str, Any]
     decode: dict[str, float]
     workload: dict[str, Any]
+    compute: dict[str, Any] | None = None  # the matmul rate used (measured, or published on a GPU)
+    batch: dict[str, Any] | None = None  # the best sweep level against the limit that binds

@@ -115,26 +115,48 @@ def bench(cfg: RunConfig, state: RunState) -> None:
                           output_len=s.output_len, warmup=1)]
     results = {opts.mode: run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress,
                                     name=layout.bench(opts.mode)) for opts in plans}
-    hardware_limit(cfg, state, results["latency"])
+    hardware_limit(cfg, state, results["latency"], results["sweep"])
 
 
-def hardware_limit(cfg: RunConfig, state: RunState, latency) -> None:
-    """Single-stream decode against the memory-bandwidth limit. On CPU the host's bandwidth is measured
-    here (a STREAM-like copy); a device's bandwidth is not measurable from the host, so accelerators
-    are left out rather than given an assumed figure."""
-    from llm_adapt.bench.hardware import HardwareResult, copy_bandwidth, decode_roofline
+def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None:
+    """Decode against the hardware's limits. On CPU the host's bandwidth and matmul rate are measured
+    here; on a GPU the datasheet figures are used, labelled as published; elsewhere (Ascend: no
+    citable figure) the section is left out rather than given an assumed number."""
+    from llm_adapt.bench.hardware import HardwareResult, batch_roofline, best_level, decode_roofline
 
     platform, plan = state.inspect.platform["name"], state.inspect.plan
     runs = latency.runs if latency else []
     tpot = runs[0]["metrics"].get("median_tpot_ms") if runs else None
-    if platform != "cpu" or not tpot or tpot != tpot:  # NaN: no TPOT measured
+    limits = _hardware_figures(platform, plan)
+    if limits is None or not tpot or tpot != tpot:  # NaN: no TPOT measured
         return
-    bandwidth = copy_bandwidth()
+    bandwidth, compute = limits
     s = cfg.sizes
-    roofline = decode_roofline(plan["weight_bytes_per_device"], plan["kv_bytes_per_token"],
-                               s.input_len + s.output_len / 2, tpot, bandwidth["gb_per_s"])
-    HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline,
+    context = s.input_len + s.output_len / 2
+    weights, kv = plan["weight_bytes_per_device"], plan["kv_bytes_per_token"]
+    roofline = decode_roofline(weights, kv, context, tpot, bandwidth["gb_per_s"])
+    level = best_level(sweep.runs) if sweep else None
+    params = (state.inspect.parameters or {}).get("from_config")
+    batch = (batch_roofline(weights, kv, context, int(params / max(int(plan.get("tensor_parallel", 1)), 1)),
+                            level["concurrency"], level["output_tok_s"], bandwidth["gb_per_s"], compute["tflops"])
+             if level and params else None)
+    HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
                    workload={"input_len": s.input_len, "output_len": s.output_len}).save(cfg.out / layout.HARDWARE)
+
+
+def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:
+    """(bandwidth, compute) for the platform: measured on the host CPU, published for a known GPU."""
+    from llm_adapt.bench.hardware import copy_bandwidth, matmul_rate, published_limits
+    from llm_adapt.environment import accelerators
+
+    if platform == "cpu":
+        return copy_bandwidth(), matmul_rate(plan.get("dtype", "bf16"))
+    names = [a["name"] for a in accelerators() if a.get("kind") == platform]
+    published = published_limits(names[0]) if names else None
+    if published is None:
+        return None
+    return ({"gb_per_s": published["gb_per_s"], "source": published["source"], "device": published["device"]},
+            {"tflops": published["tflops"], "source": published["source"], "device": published["device"]})
 
 
 def report(cfg: RunConfig, state: RunState) -> None:
