@@ -32,8 +32,8 @@ SERVER_FLAGS = ("--host", "--port")  # headless nodes start no API server
 PLACEHOLDERS = {
     penv.HEAD_IP: ("address of node 0 (the head) that every node can reach",
                    "节点 0（头节点）的 IP，所有节点都能访问"),
-    penv.NODE_IP: ("this node's own address on the same network (the head uses its own, the head address)",
-                   "本节点在同一网络上的 IP（头节点即头节点地址）"),
+    penv.NODE_IP: ("this node's own address on that network (node 0's commands already use the head address)",
+                   "本节点在该网络上的 IP（节点 0 的命令已使用头节点地址）"),
     penv.IFNAME: ("name of the network interface that carries that address (see `ip addr`)",
                   "承载该 IP 的网卡名（见 `ip addr`）"),
 }
