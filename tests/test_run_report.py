@@ -33,7 +33,7 @@ def test_every_stage_lands_as_valid_json(quick_run):
     assert status["finished"]
     assert {k: v["status"] for k, v in status["stages"].items()} == {
         "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
-        "eval": "skipped", "bench": "done", "report": "done"}
+        "layers": "skipped", "eval": "skipped", "bench": "done", "report": "done"}
     for name in ("environment", "inspect", "accuracy", "probes", "endpoint_accuracy", "bench-latency",
                  "bench-throughput", "bench-sweep"):
         json.loads((out / f"{name}.json").read_text())

@@ -416,3 +416,64 @@ def test_perturbed_layer_is_localized_inside_the_engine(default_model, quick_gol
     assert result.verdict["status"] == "FAIL"
     before = [r["ratio"] for r in result.layers[:faults.FAULT_LAYER + 1]]  # embeddings .. the layer before
     assert max(before) < 2, before
+
+
+# ---- `llm-adapt run --layers`: the opt-in stage and when it cannot run ----
+
+
+def run_parts(tmp_path, **cfg):
+    from llm_adapt.run.config import RunConfig
+    from llm_adapt.run.pipeline import new_status
+    from llm_adapt.run.state import RunState
+
+    config = RunConfig(out=tmp_path, model_arg="m", plan_options_for=lambda s: None, log=lambda m: None, **cfg)
+    return config, RunState(status=new_status(config))
+
+
+def test_layers_stage_is_opt_in(tmp_path):
+    from llm_adapt.run.pipeline import _run_stage
+
+    cfg, state = run_parts(tmp_path)
+    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran without --layers"))
+    assert state.status.stages["layers"] == {"status": "skipped", "reason": "opt-in: --layers"}
+
+
+def test_layers_stage_needs_the_eager_vllm_engine_of_the_run(tmp_path):
+    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.stages import layers_blocked
+
+    cfg, state = run_parts(tmp_path, layers=True)
+    assert "not an external endpoint" in layers_blocked(cfg, state)
+    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="transformers"))
+    assert "vLLM engine" in layers_blocked(cfg, state)
+    state.server.spec.engine = "vllm"
+    assert layers_blocked(cfg, state) is None
+    graph, _ = run_parts(tmp_path, layers=True, graph=True)
+    assert "--accept-eager" in layers_blocked(graph, state)
+    _run_stage(graph, state, "layers", lambda c, s: pytest.fail("ran in graph mode"))
+    assert state.status.stages["layers"]["status"] == "not run"
+
+
+def test_run_engine_gets_the_capture_directory_only_in_a_copy(tmp_path):
+    from llm_adapt.run.stages import with_capture
+
+    inspected = types.SimpleNamespace(plan={"env": {"A": "1"}, "dtype": "bf16"},
+                                      model_copy=lambda update: types.SimpleNamespace(**update))
+    plan = with_capture(run_parts(tmp_path, layers=True)[0], inspected).plan
+    assert plan["env"] == {"A": "1", plugin.ENV_DIR: str((tmp_path / "capture").resolve())}
+    assert inspected.plan["env"] == {"A": "1"}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--graph"], "--accept-eager"),
+    (["--capture-dir", "/tmp/x"], "--capture-dir goes with --endpoint"),
+    (["--endpoint", "http://127.0.0.1:9/v1"], "--endpoint needs --capture-dir"),
+    (["--served-dtype", "fp16"], "--served-dtype goes with --endpoint"),
+    (["--prompts", "no-such-suite"], "no-such-suite"),
+])
+def test_bad_layers_input_is_one_line(argv, words, capsys):
+    from llm_adapt.cli import main
+
+    assert main(["layers", "default", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err

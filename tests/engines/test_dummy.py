@@ -22,7 +22,8 @@ def test_run_dummy_on_config_only_llama(tmp_path, tiny_llama):
     assert code == 0
     stages = {k: v["status"] for k, v in json.loads((out / "status.json").read_text())["stages"].items()}
     assert stages == {"inspect": "done", "accuracy": "not applicable", "serve": "done", "probes": "done",
-                      "endpoint_accuracy": "not applicable", "eval": "skipped", "bench": "done", "report": "done"}
+                      "endpoint_accuracy": "not applicable", "layers": "skipped", "eval": "skipped", "bench": "done",
+                      "report": "done"}
     serve = json.loads((out / "serve.json").read_text())
     assert serve["dummy_weights"] and "--load-format" in serve["argv"] and serve["prediction_matches"]
     rows = {r["name"]: r["status"] for r in json.loads((out / "probes.json").read_text())["rows"]}

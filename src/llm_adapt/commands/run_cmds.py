@@ -49,6 +49,8 @@ def add_run_parser(sub) -> None:
     p.add_argument("--tasks", type=task_list, default=(), metavar="LIST",
                    help="opt-in task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith")
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
+    p.add_argument("--layers", action="store_true",
+                   help="opt-in: capture every layer inside the started vLLM engine (eager) and compare with the gold")
     p.set_defaults(handler=cmd_run)
 
 
@@ -104,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                         graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=args.dummy, offline=args.offline,
-                        tasks=tuple(args.tasks), eval_limit=args.eval_limit,
+                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=args.layers,
                         progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / layout.report(args.lang, 'md')}")

@@ -11,9 +11,9 @@ if TYPE_CHECKING:
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.models.source import ModelSource
 
-STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "eval", "bench", "report")
-SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "eval", "bench")
-OPT_IN = ("eval",)  # run only when asked for (--tasks)
+STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "report")
+SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench")
+OPT_IN = ("eval", "layers")  # run only when asked for (--tasks, --layers)
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class RunConfig:
     offline: bool = False
     tasks: tuple[str, ...] = ()  # lm-eval tasks for the opt-in eval stage
     eval_limit: int | None = None  # items per task
+    layers: bool = False  # the opt-in layers stage: capture inside the engine this run starts
     # where progress and one-line messages go (I/O hooks, not settings)
     progress: Callable[[str, int, int], None] = lambda what, done, total: None
     log: Callable[[str], None] = print

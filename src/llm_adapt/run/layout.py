@@ -20,6 +20,7 @@ HARDWARE = "hardware.json"
 EVAL = "eval.json"
 DIFF = "diff.json"
 LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
+CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
 ENGINE_LOG = "engine.log"
 PLOTS = "plots"
 

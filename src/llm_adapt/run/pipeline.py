@@ -62,7 +62,9 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
         return _mark(cfg, state, stage, "skipped", reason="--skip " + stage)
     if stage == "eval" and not cfg.tasks:
         return _mark(cfg, state, stage, "skipped", reason="opt-in: --tasks TASK,...")
-    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "eval"):
+    if stage == "layers" and not cfg.layers:
+        return _mark(cfg, state, stage, "skipped", reason="opt-in: --layers")
+    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "layers", "eval"):
         return _mark(cfg, state, stage, "not applicable", reason="dummy-weight verification: the weights are random")
     previous = state.status.stages.get(stage, {})
     if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
@@ -99,6 +101,10 @@ def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
     if stage in ("probes", "endpoint_accuracy", "eval", "bench") and state.server is None and cfg.endpoint is None:
         serve = state.status.stages.get("serve", {}).get("status", "did not start")
         return f"no endpoint: the engine {serve} (its cause is in the serve row and the summary)"
+    if stage == "layers":
+        from llm_adapt.run.stages import layers_blocked
+
+        return layers_blocked(cfg, state)
     return None
 
 

@@ -54,9 +54,37 @@ def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -
 
     engine = choose_engine(cfg.engine)
     cfg.log(f"serve: starting {engine} ...")
-    server, _ = scope.enter_context(started_engine(state.inspect, engine, cfg.out, mode="graph" if cfg.graph else "eager",
+    inspected = with_capture(cfg, state.inspect) if cfg.layers and engine == "vllm" and not cfg.graph else state.inspect
+    server, _ = scope.enter_context(started_engine(inspected, engine, cfg.out, mode="graph" if cfg.graph else "eager",
                                                    startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
     state.server = server
+
+
+def with_capture(cfg: RunConfig, inspected):
+    """The plan with the capture plugin switched on (its hooks stay idle until the layers stage)."""
+    from llm_adapt.engines.capture_plugin import ENV_DIR
+
+    env = {**inspected.plan["env"], ENV_DIR: str((cfg.out / layout.CAPTURE).resolve())}
+    return inspected.model_copy(update={"plan": {**inspected.plan, "env": env}})
+
+
+def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
+    """Why the layers stage cannot run here: it needs the eager vLLM engine this run started."""
+    if cfg.graph:
+        return "the run deploys graph mode and capture needs eager; use `llm-adapt layers --graph --accept-eager`"
+    if state.server is None or state.server.spec.engine != "vllm":
+        return "needs the vLLM engine this run starts (the capture runs inside it); not an external endpoint"
+    return None
+
+
+def layers(cfg: RunConfig, state: RunState) -> None:
+    """Every layer's output captured inside the served engine, against the gold of the accuracy stage."""
+    from llm_adapt.accuracy.layers_served import run_layers
+
+    capture = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
+    result = run_layers(state.source, state.server.endpoint, (cfg.out / layout.CAPTURE).resolve(), compare_options(cfg),
+                        state.inspect.plan["dtype"], capture, cfg.progress, gold=state.gold)
+    result.save(cfg.out / layout.LAYERS)
 
 
 def endpoint_of(cfg: RunConfig, state: RunState):
@@ -167,4 +195,4 @@ def report(cfg: RunConfig, state: RunState) -> None:
 
 
 MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
-             "eval": task_accuracy, "bench": bench}
+             "layers": layers, "eval": task_accuracy, "bench": bench}
