@@ -13,12 +13,13 @@ max-model-len leaves GPU_KV_MARGIN of it unused so that the plan's own command s
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.inspect.multinode import Topology, plan_multinode
+from llm_adapt.models.quant import plan_warnings, vllm_quantization_flag
 from llm_adapt.models.spec import ModelSpec
 from llm_adapt.platforms import Platform
 
@@ -50,10 +51,13 @@ class PlanOptions:
     kv_cache_space_gib: int | None = None  # CPU only
     host_available_gib: float | None = None  # CPU only: host memory free now (None: use device_memory_gib)
     cpu_cores: int = 1  # CPU only: cores to bind vLLM's worker to
+    cpu_preload: tuple[str, ...] = ()  # CPU only: tcmalloc (+ Intel OpenMP on x86) found on the serving machine
     host: str = "127.0.0.1"
     port: int = 8000
     trust_remote_code: bool = False
     model_impl: str | None = None  # "transformers": vLLM's Transformers backend (no native implementation)
+    quantization: str | None = None  # --quantization; None: the one the checkpoint needs (models/quant.py), if any
+    weights: mem.WeightSizing | None = None  # read from the safetensors headers; None: parameters x dtype
 
 
 @dataclass
@@ -118,6 +122,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     mml = _max_model_len(opts, longest, spec, layout.pool_bytes, per_token)
     concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
     env = _env(platform, opts, layout)
+    opts = replace(opts, quantization=opts.quantization or vllm_quantization_flag(spec.quant, platform.name))
     argv = {mode: _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
             for mode in ("eager", "graph")}
     return DeployPlan(
@@ -174,7 +179,7 @@ def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
 
 
 def _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched) -> _Layout:
-    weights = mem.weight_bytes(params, opts.dtype)
+    weights = opts.weights.bytes_at(opts.dtype) if opts.weights else mem.weight_bytes(params, opts.dtype)
     if platform.name == "cpu":
         return _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched)
     per_node = opts.devices_per_node or 8
@@ -247,6 +252,8 @@ def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, st
         env["VLLM_CPU_KVCACHE_SPACE"] = str(layout.pool_bytes // mem.GIB)
         # vLLM-CPU's default ("auto") reserves a core for the frontend; bind all of them.
         env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{opts.cpu_cores - 1}" if opts.cpu_cores > 1 else "0"
+        if opts.cpu_preload:  # vLLM's CPU guide, "set LD_PRELOAD"; tune measures what it gains here
+            env["LD_PRELOAD"] = ":".join(opts.cpu_preload)
     else:  # one node's view; with PP across nodes the command is the Ray head's (multinode.py has every node)
         form = "ray" if layout.nodes > 1 else "single"
         env.update(penv.env_for(platform.name, penv.EnvContext(devices=layout.tp, nodes=layout.nodes, form=form,
@@ -272,6 +279,8 @@ def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> l
         argv += ["--trust-remote-code"]
     if opts.model_impl:
         argv += ["--model-impl", opts.model_impl]
+    if opts.quantization:
+        argv += ["--quantization", opts.quantization]
     argv += ["--host", opts.host, "--port", str(opts.port)]
     if eager:
         argv.append("--enforce-eager")
@@ -310,6 +319,10 @@ def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
         out.append(f"--nodes {opts.max_nodes}: multi-node commands are planned for cuda and npu; the CPU plan is one node")
     if opts.host not in ("127.0.0.1", "localhost", "::1"):
         out.append(f"the server listens on {opts.host}, reachable from other machines")
+    if platform.name == "cpu" and not opts.cpu_preload:
+        out.append("no LD_PRELOAD: tcmalloc (Debian's libtcmalloc-minimal4) or Intel OpenMP (libiomp5, from "
+                   "vllm-cpu's dependencies) is missing here; vLLM's CPU installation guide preloads both")
+    out += plan_warnings(spec.quant, platform.name)
     if concurrency < 1:
         out.append("the KV cache holds less than one full-length request")
     elif concurrency < seqs:

@@ -13,9 +13,9 @@ from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
-from llm_adapt.models.weights import parameters_from_weights, tensor_shapes
+from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
-from llm_adapt.models.spec import ModelSpec, load_config, spec_from_config
+from llm_adapt.models.spec import ModelSpec, load_spec
 from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
@@ -47,7 +47,7 @@ def config_summary(spec: ModelSpec) -> dict[str, Any]:
         "head_dim": spec.head_dim, "vocab_size": spec.vocab_size,
         "max_position_embeddings": spec.max_position_embeddings,
         "tie_word_embeddings": spec.tie_word_embeddings, "torch_dtype": spec.torch_dtype,
-        "custom_code": spec.custom_code,
+        "custom_code": spec.custom_code, "quantization": spec.quant.to_dict() if spec.quant else None,
     }
 
 
@@ -58,7 +58,9 @@ def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
                               "from_weights": None, "weights_by_dtype": None, "agree": None}
     if from_weights is not None:
         total, by_dtype = from_weights
-        accounting = reconcile(expected_groups(spec), weight_groups(tensor_shapes(source.path) or {}))
+        pack = spec.quant.pack_factor if spec.quant else 1
+        accounting = reconcile(expected_groups(spec), weight_groups(tensor_shapes(source.path) or {}, pack))
+        total = accounting.from_weights if spec.quant else total  # packed weights counted as the weights they hold
         report.update(from_weights=total, weights_by_dtype=by_dtype, agree=accounting.agree,
                       accounting=accounting.to_dict())
     return report
@@ -98,14 +100,19 @@ def available_host_memory_gib() -> float:
 
 def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:
     """Everything `llm-adapt inspect` prints, as one typed result."""
-    spec = spec_from_config(load_config(source.path))
+    spec = load_spec(source.path)
     detected = platforms.detect_platform()
     target = platforms.get_platform(platform or detected)
     params = parameter_report(spec, source)
     if target.name == "cpu":
-        options = replace(options, cpu_cores=platforms.cpu_cores(), host_available_gib=available_host_memory_gib())
+        options = replace(options, cpu_cores=platforms.cpu_cores(), host_available_gib=available_host_memory_gib(),
+                          cpu_preload=platforms.cpu_preload_libs())
     elif options.devices_per_node is None and target.name == detected:
         options = replace(options, devices_per_node=platforms.local_device_count(target.name))
+    tensors = checkpoint_tensors(source.path)
+    if tensors:  # weights sized from the headers' dtypes (a quantized checkpoint is not parameters x dtype)
+        options = replace(options, weights=mem.weight_sizing(tensors, spec.tie_word_embeddings))
+        params["weight_sizing"] = options.weights.to_dict()
     support = classify(spec, vllm_registry()).to_dict()
     if support["vllm"] == TRANSFORMERS_BACKEND:  # say so on the command line rather than rely on vLLM's fallback
         options = replace(options, model_impl="transformers")
