@@ -11,7 +11,7 @@ def test_measured_ttft_matches_the_mock(tmp_path, tokenizer):
         result = bench(server.endpoint, tokenizer, tmp_path, mode="latency", iterations=20, output_len=8, warmup=2)
     m = result.runs[0]["metrics"]
     assert m["completed"] == 20 and abs(m["median_ttft_ms"] - 10) < 3
-    assert 1.5 < m["median_tpot_ms"] < 4
+    assert 1.5 < m["median_tpot_ms"] < 5  # 2 ms per token plus the client and a busy box's scheduling
     assert result.runs[0]["token_accounting"]["fixed_length_honoured"]
     assert result.runs[0]["latency"]["iterations"] == 20
 
