@@ -28,7 +28,9 @@ from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec, check_device
 from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, judge, overall
 from llm_adapt.errors import UsageError
+from llm_adapt.models.quant import transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
+from llm_adapt.models.spec import load_spec
 
 
 
@@ -108,8 +110,11 @@ def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOp
     out.vs_floor = _vs_floor(out, floor) if floor else None
     out.first_local_excess = _first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
     ref = opts.reference
-    exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant
+    ckpt_quant = load_spec(Path(out.model_path)).quant if out.model_path else None  # a pre-quantized --target-model
+    exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant and ckpt_quant is None
     out.verdict = judge(out.model_dump(), floor.model_dump() if floor else None, exact_expected=exact)
+    if ckpt_quant is not None:
+        out.verdict = with_measures(out.verdict, ckpt_quant, out.dtype, out.floor)
     return out
 
 
@@ -335,3 +340,6 @@ def check_same_family(reference_dir: Path, target_dir: Path) -> None:
         raise UsageError(f"--target-model {target_dir}: has no loadable tokenizer; copy the reference's tokenizer files") from None
     if not same_vocab:
         raise UsageError(f"--target-model {target_dir}: its tokenizer differs from the reference's; token-level comparison needs the same vocabulary")
+    problem = transformers_problem(load_spec(target_dir).quant)
+    if problem:
+        raise UsageError(f"--target-model {target_dir}: {problem}")

@@ -11,9 +11,12 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+from llm_adapt.inspect.memory import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
 ROLES = ("embedding", "attention", "mlp", "norms", "lm_head")
+QUANT_ROLE = "quantization"  # scales, zeros, offsets of a quantized checkpoint: not parameters of the model
+PACKED = re.compile(r"\.(qweight|weight_packed)$")  # AWQ / GPTQ / compressed-tensors packed int weights
 
 
 @dataclass(frozen=True)
@@ -120,18 +123,26 @@ def role_of(name: str) -> str:
     return next((role for needle, role in ROLE_RULES if needle in name), "other")
 
 
-def weight_groups(shapes: dict[str, list[int]]) -> list[Group]:
-    """Checkpoint tensors {name: shape} folded into groups named like `expected_groups`."""
+def weight_groups(shapes: dict[str, list[int]], pack_factor: int = 1) -> list[Group]:
+    """Checkpoint tensors {name: shape} folded into groups named like `expected_groups`.
+
+    A quantized checkpoint's packed weights count as the weights they hold (`pack_factor` per stored
+    element) under the float weight's name; its side data forms groups of the role "quantization"."""
     params: Counter[str] = Counter()
     tensors: Counter[str] = Counter()
+    side: set[str] = set()
     for name, shape in shapes.items():
-        key = canonical_name(name)
         count = 1
         for dim in shape:
             count *= int(dim)
+        if PACKED.search(name):
+            name, count = PACKED.sub(".weight", name), count * pack_factor
+        key = canonical_name(name)
+        if QUANT_SIDE.search(name):
+            side.add(key)
         params[key] += count
         tensors[key] += 1
-    return [Group(key, role_of(key), params[key], tensors[key]) for key in sorted(params)]
+    return [Group(key, QUANT_ROLE if key in side else role_of(key), params[key], tensors[key]) for key in sorted(params)]
 
 
 @dataclass(frozen=True)
@@ -174,8 +185,8 @@ def _names(groups: list[Group]) -> str:
 def reconcile(expected: list[Group], found: list[Group]) -> Reconciliation:
     """Match the formula's groups with the checkpoint's by name; every difference is named."""
     want = {g.name: g for g in expected}
-    have = {g.name: g for g in found}
-    by_role = {role: {"config": 0, "weights": 0} for role in (*ROLES, "other")}
+    have = {g.name: g for g in found if g.role != QUANT_ROLE}
+    by_role = {role: {"config": 0, "weights": 0} for role in (*ROLES, "other", QUANT_ROLE)}
     for g in expected:
         by_role[g.role]["config"] += g.params
     for g in found:
@@ -183,7 +194,7 @@ def reconcile(expected: list[Group], found: list[Group]) -> Reconciliation:
     mismatched = [{"name": k, "config": want[k].params, "weights": have[k].params}
                   for k in want if k in have and want[k].params != have[k].params]
     return Reconciliation(
-        from_config=sum(g.params for g in expected), from_weights=sum(g.params for g in found),
+        from_config=sum(g.params for g in expected), from_weights=sum(g.params for g in have.values()),
         by_role={r: v for r, v in by_role.items() if v["config"] or v["weights"]},
         unexpected=[have[k] for k in have if k not in want],
         missing=[want[k] for k in want if k not in have], mismatched=mismatched)

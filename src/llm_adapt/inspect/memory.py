@@ -10,8 +10,10 @@ permanent null block, so one request of max_model_len must fit in blocks - 1 (th
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 
+from llm_adapt.errors import UsageError
 from llm_adapt.models.spec import ModelSpec
 
 GIB = 1024**3
@@ -80,7 +82,54 @@ def parameter_breakdown(spec: ModelSpec) -> ParamBreakdown:
 
 
 def weight_bytes(params: int, dtype: str) -> int:
+    """Parameters x dtype: the sizing of a config-only model (no safetensors to read)."""
     return int(math.ceil(params * dtype_bytes(dtype)))
+
+
+# Bytes per element of each safetensors dtype (the header's names).
+SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+                     "I64": 8, "U64": 8, "I32": 4, "U32": 4, "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+FLOAT_WIDE = frozenset({"F64", "F32", "BF16", "F16"})  # cast to the serving --dtype on load
+# Side data of quantized layers (AWQ/GPTQ scales, zeros, g_idx; compressed-tensors weight_shape; FP8
+# weight_scale(_inv); msmodelslim deq_scale, quant_bias, input/weight offsets): kept at their stored width.
+QUANT_SIDE = re.compile(r"\.(scales?|scale_inv|weight_scale\w*|input_scale|\w*zeros?|\w*zero_point|\w*offset|"
+                        r"deq_scale|quant_bias|g_idx|weight_shape)$")
+
+
+@dataclass(frozen=True)
+class WeightSizing:
+    """Weight memory read from the checkpoint's tensor headers.
+
+    Float tensors are loaded at the serving dtype; quantized tensors (int, FP8) and quantization side
+    data keep the width they are stored at. For a float checkpoint this equals parameters x dtype."""
+
+    cast_params: int  # float elements, loaded at the serving dtype
+    fixed_bytes: int  # quantized tensors and their side data, at their stored width
+    tensors: int
+    skipped: tuple[str, ...] = ()  # in the files, not loaded (a tied lm_head)
+
+    def bytes_at(self, dtype: str) -> int:
+        return weight_bytes(self.cast_params, dtype) + self.fixed_bytes
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "skipped": list(self.skipped)}
+
+
+def weight_sizing(tensors: dict[str, tuple[str, list[int]]], tied_embeddings: bool = False) -> WeightSizing:
+    """WeightSizing from {name: (safetensors dtype, shape)}; a tied lm_head stored anyway is not loaded."""
+    cast = fixed = 0
+    skipped = tuple(n for n in tensors if tied_embeddings and n.endswith("lm_head.weight"))
+    for name, (dtype, shape) in tensors.items():
+        if name in skipped:
+            continue
+        if dtype not in SAFETENSORS_BYTES:
+            raise UsageError(f"{name}: unknown safetensors dtype {dtype!r}; re-export the checkpoint with safetensors")
+        count = math.prod(int(d) for d in shape)
+        if dtype in FLOAT_WIDE and not QUANT_SIDE.search(name):
+            cast += count
+        else:
+            fixed += count * SAFETENSORS_BYTES[dtype]
+    return WeightSizing(cast_params=cast, fixed_bytes=fixed, tensors=len(tensors) - len(skipped), skipped=skipped)
 
 
 def kv_heads_per_device(spec: ModelSpec, tensor_parallel: int) -> int:

@@ -7,11 +7,12 @@ naming the missing or malformed field.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
+from llm_adapt.models.quant import QuantInfo, detect_quant, quant_in_config
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class ModelSpec:
     layer_types: tuple[str, ...] = ()  # per layer: "full" or "sliding"
     embed_scale: float | None = None  # embeddings multiplied by this (Gemma: sqrt(hidden))
     norm_one_plus_w: bool = False  # RMSNorm scales by (1 + w) (Gemma), not w
+    quant: QuantInfo | None = None  # a pre-quantized checkpoint (models/quant.py); None: float weights
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -98,6 +100,15 @@ def load_config(model_dir: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object; fix or re-download config.json")
     return data
+
+
+def load_spec(model_dir: Path) -> ModelSpec:
+    """The spec of a model directory: config.json, plus msmodelslim's description file when the
+    checkpoint has one (it lives beside the weights, not in config.json)."""
+    config = load_config(model_dir)
+    spec = spec_from_config(config)
+    quant = detect_quant(Path(model_dir), config)
+    return spec if quant == spec.quant else replace(spec, quant=quant)
 
 
 def spec_from_config(config: dict[str, Any]) -> ModelSpec:
@@ -140,6 +151,7 @@ def spec_from_config(config: dict[str, Any]) -> ModelSpec:
         torch_dtype=_dtype_name(config.get("torch_dtype") or config.get("dtype")),
         custom_code=bool(config.get("auto_map")),
         **_family_details(cfg, family, layers, hidden, experts),
+        quant=quant_in_config(config),
         raw=config,
     )
 

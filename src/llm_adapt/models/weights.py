@@ -1,4 +1,4 @@
-"""Parameter counts read from safetensors headers, without loading a single tensor."""
+"""Parameter counts, dtypes and shapes read from safetensors headers, without loading a single tensor."""
 
 from __future__ import annotations
 
@@ -56,3 +56,15 @@ def tensor_shapes(model_dir: Path) -> dict[str, list[int]] | None:
     for path in files:
         shapes.update({name: list(entry["shape"]) for name, entry in read_header(path).items()})
     return shapes
+
+
+def checkpoint_tensors(model_dir: Path) -> dict[str, tuple[str, list[int]]] | None:
+    """{tensor name: (safetensors dtype, shape)} over every shard, from the headers alone; None without
+    safetensors. What weight sizing reads (inspect/memory.py `weight_sizing`)."""
+    files = safetensors_files(model_dir)
+    if not files:
+        return None
+    tensors: dict[str, tuple[str, list[int]]] = {}
+    for path in files:
+        tensors.update({name: (str(entry["dtype"]), list(entry["shape"])) for name, entry in read_header(path).items()})
+    return tensors
