@@ -115,11 +115,13 @@ def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progr
     per-prompt squared errors kept for the bootstrap)."""
     runner = Runner(spec, model_path)
     acc = [m.TensorAccumulator() for _ in gold.names]
+    label = f"floor {spec.label}".replace("[", "(").replace("]", ")")  # no rich markup
     for i, ref in enumerate(gold.prompts):
-        progress(f"floor {spec.label}".replace("[", "("), i, len(gold.prompts))  # no rich markup
+        progress(label, i, len(gold.prompts))
         capture = runner.capture(ref.sequence)
         for j in range(len(gold.names)):
             acc[j].add(ref.hidden[j], capture.hidden[j])
+    progress(label, len(gold.prompts), len(gold.prompts))
     runner.close()
     return [{"name": name, **a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt} for name, a in zip(gold.names, acc)]
 
