@@ -150,6 +150,8 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
     greedy, logits_nonfinite = [], False
+    progress(f"target {spec.label}: greedy", 0, len(gold.prompts))
+    continuations = runner.generate_all([ref.input_ids for ref in gold.prompts], opts.max_new_tokens, stops)
     for i, ref in enumerate(gold.prompts):
         progress(f"target {spec.label}", i, len(gold.prompts))
         capture = runner.capture(ref.sequence, keep_kwargs=True)
@@ -159,8 +161,7 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
             local[j].add(ref.hidden[j], shadow[j])
         logits_nonfinite |= m.nonfinite(capture.logits)
         _logit_stats(ref, capture.logits, logit_stats, opts.top_k)
-        generated = runner.generate(ref.input_ids, opts.max_new_tokens, stops)
-        greedy.append(_greedy_row(ref, generated, capture.logits, tokenizer, opts, gold.eos_ids, stops))
+        greedy.append(_greedy_row(ref, continuations[i], capture.logits, tokenizer, opts, gold.eos_ids, stops))
     progress(f"target {spec.label}", len(gold.prompts), len(gold.prompts))
     corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in gold.corpus]
     quantized = runner.quantized_linears

@@ -131,15 +131,19 @@ def measure_floor(floor: RunnerSpec, source: ModelSource, gold: Gold, tokenizer,
     """The floor on every prompt the server can be judged on (None for the others)."""
     runner = Runner(floor, source.path)
     logprobs, greedy = [], []
+    fits = [served_len is None or len(ref.sequence) + 1 <= served_len for ref in gold.prompts]
+    batch = runner.generate_all([ref.input_ids for ref, ok in zip(gold.prompts, fits) if ok], opts.max_new_tokens,
+                                gold.eos_ids)
+    continuations = iter(batch)
     for i, ref in enumerate(gold.prompts):
         progress(f"floor {floor.label}", i, len(gold.prompts))
-        if served_len is not None and len(ref.sequence) + 1 > served_len:
+        if not fits[i]:
             logprobs.append(None)
             greedy.append(None)
             continue
         logits = runner.capture(ref.sequence).logits
         logprobs.append(m.log_softmax64(logits))
-        generated = runner.generate(ref.input_ids, opts.max_new_tokens, gold.eos_ids)
+        generated = next(continuations)
         greedy.append(greedy_row(ref, generated, tokenizer, opts.tie_margin,
                                  lambda k, pos: None, gold.eos_ids, gold.eos_ids))
     corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in gold.corpus]

@@ -17,7 +17,9 @@ from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.errors import UsageError
+from llm_adapt.models.quant import transformers_problem
 from llm_adapt.models.source import ModelSource
+from llm_adapt.models.spec import load_spec
 
 
 @dataclass
@@ -67,7 +69,7 @@ class InMemoryReference:
         self.runner = runner
 
     def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
-        return [self.runner.generate(ids, max_new_tokens, eos_ids) for ids in prompts]
+        return self.runner.generate_all(prompts, max_new_tokens, eos_ids)
 
     def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
         return [(c.hidden, c.logits) for c in (self.runner.capture(s) for s in sequences)]
@@ -103,6 +105,9 @@ def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
 def measure_reference(source, tokenizer, prompts, opts, progress, served_len: int | None = None) -> Gold:
     """The gold on every prompt that fits the model's positions (and `served_len`, the context of
     the server it will be compared with, when known); the others are skipped with the reason."""
+    problem = transformers_problem(load_spec(source.path).quant)
+    if problem:  # a checkpoint transformers cannot load (or would misread) cannot be the gold
+        raise UsageError(f"{source.given}: {problem}")
     started = time.monotonic()
     label = f"reference {opts.reference.label}"
     progress(label, 0, 3)

@@ -87,6 +87,35 @@ def quantize_int8_(model: torch.nn.Module, per_channel: bool) -> int:
     return count
 
 
+GREEDY_BATCH = 8
+PADDING_BUDGET = 0.25  # a batch may add at most this share of padding to its prompts' own tokens
+
+
+def length_batches(lengths: list[int], batch_size: int = GREEDY_BATCH,
+                   padding_budget: float = PADDING_BUDGET) -> list[list[int]]:
+    """Prompt indices grouped by length: at most `batch_size` each, and left padding to the longest
+    costing at most `padding_budget` of the batch's own tokens. Pure."""
+    batches: list[list[int]] = []
+    for k in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        current = batches[-1] if batches else None
+        if current and len(current) < batch_size:
+            width = max(lengths[k], *(lengths[j] for j in current))  # sorted: lengths[k]
+            own = lengths[k] + sum(lengths[j] for j in current)
+            if width * (len(current) + 1) - own <= padding_budget * own:
+                current.append(k)
+                continue
+        batches.append([k])
+    return batches
+
+
+def cut_at_stop(tokens: list[int], eos_ids: list[int]) -> list[int]:
+    """A batched continuation up to and including its first stop token (the rest is padding). Pure."""
+    for i, token in enumerate(tokens):
+        if token in eos_ids:
+            return tokens[: i + 1]
+    return tokens
+
+
 class Runner:
     """A loaded model plus its capture hooks."""
 
@@ -116,6 +145,28 @@ class Runner:
         out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=max_new_tokens,
                                   eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None)
         return out[0, len(input_ids):].tolist()
+
+    @torch.no_grad()
+    def generate_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int],
+                     batch_size: int = GREEDY_BATCH) -> list[list[int]]:
+        """Greedy continuations of every prompt, several prompts per forward (left-padded, KV-cached):
+        each decode step reads the weights once for the whole batch instead of once per prompt.
+
+        Prompts of similar length share a batch (padding_budget), so one long prompt does not pad the
+        rest to its length. Each continuation ends at its first stop token, as `generate` does alone."""
+        out: list[list[int]] = [[] for _ in prompts]
+        for batch in length_batches([len(p) for p in prompts], batch_size):
+            width = max(len(prompts[k]) for k in batch)
+            pad = self.model.generation_config.pad_token_id
+            ids = torch.tensor([[pad] * (width - len(prompts[k])) + prompts[k] for k in batch], device=self.spec.device)
+            mask = torch.tensor([[0] * (width - len(prompts[k])) + [1] * len(prompts[k]) for k in batch],
+                                device=self.spec.device)
+            with _threads(self.threads):
+                gen = self.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new_tokens,
+                                          eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None)
+            for row, k in enumerate(batch):
+                out[k] = cut_at_stop(gen[row, width:].tolist(), eos_ids)
+        return out
 
     @torch.no_grad()
     def capture(self, input_ids: list[int], keep_kwargs: bool = False) -> "Capture":
