@@ -344,3 +344,16 @@ def test_compare_with_a_quantized_target_model_says_it_measures_quantization_err
     per_tensor = layouts.fp8(tokenized, tmp_path / "fp8", block=None)
     with pytest.raises(UsageError, match="scales dropped"):
         check_same_family(tokenized, per_tensor)
+
+
+def test_a_quantized_model_transformers_cannot_load_is_refused_as_the_gold(tokenized, tmp_path):
+    from llm_adapt.accuracy.compare import compare
+    from llm_adapt.accuracy.options import CompareOptions
+    from llm_adapt.accuracy.runner import RunnerSpec
+    from llm_adapt.models.source import resolve_model
+
+    slim = layouts.msmodelslim_w8a8(tokenized, tmp_path / "slim")
+    opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(RunnerSpec("cpu", "bf16"),), prompts="quick")
+    with pytest.raises(UsageError, match="cannot load msmodelslim") as err:
+        compare(resolve_model(str(slim)), opts)
+    assert "\n" not in str(err.value)

@@ -281,13 +281,14 @@ def transformers_problem(quant: QuantInfo | None) -> str | None:
         return None
     if quant.method == MSMODELSLIM:
         return (f"transformers cannot load msmodelslim checkpoints ({quant.source}): it would read the int8 weights "
-                "as floats. Compare the float checkpoint in process, or this one served by vLLM-Ascend (--endpoint)")
+                "as floats. Serve it on vLLM-Ascend and run `compare FLOAT_MODEL --endpoint URL`")
     if quant.method == "fp8" and quant.block is None:
         # transformers' FP8 quantizer assumes block scales (weight_scale_inv, 128x128 by default): a per-tensor
         # checkpoint's weight_scale is dropped as an unexpected key and the raw FP8 values load unscaled
         # (measured here: weights off by 900x).
         return ("transformers reads FP8 checkpoints with block scales (weight_block_size, weight_scale_inv) only; "
-                "this per-tensor one would load with its scales dropped. Compare it served by vLLM (--endpoint)")
+                "this per-tensor one would load with its scales dropped. Serve it with vLLM and run "
+                "`compare FLOAT_MODEL --endpoint URL`")
     from transformers.quantizers.auto import AutoHfQuantizer
 
     try:
