@@ -357,3 +357,10 @@ def test_a_quantized_model_transformers_cannot_load_is_refused_as_the_gold(token
     with pytest.raises(UsageError, match="cannot load msmodelslim") as err:
         compare(resolve_model(str(slim)), opts)
     assert "\n" not in str(err.value)
+
+
+def test_every_method_accepted_is_one_the_installed_vllm_knows():
+    methods = pytest.importorskip("vllm.model_executor.layers.quantization")
+    accepted = set(q.DETAILED) | set(q.OTHER_VLLM_METHODS)
+    assert accepted <= set(methods.QUANTIZATION_METHODS)
+    assert q.MSMODELSLIM not in methods.QUANTIZATION_METHODS  # registered by vLLM-Ascend's plugin only

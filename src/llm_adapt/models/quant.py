@@ -32,7 +32,7 @@ DETAILED = ("awq", "gptq", "compressed-tensors", "fp8")
 OTHER_VLLM_METHODS = frozenset({
     "auto_awq", "awq_marlin", "auto_gptq", "gptq_marlin", "fbgemm_fp8", "fp_quant", "modelopt", "modelopt_fp4",
     "modelopt_mxfp8", "modelopt_mixed", "humming", "experts_int8", "quark", "moe_wna16", "torchao", "inc",
-    "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "mxfp8", "bitsandbytes",
+    "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "mxfp8",
 })
 ALIASES = {"auto_awq": "awq", "awq_marlin": "awq", "auto_gptq": "gptq", "gptq_marlin": "gptq"}
 
