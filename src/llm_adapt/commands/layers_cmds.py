@@ -16,6 +16,7 @@ EPILOG_LAYERS = """examples:
   llm-adapt layers ./Llama-3.2-3B-Instruct --graph --accept-eager
   LLM_ADAPT_CAPTURE_DIR=/tmp/cap python -m vllm.entrypoints.openai.api_server --model ./m --enforce-eager &
   llm-adapt layers ./m --endpoint http://127.0.0.1:8000/v1 --capture-dir /tmp/cap
+  llm-adapt layers ./m --msprobe-dump /data/msprobe_dump          # vLLM-Ascend's msprobe dump, no server
 """
 
 
@@ -42,8 +43,11 @@ def add_layers_parser(sub) -> None:
     add_endpoint_options(p)
     p.add_argument("--capture-dir", type=Path, metavar="DIR",
                    help="with --endpoint: the LLM_ADAPT_CAPTURE_DIR that server was started with (same machine)")
+    p.add_argument("--msprobe-dump", type=Path, metavar="DIR",
+                   help="read vLLM-Ascend's msprobe L0 tensor dump (the dump_path of the dump_config `inspect "
+                        "--platform npu` prints) instead of starting vLLM; with --endpoint, send each prompt to it first")
     p.add_argument("--served-dtype", default=None, choices=["bf16", "fp16", "fp32"],
-                   help="with --endpoint: the dtype the server computes in (default bf16)")
+                   help="with --endpoint or --msprobe-dump: the dtype the server computes in (default bf16)")
     p.add_argument("--keep-capture", action="store_true", help="keep the engine's tensor records in the run directory")
     p.add_argument("--out", type=Path, metavar="DIR", help="write layers.json here (default: a new directory under runs/)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
@@ -59,6 +63,10 @@ def capture_modes(graph: bool, accept_eager: bool) -> dict:
 
 
 def check_args(args: argparse.Namespace) -> None:
+    if args.msprobe_dump:
+        if args.capture_dir:
+            raise UsageError("--capture-dir is the vLLM capture plugin's; --msprobe-dump reads msprobe's dump instead")
+        return
     if args.capture_dir and not args.endpoint:
         raise UsageError("--capture-dir goes with --endpoint (a server you started); without it llm-adapt starts one")
     if args.endpoint and not args.capture_dir:
@@ -77,6 +85,8 @@ def cmd_layers(args: argparse.Namespace) -> int:
     load_prompts(args.prompts)  # bad prompts fail before any model loads or engine starts
     opts = CompareOptions(reference=parse_runner(args.reference), targets=(), prompts=args.prompts,
                           max_new_tokens=args.max_new_tokens, local_factor=args.local_factor)
+    if args.msprobe_dump:
+        return _from_msprobe(args, opts, capture)
     if args.endpoint:
         return _against_endpoint(args, opts, capture)
     return _with_engine(args, opts, capture)
@@ -92,6 +102,26 @@ def _against_endpoint(args, opts, capture) -> int:
     out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "layers")
     return _measure(args, source, endpoint_from_args(args), args.capture_dir.resolve(), args.served_dtype or "bf16",
                     opts, capture, out)
+
+
+def _from_msprobe(args, opts, capture) -> int:
+    """An msprobe dump (vLLM-Ascend): the prompts' prefills in it against the gold cut to the prompts."""
+    from llm_adapt.accuracy.msprobe_dump import MsprobeDump, run_msprobe_layers
+    from llm_adapt.cli_common import endpoint_from_args
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.progress import progress_bar
+    from llm_adapt.rundir import ensure_writable, new_run_dir
+
+    if not args.endpoint:
+        MsprobeDump(args.msprobe_dump)  # a bad dump fails before the gold is measured
+    source = resolve_model(args.model, offline=args.offline)
+    source.require_weights("layers")
+    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "layers")
+    with progress_bar() as report:
+        result = run_msprobe_layers(source, args.msprobe_dump.resolve(), opts, args.served_dtype or "bf16", capture,
+                                    report, endpoint_from_args(args) if args.endpoint else None)
+    show_result(result, args.json, print_layers, result.save(out / layout.LAYERS))
+    return 0
 
 
 def _with_engine(args, opts, capture) -> int:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect import memory as mem
+from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.inspect.multinode import Topology, plan_multinode
 from llm_adapt.models.quant import plan_warnings, vllm_quantization_flag
@@ -93,6 +94,7 @@ class DeployPlan:
     argv: dict[str, list[str]]
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[str] = field(default_factory=list)
+    layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -142,6 +144,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         env_notes=penv.explain(platform.name, env),
         multinode=_multinode(spec, platform, opts, layout, argv["graph"]),
         warnings=_warnings(spec, opts, platform, assumed, concurrency, seqs),
+        layer_dump=msprobe_config.plan_entry(argv["eager"], env) if platform.name == "npu" else None,
     )
 
 

@@ -55,6 +55,10 @@ def print_inspect(result: InspectResult, console: Console) -> None:
         known = {n["name"] for n in plan.get("env_notes", [])}
         console.print("\n" + "\n".join(summary_lines(plan["multinode"], known)), markup=False, highlight=False,
                       soft_wrap=True)
+    if plan.get("layer_dump"):  # npu: opt-in layer capture through msprobe (inspect/msprobe_config.py)
+        dump = plan["layer_dump"]
+        console.print(f"\n[bold]Layer capture (opt-in, {dump['mode']}): {dump['tool']}[/bold]")
+        console.print(f"{dump['command']}\nthen: {dump['then']}", markup=False, highlight=False, soft_wrap=True)
     tuned = plan.get("tuned")
     if tuned:
         gain = f"{tuned['gain']:.2f}x ± {tuned['gain_uncertainty']:.2f}" if "gain" in tuned else "n/a"
