@@ -313,3 +313,28 @@ def test_npu_plan_has_the_opt_in_msprobe_capture(default_model):
     assert shlex.split(entry["command"].replace("\\\n", " "))[-1] == entry["argv"][-1]  # quoted for the shell
     assert "--msprobe-dump ./msprobe_dump" in entry["then"] and "msprobe_guide.md" in entry["source"]
     assert run_inspect(default_model, options, "cpu").plan["layer_dump"] is None
+
+
+def test_with_an_endpoint_each_prompt_is_sent_alone_then_the_dump_is_read(tiny_llama, tmp_path, monkeypatch):
+    """--endpoint: the suite's prompt tokens (no continuation) go out one prefill each before the dump
+    is read; a dump without them says so in one line."""
+    from transformers import AutoTokenizer
+
+    from llm_adapt.accuracy import msprobe_dump
+    from llm_adapt.engines import preflight
+    from llm_adapt.engines.endpoint import endpoint_from_url
+    from llm_adapt.errors import AdaptError
+    from llm_adapt.prompts import load_prompts, render
+
+    sent = []
+    monkeypatch.setattr(preflight, "resolve_model_name", lambda endpoint: ("served", {}))
+    monkeypatch.setattr(ls, "send_prefills", lambda client, switch, seqs, progress: sent.extend(seqs) or [None] * len(seqs))
+    write_step(tmp_path, 0, forward([1, 2, 3], [0, 1, 2]))
+    opts = CompareOptions(reference=FP32, targets=(), prompts="quick", max_new_tokens=8)
+    source = SimpleNamespace(name="tiny", path=tiny_llama)
+    with pytest.raises(AdaptError, match="no prompt of the suite has its prefill in the msprobe dump"):
+        msprobe_dump.run_msprobe_layers(source, tmp_path, opts, "bf16", {"mode": "eager"}, no_progress,
+                                        endpoint_from_url("http://127.0.0.1:9/v1"))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
+    assert len(sent) == len(load_prompts("quick")) > 1
+    assert sent[0] == render(tokenizer, load_prompts("quick")[0])  # the prompt alone: the prefill a request runs
