@@ -9,7 +9,9 @@ from llm_adapt.accuracy.runner import RunnerSpec
 
 from . import faults as f
 
-pytestmark = pytest.mark.slow
+# One reference and eleven targets in one fixture: on a 2-core box shared with other jobs it ran past the
+# suite-wide 900 s limit, so it gets twice that.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 LAYER = f"layer {f.FAULT_LAYER}"
 FP32 = RunnerSpec("cpu", "fp32")
