@@ -1,6 +1,8 @@
 """Planted faults judged in process: every fault is FAIL or WARN, layer faults are localized to their
 layer, and the clean bf16 target passes. One reference, every faulty copy as a --target-model."""
 
+import os
+
 import pytest
 
 from llm_adapt.accuracy.compare import compare
@@ -9,7 +11,7 @@ from llm_adapt.accuracy.runner import RunnerSpec
 
 from . import faults as f
 
-# One reference and eleven targets in one fixture: on a 2-core box shared with other jobs it ran past the
+# One reference and ten targets in one fixture: on a 2-core box shared with other jobs it ran past the
 # suite-wide 900 s limit, so it gets twice that.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -20,7 +22,6 @@ FP32 = RunnerSpec("cpu", "fp32")
 FAULTS = {
     "qk-permutation": (f.qk_permuted, "fp32", {"FAIL"}, LAYER),
     "perturbed-fp32": (f.perturbed_layer, "fp32", {"FAIL"}, LAYER),
-    "perturbed-bf16": (f.perturbed_layer, "bf16", {"FAIL", "WARN"}, LAYER),
     "int8-one-layer": (f.int8_one_layer, "fp32", {"FAIL"}, LAYER),
     "rms-norm-eps": (f.wrong_rms_norm_eps, "fp32", {"FAIL"}, "layer 0"),
     "rope-theta": (f.wrong_rope_theta, "fp32", {"FAIL"}, "layer 0"),
@@ -29,6 +30,11 @@ FAULTS = {
     "nan-logits": (f.nan_logits, "fp32", {"FAIL"}, None),
     "chat-template": (f.chat_template_mismatch, "fp32", {"FAIL"}, None),
 }
+# A faulty bf16 target is judged against the bf16 floor, whose kernel-spread rerun (eager attention, one
+# thread, bf16) is the slowest part of this module on a CPU without native bf16; the served faults
+# (bf16 against the bf16 floor) cover that path on every run, and this one runs with LLM_ADAPT_ALL_FAULTS=1.
+if os.environ.get("LLM_ADAPT_ALL_FAULTS") == "1":
+    FAULTS["perturbed-bf16"] = (f.perturbed_layer, "bf16", {"FAIL", "WARN"}, LAYER)
 
 
 @pytest.fixture(scope="module")
