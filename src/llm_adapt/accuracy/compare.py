@@ -102,13 +102,13 @@ def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOp
                        ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
                        local_ratio=m.ratio_or_none(row["local_rel_l2"], f["local_rel_l2"]),
                        allowed=allowed_ratio(m.combined_spread(
-                           _sqrt_sd(row.get("diff_sq_by_prompt"), f.get("diff_sq_by_prompt")),
+                           ratio_spread_from_squares(row.get("diff_sq_by_prompt"), f.get("diff_sq_by_prompt")),
                            spread.get("layers", {}).get(row["name"]))),
-                       local_allowed=allowed_ratio(_sqrt_sd(row.get("local_diff_sq_by_prompt"),
+                       local_allowed=allowed_ratio(ratio_spread_from_squares(row.get("local_diff_sq_by_prompt"),
                                                             f.get("local_diff_sq_by_prompt"))))
     out.floor = floor.label if floor else None
     out.vs_floor = _vs_floor(out, floor) if floor else None
-    out.first_local_excess = _first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
+    out.first_local_excess = find_first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
     ref = opts.reference
     ckpt_quant = load_spec(Path(out.model_path)).quant if out.model_path else None  # a pre-quantized --target-model
     exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant and ckpt_quant is None
@@ -118,7 +118,7 @@ def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOp
     return out
 
 
-def _sqrt_sd(target: list[float] | None, floor: list[float] | None) -> float:
+def ratio_spread_from_squares(target: list[float] | None, floor: list[float] | None) -> float:
     """Relative spread of a rel-L2 ratio from the prompts' squared errors (half that of the squares')."""
     if not target or not floor:
         return float("nan")
@@ -211,13 +211,14 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
         kls.append(m.kl_per_token(ref.logits, capture.logits))
     runner.close()
     kl = float(np.concatenate(kls).mean())
-    layers = {name: _rel_diff(a.summary()["rel_l2"], row["rel_l2"]) for name, a, row in zip(gold.names, acc, floor.layers)}
+    layers = {name: relative_change(a.summary()["rel_l2"], row["rel_l2"])
+              for name, a, row in zip(gold.names, acc, floor.layers)}
     return {"method": f"the floor rerun as {variant.label} (eager attention, 1 thread): relative differences",
-            "variant": variant.label, "kl_mean": _rel_diff(kl, floor.logits["kl_mean"]), "variant_kl_mean": kl,
+            "variant": variant.label, "kl_mean": relative_change(kl, floor.logits["kl_mean"]), "variant_kl_mean": kl,
             "layers": layers, "seconds": round(time.monotonic() - started, 2)}
 
 
-def _rel_diff(value: float, base: float) -> float:
+def relative_change(value: float, base: float) -> float:
     if not (np.isfinite(value) and np.isfinite(base)) or base <= 1e-12:
         return 0.0 if np.isfinite(value) and abs(value - base) <= 1e-12 else float("nan")
     return abs(value / base - 1)
@@ -284,7 +285,7 @@ UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
 ROUNDOFF_FACTOR = 4.0  # without a measured floor, a layer may lose this many rounding steps
 
 
-def _first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
+def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
     """The first layer whose own (local) error is out of line: above `factor` x its measured noise
     floor, or, with no floor, above a few unit roundoffs of the runner's dtype."""
     for row in layers:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.compare import _first_local_excess, _rel_diff, _sqrt_sd
+from llm_adapt.accuracy.compare import find_first_local_excess, relative_change, ratio_spread_from_squares
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
@@ -128,7 +128,7 @@ def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progr
 
 def floor_spread(floor: list[dict[str, Any]], variant: list[dict[str, Any]]) -> dict[str, float]:
     """Per tensor, how much the floor's rel. L2 error moves on another kernel path (relative)."""
-    return {f["name"]: _rel_diff(v["rel_l2"], f["rel_l2"]) for f, v in zip(floor, variant)}
+    return {f["name"]: relative_change(v["rel_l2"], f["rel_l2"]) for f, v in zip(floor, variant)}
 
 
 def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
@@ -159,7 +159,7 @@ def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None
         if f is not None:
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
                        allowed=allowed_ratio(m.combined_spread(
-                           _sqrt_sd(row["diff_sq_by_prompt"], f["diff_sq_by_prompt"]),
+                           ratio_spread_from_squares(row["diff_sq_by_prompt"], f["diff_sq_by_prompt"]),
                            (spread or {}).get(row["name"]))))
         row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"), local_allowed=row.get("allowed", 1.0))
         row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
@@ -170,7 +170,7 @@ def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None
 def judged(rows: list[dict[str, Any]], floor_label: str | None, dtype: str, local_factor: float,
            exact_expected: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Where to look first and the verdict, by the in-process comparison's own rules."""
-    excess = _first_local_excess(rows, local_factor, floor_label is not None, dtype)
+    excess = find_first_local_excess(rows, local_factor, floor_label is not None, dtype)
     target = {"layers": rows, "first_local_excess": excess,
               "first_nonfinite": next((r["name"] for r in rows if r["nan_mismatch"]), None)}
     return excess, judge_layers(target, {"label": floor_label} if floor_label else None, exact_expected)
