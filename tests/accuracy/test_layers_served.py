@@ -160,6 +160,8 @@ def test_nothing_recorded_unless_armed_or_for_decode_steps(hooked):
     forward(model, [9], start=3)  # a decode step: starts past position 0
     assert CaptureDump(directory).records == []
     assert (directory / plugin.READY).exists()
+    forward(model, [1, 5], start=3)  # a later chunk of a chunked prefill: recorded, to be stitched
+    assert [r["positions"].tolist() for r in CaptureDump(directory).records] == [[3, 4]]
 
 
 def test_a_failing_hook_leaves_the_model_serving(hooked, monkeypatch):
@@ -255,6 +257,20 @@ def record(ids, positions=None):
 def test_match_record_takes_the_prompt_prefix_of_a_padded_batch():
     tensors, why = match_record([record([7, 7]), record([1, 2, 3, 0, 0], [0, 1, 2, 0, 0])], [1, 2, 3])
     assert why is None and tensors["layer 0"].shape == (3, 2)
+
+
+def test_match_record_stitches_the_chunks_of_a_chunked_prefill():
+    chunks = [record([1, 2]), record([5, 5, 5]), record([3, 4], [2, 3]), record([5, 6], [4, 5])]
+    tensors, why = match_record(chunks, [1, 2, 3, 4, 5, 6])
+    assert why is None
+    assert tensors["layer 0"].tolist() == [[0.0, 1.0], [2.0, 3.0]] * 3
+    assert match_record([record([1, 2]), record([3], [2])], [1, 2, 3])[0] is None  # a decode step is not a chunk
+
+
+def test_match_record_needs_every_chunk_at_its_positions():
+    assert match_record([record([1, 2]), record([3, 4], [5, 6])], [1, 2, 3, 4])[0] is None  # wrong positions
+    assert match_record([record([1, 2]), record([9, 4], [2, 3])], [1, 2, 3, 4])[0] is None  # other tokens
+    assert match_record([record([3, 4], [2, 3]), record([1, 2])], [1, 2, 3, 4])[0] is None  # out of order
 
 
 def test_match_record_says_why_not():
@@ -384,12 +400,13 @@ def test_clean_served_model_sits_at_its_floor(default_model, vllm_server, quick_
     assert result.prompts["captured"] == result.prompts["count"] == len(quick_gold[1].prompts)
     assert [r["name"] for r in result.layers] == quick_gold[1].names
     # vLLM's bf16 kernels round in other places than transformers' (the floor): measured per layer
-    # 0.25x .. 1.95x the floor's error. Nothing is localized, no layer leaves msprobe's warn band
-    # (2 x the allowed ratio) and the final norm sits within its allowed ratio.
+    # 0.25x .. 1.95x the floor's error, the highest at layers 11-13, where both errors sit in one or two
+    # positions and a few elements (the template's first token, with its massive activation): one draw
+    # each, which the allowed ratio counts (positions.py). Every layer within its allowed ratio: PASS.
     assert result.first_local_excess is None, result.first_local_excess
-    assert result.verdict["status"] in ("PASS", "WARN"), result.verdict["reasons"]
-    assert all(r["ratio"] <= 2 * r["allowed"] for r in result.layers), [(r["name"], r["ratio"]) for r in result.layers]
-    assert result.layers[-1]["ratio"] <= result.layers[-1]["allowed"]
+    assert result.verdict["status"] == "PASS", result.verdict["reasons"]
+    assert all(r["ratio"] <= r["allowed"] for r in result.layers), [(r["name"], r["ratio"]) for r in result.layers]
+    assert max(r["effective_elements"] for r in result.layers[12:15]) < 20  # the concentration is measured
     assert 0 < result.layers[-2]["rel_l2"] < 0.1  # bf16 is not fp32: a real, small error was measured
     assert not list(Path(vllm_server.capture_dir).glob(plugin.RECORD_GLOB))  # records removed, capture disarmed
     assert not (Path(vllm_server.capture_dir) / plugin.ARMED).exists()

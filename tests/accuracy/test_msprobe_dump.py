@@ -223,10 +223,12 @@ def test_prefill_step_is_taken_and_decode_steps_ignored(tmp_path):
     assert dump.layers_for([1, 2, 3, 4])[1].startswith("the prefill was split")  # only a prefix was a prefill
 
 
-def test_chunked_prefill_is_named(tmp_path):
-    write_step(tmp_path, 0, forward([1, 2], [0, 1]))
-    write_step(tmp_path, 1, forward([3, 4], [2, 3]))
-    assert "chunked prefill" in MsprobeDump(tmp_path).layers_for([1, 2, 3, 4])[1]
+def test_chunked_prefill_is_stitched_and_a_missing_chunk_named(tmp_path):
+    write_step(tmp_path, 0, forward([1, 2], [0, 1], seed=1))
+    write_step(tmp_path, 1, forward([3, 4], [2, 3], seed=2))
+    tensors, why = MsprobeDump(tmp_path).layers_for([1, 2, 3, 4])
+    assert why is None and tensors["layer 0"].shape == (4, 4)
+    assert "chunked prefill" in MsprobeDump(tmp_path).layers_for([1, 2, 3, 4, 5, 6])[1]
 
 
 def test_mrope_positions_use_the_text_row(tmp_path):

@@ -20,11 +20,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.compare import find_first_local_excess, relative_change, ratio_spread_from_squares
 from llm_adapt.accuracy.options import Progress
+from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import allowed_ratio, judge_layers
@@ -60,19 +62,42 @@ class CaptureDump:
 
 
 def match_record(records: list[dict[str, Any]], sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
-    """The tensors of the record whose first len(sequence) tokens are this sequence at positions
-    0..n-1 (a batch may hold more after it); else why none matched."""
+    """The tensors of this exact token sequence at positions 0..n-1: from the record that opens
+    with it (a batch may hold more after it), or stitched from the chunks of a chunked prefill (a
+    record opening with its first tokens at 0, then later records, in order, each opening with two
+    or more of the next tokens at the next positions: a one-token piece is a decode step, another
+    kernel path, and is not stitched in); else why none matched."""
     n, want = len(sequence), torch.tensor(sequence)
     partial = False
-    for record in records:
-        ids, pos = record["input_ids"], record["positions"]
-        if len(ids) >= n and torch.equal(ids[:n], want) and torch.equal(pos[:n], torch.arange(n)):
-            return {name: t[:n] for name, t in record["tensors"].items()}, None
-        k = min(len(ids), n)
-        partial |= k > 0 and len(ids) < n and torch.equal(ids[:k], want[:k])
+    for i, record in enumerate(records):
+        k = opens_with(record, want, 0)
+        if k == 0:
+            continue
+        pieces, done = [(record, k)], k
+        for later in records[i + 1:]:
+            if done == n:
+                break
+            m = opens_with(later, want, done)
+            if m > 1:
+                pieces.append((later, m))
+                done += m
+        if done == n:
+            names = record["tensors"].keys()
+            return {name: torch.cat([r["tensors"][name][:m] for r, m in pieces]) for name in names}, None
+        partial = True
     if partial:
-        return None, "the prefill was split into chunks (chunked prefill); raise --max-num-batched-tokens"
+        return None, ("the prefill was split into chunks (chunked prefill) and not every chunk was recorded; "
+                      "raise --max-num-batched-tokens")
     return None, "no record of this prompt's prefill"
+
+
+def opens_with(record: dict[str, Any], want: torch.Tensor, start: int) -> int:
+    """How many of want[start:] the record opens with, at positions start, start + 1, ... (0: none)."""
+    ids, pos = record["input_ids"], record["positions"]
+    m = min(len(ids), len(want) - start)
+    if m <= 0 or not torch.equal(ids[:m], want[start:start + m]):
+        return 0
+    return m if torch.equal(pos[:m], torch.arange(start, start + m)) else 0
 
 
 def check_plugin(directory: Path) -> dict[str, Any]:
@@ -123,7 +148,13 @@ def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progr
             acc[j].add(ref.hidden[j], capture.hidden[j])
     progress(label, len(gold.prompts), len(gold.prompts))
     runner.close()
-    return [{"name": name, **a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt} for name, a in zip(gold.names, acc)]
+    return [accumulated(name, a) for name, a in zip(gold.names, acc)]
+
+
+def accumulated(name: str, acc: m.TensorAccumulator) -> dict[str, Any]:
+    """A tensor's summary with the squared errors the spreads resample: per prompt and per position."""
+    return {"name": name, **acc.summary(), "diff_sq_by_prompt": acc.diff_sq_by_prompt,
+            "diff_sq_by_position": acc.diff_sq_by_position, "diff_4th_by_position": acc.diff_4th_by_position}
 
 
 def floor_spread(floor: list[dict[str, Any]], variant: list[dict[str, Any]]) -> dict[str, float]:
@@ -143,24 +174,53 @@ def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list
         for j, name in enumerate(gold.names):
             gold_t = ref.hidden[j]
             acc[j].add(gold_t.reshape(-1, gold_t.shape[-1]), tensors[name])
-    return [{"name": name, **a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt}
-            for name, a in zip(gold.names, acc)], missing
+    return [accumulated(name, a) for name, a in zip(gold.names, acc)], missing
+
+
+def sampling_spread(row: dict[str, Any], floor: dict[str, Any],
+                    units: tuple[list[np.ndarray], int] | None) -> dict[str, float]:
+    """How much the ratio to the floor moves by chance, two ways (see positions.py): prompts
+    resampled, and the chance within the elements that carry the error (its effective count, shared
+    prefixes counted once). The bootstrap misses the second when one position carries the error;
+    the larger is used. (A bootstrap over positions is not used: where the floor's error rests on
+    one position, resamples without it leave a denominator near zero.)"""
+    out = {"prompts": ratio_spread_from_squares(row["diff_sq_by_prompt"], floor["diff_sq_by_prompt"]),
+           "elements": float("nan"), "effective_positions": float("nan"), "effective_elements": float("nan"),
+           "floor_effective_elements": float("nan")}
+    if units is not None and row.get("diff_sq_by_position") and floor.get("diff_sq_by_position"):
+        ids, count = units
+        k_target, k_floor = (effective_elements(unit_values(r["diff_sq_by_position"], ids, count),
+                                                unit_values(r["diff_4th_by_position"], ids, count))
+                             for r in (row, floor))
+        out.update(elements=chance_spread(k_target, k_floor), effective_elements=k_target,
+                   floor_effective_elements=k_floor,
+                   effective_positions=effective_count(unit_values(row["diff_sq_by_position"], ids, count)))
+    finite = [v for v in (out["prompts"], out["elements"]) if np.isfinite(v)]
+    out["used"] = max(finite) if finite else float("nan")
+    return out
 
 
 def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None,
-                  spread: dict[str, float] | None) -> list[dict[str, Any]]:
+                  spread: dict[str, float] | None, sequences: list[list[int]] | None = None) -> list[dict[str, Any]]:
     """Each row with its floor's error, the ratio and the ratio the floor's spread allows (as
-    compare.with_floor does), and the local fields the localization reads, set to the full ones."""
+    compare.with_floor does: chance, here the larger of sampling_spread's two, and the floor's
+    kernel spread, in quadrature), and the local fields the localization reads, set to the full ones.
+    sequences: the compared token sequences, in the rows' order (for the position units)."""
     by_name = {f["name"]: f for f in floor or []}
+    units = prefix_units(sequences) if sequences else None
     out = []
     for row in rows:
         row = dict(row)
         f = by_name.get(row["name"])
         if f is not None:
+            chance, kernel = sampling_spread(row, f, units), (spread or {}).get(row["name"])
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
-                       allowed=allowed_ratio(m.combined_spread(
-                           ratio_spread_from_squares(row["diff_sq_by_prompt"], f["diff_sq_by_prompt"]),
-                           (spread or {}).get(row["name"]))))
+                       allowed=allowed_ratio(m.combined_spread(chance["used"], kernel)),
+                       spread={"prompts": chance["prompts"], "elements": chance["elements"], "kernel": kernel},
+                       **{k: chance[k] for k in ("effective_positions", "effective_elements",
+                                                 "floor_effective_elements")})
+        for key in ("diff_sq_by_position", "diff_4th_by_position"):  # too long for the result; summarized
+            row.pop(key, None)
         row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"), local_allowed=row.get("allowed", 1.0))
         row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         out.append(row)
@@ -204,7 +264,7 @@ def layers_result(rows: list[dict[str, Any]], missing: list[dict[str, str]], flo
                   reference: RunnerSpec, local_factor: float, **facts: Any) -> LayersResult:
     """The typed result from the engine's rows and the in-process floor's (facts: model, endpoint,
     capture, seconds)."""
-    rows = against_floor(rows, floor, spread)
+    rows = against_floor(rows, floor, spread, [p.sequence for p in captured_gold(gold, missing).prompts])
     exact = served_dtype == reference.dtype and floor_label is None
     excess, verdict = judged(rows, floor_label, served_dtype, local_factor, exact)
     return LayersResult(reference=reference.label, floor=floor_label, served_dtype=served_dtype, error_kind=ERROR_KIND,

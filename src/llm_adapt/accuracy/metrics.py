@@ -95,15 +95,21 @@ class TensorAccumulator:
     tgt_sq: float = 0.0
     over: dict[float, float] = field(default_factory=lambda: {tol: 0.0 for tol in SHARE_TOLERANCES})
     diff_sq_by_prompt: list[float] = field(default_factory=list)  # for bootstrap spreads
+    diff_sq_by_position: list[np.ndarray] = field(default_factory=list)  # per prompt, per position
+    diff_4th_by_position: list[np.ndarray] = field(default_factory=list)  # for the effective element count
 
     def add(self, ref: torch.Tensor, tgt: torch.Tensor) -> None:
         self.ref_nonfinite |= nonfinite(ref)
         self.tgt_nonfinite |= nonfinite(tgt)
         r, t = _f64(ref), _f64(tgt)
         diff = t - r
-        diff_sq = float((diff**2).sum())
+        squares = (diff**2).reshape(-1, diff.shape[-1])
+        by_position = squares.sum(-1)
+        self.diff_4th_by_position.append((squares**2).sum(-1).numpy())
+        diff_sq = float(by_position.sum())
         self.diff_sq += diff_sq
         self.diff_sq_by_prompt.append(diff_sq)
+        self.diff_sq_by_position.append(by_position.numpy())
         self.ref_sq += float((r**2).sum())
         self.tgt_sq += float((t**2).sum())
         self.dot += float((r * t).sum())

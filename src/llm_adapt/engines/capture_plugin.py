@@ -138,7 +138,7 @@ class Recorder:
     def on_first_layer(self, positions) -> None:
         if positions is not None and positions.dim() > 1:
             positions = positions[0]  # M-RoPE's [3, T]: the text positions
-        if self.current is not None and not is_prefill(positions):
+        if self.current is not None and not is_prefill_chunk(positions):
             self.current = None  # a decode step: copy nothing more
         elif self.current is not None:
             self.current["positions"] = positions.detach().cpu().reshape(-1).clone()
@@ -149,7 +149,7 @@ class Recorder:
 
     def finish(self) -> None:
         record, self.current = self.current, None
-        if record is None or not is_prefill(record["positions"]) or set(record["tensors"]) != set(self.names):
+        if record is None or not is_prefill_chunk(record["positions"]) or set(record["tensors"]) != set(self.names):
             return
         import torch
 
@@ -163,6 +163,14 @@ class Recorder:
 def is_prefill(positions) -> bool:
     """A forward that starts at position 0: a request's prefill (decode steps start further on)."""
     return positions is not None and positions.numel() > 0 and int(positions[0]) == 0
+
+
+def is_prefill_chunk(positions) -> bool:
+    """A forward that opens with a prefill or with a later chunk of one (chunked prefill: two or more
+    consecutive positions); a decode step holds one position per request."""
+    if is_prefill(positions):
+        return True
+    return positions is not None and positions.numel() > 1 and int(positions[1]) == int(positions[0]) + 1
 
 
 def attach(model, directory: Path, refusal: str | None) -> list:
