@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def prefix_units(sequences: list[list[int]]) -> tuple[list[np.ndarray], int]:
     """Per sequence, the unit id of each position (equal ids: the same tokens 0..t), and how many
     units there are."""
