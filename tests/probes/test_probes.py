@@ -82,3 +82,35 @@ def test_key_never_reaches_results(tmp_path, stub_server):
     result = run_probes(Endpoint(url + "/v1", api_key="sk-secret-123"), tmp_path, only=["health"])
     assert result.endpoint["api_key"] == "set"
     assert "sk-secret-123" not in (tmp_path / "probes.json").read_text()
+
+
+class _Ctx:
+    """Just what the timeout rule reads: the timeout and /health."""
+
+    timeout_s = 120.0
+
+    def __init__(self, healthy: bool):
+        self.healthy = healthy
+
+    def get(self, path):
+        import httpx
+
+        if not self.healthy:
+            raise httpx.ConnectError("refused")
+        return httpx.Response(200)
+
+
+def _slow_probe(ctx):
+    import httpx
+
+    raise httpx.ReadTimeout("timed out")
+
+
+def test_a_timeout_on_a_healthy_server_is_not_run_not_an_error():
+    from llm_adapt.probes.context import ERROR, NOT_RUN
+    from llm_adapt.probes.run import _run_one
+
+    outcome, _ = _run_one(_slow_probe, _Ctx(healthy=True))
+    assert outcome.status == NOT_RUN and "too slow on this machine" in outcome.evidence
+    outcome, _ = _run_one(_slow_probe, _Ctx(healthy=False))
+    assert outcome.status == ERROR and "no longer answers" in outcome.evidence

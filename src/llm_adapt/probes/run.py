@@ -71,11 +71,23 @@ def _run_one(probe, ctx) -> tuple[Outcome, float | None]:
     except openai.APIStatusError as exc:
         status = ERROR if exc.status_code >= 500 else UNSUPPORTED
         outcome = Outcome(status, f"HTTP {exc.status_code}: {snippet(exc.message)}")
+    except (openai.APITimeoutError, httpx.TimeoutException) as exc:
+        outcome = timed_out(ctx, exc)
     except (openai.APIConnectionError, httpx.HTTPError) as exc:
         outcome = Outcome(ERROR, f"connection failed: {snippet(exc)}")
     except Exception as exc:  # a probe's own failure is a row, never the end of the run
         outcome = Outcome(ERROR, f"{type(exc).__name__}: {snippet(exc)}")
     return outcome, getattr(timer, "ms", None)
+
+
+def timed_out(ctx, exc: Exception) -> Outcome:
+    """No answer within the probe timeout. A server that still answers /health was too slow here to
+    judge the feature (a large model on a few cores), which is not a fault: not run, with the
+    reason. One that does not answer is an error."""
+    if _alive(ctx):
+        return Outcome(NOT_RUN, f"no answer within the {ctx.timeout_s:.0f} s probe timeout, and the server is "
+                                "healthy after it: too slow on this machine to judge")
+    return Outcome(ERROR, f"timed out ({snippet(exc)}) and the server no longer answers /health")
 
 
 def _alive(ctx) -> bool:
