@@ -6,10 +6,9 @@ and bad-input errors are instant."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 
-from llm_adapt import __version__
+from llm_adapt import __version__, interrupts
 from llm_adapt.cli_args import OneLineParser
 from llm_adapt.commands.accuracy_cmds import add_compare_parser
 from llm_adapt.commands.bench_cmds import add_bench_parser, add_tune_parser
@@ -23,6 +22,7 @@ from llm_adapt.commands.serving_cmds import (
     add_serve_parser,
 )
 from llm_adapt.errors import AdaptError
+from llm_adapt.interrupts import Terminated
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,17 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so every `with` block (servers above all) unwinds."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    restore = interrupts.install()
     try:
         return args.handler(args)
     except AdaptError as exc:
@@ -69,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"llm-adapt {args.command}: interrupted; finished results are kept\n")
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import traceback
 from dataclasses import asdict
 from typing import Callable
 
+from llm_adapt import interrupts
 from llm_adapt.errors import AdaptError
 from llm_adapt.run import layout, stages
 from llm_adapt.run.config import STAGES, RunConfig
@@ -76,6 +77,7 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
     started = time.monotonic()
     _mark(cfg, state, stage, "running")
     try:
+        interrupts.check()  # a Ctrl-C whose raise was swallowed during the stage before
         func(cfg, state)
     except KeyboardInterrupt:
         _mark(cfg, state, stage, "interrupted", seconds=round(time.monotonic() - started, 1))

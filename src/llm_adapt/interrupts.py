@@ -1,0 +1,58 @@
+"""Ctrl-C and SIGTERM that are never lost.
+
+A signal handler's exception can be swallowed: when it is raised inside a finalizer or a weakref
+callback, CPython prints "Exception ignored" and carries on. So the handler also records the
+signal, and the run checks the record at every stage boundary: an interrupt is at worst late by
+one stage, never lost. The swallowed copy is not printed (it would show the user a traceback for
+their own Ctrl-C); any other unraisable exception still is.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Callable
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every `with` block (servers above all) unwinds."""
+
+
+received: int | None = None
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def on_signal(signum, frame) -> None:
+    global received
+    received = signum
+    raise _interrupt(signum)
+
+
+def check() -> None:
+    """Raise the interrupt a handler recorded, if its own raise was swallowed."""
+    if received is not None:
+        raise _interrupt(received)
+
+
+def install() -> Callable[[], None]:
+    """Handle SIGINT and SIGTERM from now on (the record cleared); returns what restores the previous."""
+    global received
+    received = None
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and received is not None):
+            previous_hook(unraisable)
+
+    sys.unraisablehook = hook
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = previous_hook
+
+    return restore

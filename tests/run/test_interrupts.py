@@ -1,0 +1,105 @@
+"""A Ctrl-C or SIGTERM whose raise is swallowed (inside a finalizer) still stops the run."""
+
+import os
+import signal
+
+import pytest
+
+from llm_adapt import interrupts
+
+
+@pytest.fixture
+def installed():
+    restore = interrupts.install()
+    yield
+    restore()
+    interrupts.received = None
+
+
+def swallowed(signum):
+    """The signal arrives while a finalizer runs: CPython reports the exception and carries on."""
+    try:
+        os.kill(os.getpid(), signum)
+    except KeyboardInterrupt:
+        pass
+
+
+@pytest.mark.parametrize("signum,kind", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, interrupts.Terminated)])
+def test_a_swallowed_signal_is_raised_again_at_the_next_check(installed, signum, kind):
+    interrupts.check()  # nothing received: no raise
+    swallowed(signum)
+    with pytest.raises(kind):
+        interrupts.check()
+
+
+def test_install_clears_the_record_and_restore_puts_the_handlers_back():
+    before = signal.getsignal(signal.SIGINT)
+    interrupts.received = signal.SIGINT
+    restore = interrupts.install()
+    assert interrupts.received is None and signal.getsignal(signal.SIGINT) is interrupts.on_signal
+    restore()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_next_stage_is_marked_interrupted_and_the_run_stops(installed, tmp_path):
+    from types import SimpleNamespace
+
+    from llm_adapt.run.pipeline import _run_stage
+
+    status = SimpleNamespace(stages={}, save=lambda path: None)
+    cfg = SimpleNamespace(skip=(), tasks=None, layers=False, dummy=False, resume=False, out=tmp_path,
+                          log=lambda *a: None)
+    ran = []
+    swallowed(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        _run_stage(cfg, SimpleNamespace(status=status), "accuracy", lambda c, s: ran.append(1))
+    assert ran == [] and status.stages["accuracy"]["status"] == "interrupted"
+
+
+class _Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)  # the handler raises here, inside a finalizer
+
+
+def test_an_interrupt_inside_a_finalizer_is_kept_quietly_and_raised_at_the_check(installed, capsys):
+    _Finalized()  # collected at once: CPython swallows the KeyboardInterrupt raised in __del__
+    assert interrupts.received == signal.SIGINT
+    assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.check()
+
+
+class _Broken:
+    def __del__(self):
+        raise ValueError("a real finalizer bug")
+
+
+def test_other_unraisable_exceptions_are_still_reported(monkeypatch):
+    import sys
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(unraisable.exc_value))
+    restore = interrupts.install()
+    try:
+        _Broken()
+    finally:
+        restore()
+        interrupts.received = None
+    assert [type(e) for e in seen] == [ValueError]
+
+
+def test_a_progress_report_in_the_main_thread_raises_a_swallowed_interrupt(installed):
+    import threading
+
+    from rich.console import Console
+
+    from llm_adapt.progress import progress_bar
+
+    with progress_bar(Console(file=open(os.devnull, "w"))) as report:
+        report("work", 0, 2)
+        swallowed(signal.SIGINT)
+        worker = threading.Thread(target=report, args=("work", 1, 2))
+        worker.start()
+        worker.join()  # another thread's report does not raise in that thread
+        with pytest.raises(KeyboardInterrupt):
+            report("work", 2, 2)
