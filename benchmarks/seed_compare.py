@@ -144,20 +144,10 @@ def child(model_dir: Path, mode: str) -> dict:
 
 
 def parameter_count(model_dir: Path) -> int:
-    """From the safetensors headers: every tensor's element count."""
-    import struct
+    """From the safetensors headers (the project's own reader)."""
+    from llm_adapt.models.weights import parameters_from_weights
 
-    total = 0
-    for shard in sorted(model_dir.glob("*.safetensors")):
-        with open(shard, "rb") as f:
-            header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-        for name, info in header.items():
-            if name != "__metadata__":
-                n = 1
-                for d in info["shape"]:
-                    n *= d
-                total += n
-    return total
+    return parameters_from_weights(model_dir)[0]
 
 
 def bound_seconds(run: dict, bandwidth_gb_s: float, rates: dict[str, float]) -> dict[str, float]:
