@@ -58,7 +58,6 @@ class Counter:
         self.calls = 0
 
     def install(self) -> None:
-        import torch
         import torch.nn.functional as F
 
         original = F.linear
@@ -71,8 +70,7 @@ class Counter:
             self.calls += 1
             return original(x, weight, bias)
 
-        F.linear = linear
-        torch.nn.modules.linear.F.linear = linear
+        F.linear = linear  # nn.Linear calls F.linear through this same module object
 
 
 class Stages:

@@ -189,12 +189,11 @@ def sampling_spread(row: dict[str, Any], floor: dict[str, Any],
            "floor_effective_elements": float("nan")}
     if units is not None and row.get("diff_sq_by_position") and floor.get("diff_sq_by_position"):
         ids, count = units
-        k_target, k_floor = (effective_elements(unit_values(r["diff_sq_by_position"], ids, count),
-                                                unit_values(r["diff_4th_by_position"], ids, count))
-                             for r in (row, floor))
+        squares = [unit_values(r["diff_sq_by_position"], ids, count) for r in (row, floor)]
+        k_target, k_floor = (effective_elements(sq, unit_values(r["diff_4th_by_position"], ids, count))
+                             for sq, r in zip(squares, (row, floor)))
         out.update(elements=chance_spread(k_target, k_floor), effective_elements=k_target,
-                   floor_effective_elements=k_floor,
-                   effective_positions=effective_count(unit_values(row["diff_sq_by_position"], ids, count)))
+                   floor_effective_elements=k_floor, effective_positions=effective_count(squares[0]))
     finite = [v for v in (out["prompts"], out["elements"]) if np.isfinite(v)]
     out["used"] = max(finite) if finite else float("nan")
     return out
