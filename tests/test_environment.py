@@ -12,9 +12,9 @@ from llm_adapt import environment, platforms_npu
 from llm_adapt.environment import (
     EnvironmentResult,
     build_info,
-    parse_cpu_flags,
     parse_version_file,
 )
+from llm_adapt.platforms import native_bf16, parse_cpu_flags
 from llm_adapt.platforms_npu import cann_version, parse_install_info, parse_version_cfg
 
 SAMPLES = Path(__file__).parent / "fixtures" / "npu_smi"
@@ -93,9 +93,18 @@ def test_build_info_reads_the_version_file_without_importing(tmp_path, monkeypat
 
 
 def test_cpu_flags_x86_and_arm():
-    assert parse_cpu_flags("processor : 0\nflags : fpu avx2 avx512f\n") == ["avx2", "avx512f", "fpu"]
-    assert parse_cpu_flags("processor : 0\nFeatures : fp asimd sve bf16\n") == ["asimd", "bf16", "fp", "sve"]
-    assert parse_cpu_flags("model name : something\n") == []
+    assert parse_cpu_flags("processor : 0\nflags : fpu avx2 avx512f\n") == {"avx2", "avx512f", "fpu"}
+    assert parse_cpu_flags("processor : 0\nFeatures : fp asimd sve bf16\n") == {"asimd", "bf16", "fp", "sve"}
+    assert parse_cpu_flags("model name : something\n") == set()
+
+
+def test_native_bf16_from_flags():
+    assert not native_bf16({"avx2", "fma"})  # AVX2 only
+    assert not native_bf16({"avx2", "avx512f", "avx512_vnni"})  # AVX-512 without its bf16 extension
+    assert not native_bf16({"fp", "asimd", "asimdhp"})  # Kunpeng 920 (Armv8.2)
+    assert native_bf16({"avx512f", "avx512_bf16"})
+    assert native_bf16({"amx_tile", "amx_bf16"})
+    assert native_bf16({"fp", "asimd", "sve", "bf16"})  # Armv8.6 BF16
 
 
 def _fake_npu_smi(directory: Path) -> None:

@@ -94,20 +94,8 @@ def builds() -> dict[str, dict[str, str | None]]:
     return {name: info for name, info in found.items() if info}
 
 
-def parse_cpu_flags(cpuinfo: str) -> list[str]:
-    """All CPU flags in /proc/cpuinfo text: x86's "flags" line, else Arm's "Features" line."""
-    for key in ("flags", "Features"):
-        line = next((ln for ln in cpuinfo.splitlines() if ln.split(":", 1)[0].strip() == key), None)
-        if line is not None and ":" in line:
-            return sorted(set(line.split(":", 1)[1].split()))
-    return []
-
-
 def cpu_flags() -> list[str]:
-    try:
-        return parse_cpu_flags(Path("/proc/cpuinfo").read_text(errors="replace"))
-    except OSError:
-        return []
+    return sorted(platforms.cpu_flags())
 
 
 def accelerators() -> list[dict[str, Any]]:
