@@ -2,14 +2,15 @@
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
 from llm_adapt.accuracy.compare import check_same_family, compare, floor_for
-from llm_adapt.accuracy.options import CompareOptions
-from llm_adapt.accuracy.runner import RunnerSpec, parse_runner
+from llm_adapt.accuracy.options import CompareOptions, served_floor
+from llm_adapt.accuracy.runner import BF16_ENV, RunnerSpec, default_target, parse_runner
 from llm_adapt.errors import UsageError
 from llm_adapt.models.source import resolve_model
 from llm_adapt.models.synthetic import write_tiny_llama
@@ -105,13 +106,34 @@ def test_int8_targets_are_judged_against_the_unquantized_floor(tiny4, prompts_fi
     assert quant.layers[-1]["ratio"] > 1
 
 
-def test_floor_choice():
+def test_floor_choice(monkeypatch):
+    monkeypatch.setenv(BF16_ENV, "native")
     ref = FP32
     assert floor_for(RunnerSpec("npu", "bf16"), ref, None) == RunnerSpec("cpu", "bf16")
     assert floor_for(RunnerSpec("npu", "bf16", "int8-tensor"), ref, None) == RunnerSpec("cpu", "bf16", "int8-tensor")
     assert floor_for(RunnerSpec("cpu", "bf16", "int8-channel"), ref, None) == RunnerSpec("cpu", "bf16")
     assert floor_for(RunnerSpec("cpu", "bf16"), ref, None) is None
     assert floor_for(RunnerSpec("cuda", "fp32"), ref, None) is None  # its floor would be the reference itself
+
+
+def test_bf16_floor_is_emulated_where_the_cpu_has_no_bf16(monkeypatch):
+    emulated = RunnerSpec("cpu", "bf16", emulated=True)
+    monkeypatch.setattr("llm_adapt.platforms.cpu_has_native_bf16", lambda: False)
+    monkeypatch.delenv(BF16_ENV, raising=False)
+    assert floor_for(RunnerSpec("npu", "bf16"), FP32, None) == emulated
+    assert floor_for(RunnerSpec("npu", "bf16", "int8-tensor"), FP32, None) == replace(emulated, quant="int8-tensor")
+    assert served_floor(FP32, "bf16") == emulated and served_floor(FP32, "fp16") == RunnerSpec("cpu", "fp16")
+    # a target the user named is measured as named, and a floor that is one of the targets too
+    assert floor_for(RunnerSpec("cpu", "bf16", "int8-channel"), FP32, None, (RunnerSpec("cpu", "bf16"),)) == RunnerSpec("cpu", "bf16")
+    assert floor_for(RunnerSpec("npu", "bf16"), FP32, RunnerSpec("cpu", "bf16")) == RunnerSpec("cpu", "bf16")
+    assert default_target("cpu") == emulated and "bf16 emulated in fp32" in emulated.label
+    monkeypatch.setattr("llm_adapt.platforms.cpu_has_native_bf16", lambda: True)
+    assert served_floor(FP32, "bf16") == RunnerSpec("cpu", "bf16") == default_target("cpu")
+    monkeypatch.setenv(BF16_ENV, "emulated")  # forced, e.g. to check the emulation on a CPU with bf16
+    assert served_floor(FP32, "bf16") == emulated
+    monkeypatch.setenv(BF16_ENV, "fast")
+    with pytest.raises(UsageError, match=BF16_ENV):
+        served_floor(FP32, "bf16")
 
 
 def test_runner_parsing_and_missing_devices():

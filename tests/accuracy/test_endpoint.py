@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm_adapt.accuracy.options import CompareOptions
+from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.endpoint import compare_endpoint
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.engines.endpoint import Endpoint
@@ -13,7 +13,8 @@ OPTS = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="
 
 
 def test_vllm_endpoint_against_gold(vllm_server, default_model, tmp_path):
-    result = compare_endpoint(default_model, vllm_server.endpoint, OPTS, RunnerSpec("cpu", "bf16"), tmp_path)
+    result = compare_endpoint(default_model, vllm_server.endpoint, OPTS, served_floor(OPTS.reference, "bf16"),
+                              tmp_path)
     sections = result.sections
     assert all(s["status"] == "done" for s in sections.values()), sections
     assert sections["tokenization"]["mismatches"] == [] and sections["tokenization"]["checked"] == 6

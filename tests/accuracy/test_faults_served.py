@@ -7,9 +7,10 @@ import os
 
 import pytest
 
-from llm_adapt.accuracy.options import CompareOptions
+from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.reference import measure_reference
-from llm_adapt.accuracy.endpoint import compare_endpoint, measure_floor
+from llm_adapt.accuracy.endpoint import compare_endpoint
+from llm_adapt.accuracy.measure import measure_floor
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.engines.server import ManagedServer, free_port
@@ -72,8 +73,9 @@ def measured(default_model, suite):
     tokenizer = AutoTokenizer.from_pretrained(default_model.path)
     # the gold keeps the long prompt (as a run's in-process stage does): the server skips it on its own
     gold = measure_reference(default_model, tokenizer, load_prompts(suite), opts, lambda *a: None)
-    floor = RunnerSpec("cpu", "bf16")
-    return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None, SERVED_LEN)
+    floor = served_floor(opts.reference, "bf16")  # bf16 emulated in fp32 where the CPU has no bf16, as a run does
+    fits = lambda ref: len(ref.sequence) + 1 <= SERVED_LEN  # noqa: E731
+    return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None, fits).data
 
 
 def judge_served(model_dir, measured, tmp_path):

@@ -10,7 +10,6 @@ the served dtype) is put through the same top-k view, so the server is judged ag
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -21,10 +20,11 @@ import torch
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_row
+from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, measure_reference
 from llm_adapt.prompts import load_prompts
-from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
+from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.accuracy.verdict import (
     GREEDY_SOURCE,
     GREEDY_THRESHOLD,
@@ -74,17 +74,22 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     tokenizer = AutoTokenizer.from_pretrained(source.path)
     served_len = served_max_model_len(info.get("listed"), model)
     gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress, served_len)
-    fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress, served_len) if floor else None)
+    fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress,
+                                      fits=lambda ref: served_len is None or len(ref.sequence) + 1 <= served_len).data
+                        if floor else None)
     result = EndpointAccuracyResult(
         endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
                   "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
                   "floor_spread": fl.spread if fl else None},
         sections={name: {"status": "not run", "reason": "not reached"} for name in SECTIONS})
-    steps = {"tokenization": lambda: _tokenization(client, gold, tokenizer),
-             "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len),
-             "perplexity": lambda: _perplexity(client, gold, fl, served_len),
-             "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len)}
+    def tick(name: str):
+        return lambda done, total: progress(f"endpoint accuracy: {name}", done, total)
+
+    steps = {"tokenization": lambda: _tokenization(client, gold, tokenizer, tick("tokenization")),
+             "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len, tick("teacher-forced")),
+             "perplexity": lambda: _perplexity(client, gold, fl, served_len, tick("perplexity")),
+             "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len, tick("greedy"))}
     for i, name in enumerate(SECTIONS):
         progress("endpoint accuracy", i, len(SECTIONS))
         try:
@@ -115,55 +120,16 @@ def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int
     return None
 
 
-@dataclass
-class FloorData:
-    """The in-process noise floor at the served dtype, seen the way the server is seen."""
-
-    logprobs: list[torch.Tensor]  # per prompt: [T, V] log-probs on the reference's sequence
-    corpus_nll: list[np.ndarray]
-    greedy: list[dict[str, Any]]  # its own greedy rows against the reference
-    spread: dict[str, Any]  # the same floor on another kernel path: logprobs kept for the top-k view
-    variant_logprobs: list[torch.Tensor] = field(default_factory=list)
-
-
-def measure_floor(floor: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
-                  progress, served_len: int | None = None) -> FloorData:
-    """The floor on every prompt the server can be judged on (None for the others)."""
-    runner = Runner(floor, source.path)
-    logprobs, greedy = [], []
-    fits = [served_len is None or len(ref.sequence) + 1 <= served_len for ref in gold.prompts]
-    batch = runner.generate_all([ref.input_ids for ref, ok in zip(gold.prompts, fits) if ok], opts.max_new_tokens,
-                                gold.eos_ids)
-    continuations = iter(batch)
-    for i, ref in enumerate(gold.prompts):
-        progress(f"floor {floor.label}", i, len(gold.prompts))
-        if not fits[i]:
-            logprobs.append(None)
-            greedy.append(None)
-            continue
-        logits = runner.capture(ref.sequence).logits
-        logprobs.append(m.log_softmax64(logits))
-        generated = next(continuations)
-        greedy.append(greedy_row(ref, generated, tokenizer, opts.tie_margin,
-                                 lambda k, pos: None, gold.eos_ids, gold.eos_ids))
-    corpus_nll = [m.nll(runner.capture(w).logits[:-1], torch.tensor(w[1:])) for w in gold.corpus]
-    runner.close()
-    progress(f"floor {floor.label}", len(gold.prompts), len(gold.prompts))
-    variant = Runner(replace(floor, kernel=VARIANT_KERNEL), source.path)
-    variant_lp = [None if lp is None else m.log_softmax64(variant.capture(ref.sequence).logits)
-                  for ref, lp in zip(gold.prompts, logprobs)]
-    variant.close()
-    spread = {"method": f"the floor rerun as {variant.spec.label} (eager attention, 1 thread), through the same "
-                        "top-k view; and the prompts resampled (bootstrap)", "variant": variant.spec.label}
-    return FloorData(logprobs, corpus_nll, greedy, spread, variant_lp)
-
-
-def _tokenization(client: EndpointClient, gold: Gold, tokenizer) -> dict[str, Any]:
+def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) -> dict[str, Any]:
     mismatches, checked = [], 0
-    for ref in gold.prompts:
+
+    def tokenize(ref):
         payload = ({"prompt": ref.prompt.text, "add_special_tokens": True} if ref.prompt.text is not None else
                    {"messages": ref.prompt.as_messages(), "add_generation_prompt": True})
-        reply = client.post("/tokenize", payload)
+        return client.post("/tokenize", payload)
+
+    for ref, reply in zip(gold.prompts, in_flight(tokenize, gold.prompts, progress=progress)):
+        reply = answer(reply)
         if reply.status_code != 200:
             raise _Unsupported(f"POST /tokenize answered {reply.status_code}: cannot check the server's rendering")
         checked += 1
@@ -173,6 +139,39 @@ def _tokenization(client: EndpointClient, gold: Gold, tokenizer) -> dict[str, An
                                "server": tokenizer.decode(tokens), "ours_tokens": len(ref.input_ids),
                                "server_tokens": len(tokens)})
     return {"checked": checked, "mismatches": mismatches}
+
+
+IN_FLIGHT = 4  # requests at once: the server batches them, where one at a time left it idle between
+
+
+def in_flight(call: Callable[[Any], Any], items: list[Any], workers: int = IN_FLIGHT,
+              progress: Callable[[int, int], None] | None = None) -> list[Any]:
+    """call(item) for every item, `workers` requests at once, answers in the items' order; an
+    exception is kept in its item's place (answer() raises it there). `progress(done, total)`
+    advances as answers arrive."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    def safe(item):
+        try:
+            return call(item)
+        except Exception as exc:  # kept, raised in order by the caller
+            return exc
+
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))))
+    try:
+        futures = [pool.submit(safe, item) for item in items]
+        for done, _ in enumerate(as_completed(futures), 1):
+            if progress:
+                progress(done, len(items))
+        return [f.result() for f in futures]
+    finally:  # a Ctrl-C returns at once: requests in flight end with the server we stop
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def answer(value: Any) -> Any:
+    if isinstance(value, Exception):
+        raise value
+    return value
 
 
 class _TooLong(Exception):
@@ -214,16 +213,20 @@ def _fits(ref, tokens: int, served_len: int | None) -> str | None:
     return None
 
 
-def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None) -> dict[str, Any]:
+def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
+                    progress=None) -> dict[str, Any]:
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
     per_prompt: list[tuple[float, float]] = []
+    fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
+    answers = dict(zip(map(id, fitting), in_flight(lambda ref: _prompt_logprobs(client, ref.sequence, k), fitting,
+                                                       progress=progress)))
     for n, ref in enumerate(gold.prompts):
         why = _fits(ref, len(ref.sequence) + 1, served_len)
         if why:
             skipped.append(_skip(ref, why))
             continue
         try:
-            server = _prompt_logprobs(client, ref.sequence, k)
+            server = answer(answers[id(ref)])
         except _TooLong as exc:
             skipped.append(_skip(ref, str(exc)))
             continue
@@ -276,13 +279,16 @@ def _spread(per_prompt: list[tuple[float, float]], floor_rows: list[dict], varia
             "allowed": allowed_ratio(spread), "k": K_SPREAD}
 
 
-def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None) -> dict[str, Any]:
+def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> dict[str, Any]:
     server_nll, ref_nll, floor_nll, skipped = [], [], [], 0
+    fits = [served_len is None or len(window) + 1 <= served_len for window in gold.corpus]
+    answers = iter(in_flight(lambda w: _prompt_logprobs(client, w, 1), [w for w, ok in zip(gold.corpus, fits) if ok],
+                                 progress=progress))
     for i, window in enumerate(gold.corpus):
-        if served_len is not None and len(window) + 1 > served_len:
+        if not fits[i]:
             skipped += 1
             continue
-        plp = _prompt_logprobs(client, window, 1)
+        plp = answer(next(answers))
         server_nll.append(np.array([-plp[p][window[p]]["logprob"] for p in range(1, len(window))]))
         ref_nll.append(gold.corpus_nll[i])
         if fl is not None:
@@ -300,16 +306,19 @@ def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None
 
 
 def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData | None,
-            served_len: int | None) -> dict[str, Any]:
+            served_len: int | None, progress=None) -> dict[str, Any]:
     rows, skipped, decode, floor_decode = [], [], [], []
     floor_rows = []
+    fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)]
+    answers = dict(zip(map(id, fitting), in_flight(lambda ref: _server_greedy(client, ref, opts), fitting,
+                                                       progress=progress)))
     for n, ref in enumerate(gold.prompts):
         why = _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)
         if why:
             skipped.append(_skip(ref, why))
             continue
         try:
-            generated, tops, stop_reason = _server_greedy(client, ref, opts)
+            generated, tops, stop_reason = answer(answers[id(ref)])
         except _TooLong as exc:
             skipped.append(_skip(ref, str(exc)))
             continue

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.compare import find_first_local_excess, relative_change, ratio_spread_from_squares
+from llm_adapt.accuracy.compare import find_first_local_excess, ratio_spread_from_squares
+from llm_adapt.accuracy.measure import relative_change
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold

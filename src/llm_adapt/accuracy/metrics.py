@@ -155,7 +155,11 @@ def log_softmax64(logits: torch.Tensor) -> torch.Tensor:
 
 def kl_per_token(ref_logits: torch.Tensor, tgt_logits: torch.Tensor) -> np.ndarray:
     """KL(ref || target) per position over the full vocabulary: [T, V] x [T, V] -> [T]."""
-    lp, lq = log_softmax64(ref_logits), log_softmax64(tgt_logits)
+    return kl_from_logprobs(log_softmax64(ref_logits), log_softmax64(tgt_logits))
+
+
+def kl_from_logprobs(lp: torch.Tensor, lq: torch.Tensor) -> np.ndarray:
+    """kl_per_token on log-probabilities already computed (float64)."""
     return (lp.exp() * (lp - lq)).sum(-1).clamp_min(0).numpy()
 
 
@@ -195,10 +199,13 @@ def topk_overlap(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, k: int = 5)
 
 def delta_p(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:
     """p_target(true next token) - p_ref(true next token), per position (llama.cpp's Δp)."""
+    return delta_p_from_logprobs(log_softmax64(ref_logits), log_softmax64(tgt_logits), next_ids)
+
+
+def delta_p_from_logprobs(lp: torch.Tensor, lq: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:
+    """delta_p on log-probabilities already computed."""
     idx = next_ids.unsqueeze(-1)
-    p = log_softmax64(ref_logits).exp().gather(-1, idx).squeeze(-1)
-    q = log_softmax64(tgt_logits).exp().gather(-1, idx).squeeze(-1)
-    return (q - p).numpy()
+    return (lq.gather(-1, idx).exp() - lp.gather(-1, idx).exp()).squeeze(-1).numpy()
 
 
 def nll(logits: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:

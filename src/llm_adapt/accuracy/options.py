@@ -33,9 +33,12 @@ def with_quants(mains: list[RunnerSpec], quants: tuple[str, ...] | list[str]) ->
 
 
 def served_floor(reference: RunnerSpec, served_dtype: str, explicit: RunnerSpec | None = None) -> RunnerSpec | None:
-    """The in-process noise floor of a served model: the reference's device at the served dtype (or
-    the user's --baseline); None when that is the reference itself."""
+    """The in-process noise floor of a served model: the reference's device at the served dtype, with
+    a floor's numerics here (floor_numerics), or the user's --baseline as given; None when that is
+    the reference itself."""
     from dataclasses import replace
 
-    floor = explicit or replace(reference, dtype=served_dtype)
+    from llm_adapt.accuracy.runner import floor_numerics
+
+    floor = explicit or floor_numerics(replace(reference, dtype=served_dtype))
     return None if floor == reference else floor

@@ -3,6 +3,7 @@ every layer and the logits, and the corpus NLL; measured once and kept for every
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ class Gold:
     report: RunnerReport | None = None
     names: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
+    key: str | None = None  # the measurement cache's key (accuracy/store.py); floors measured on it key off it
 
 
 def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
@@ -68,14 +70,23 @@ class InMemoryReference:
     def __init__(self, runner: Runner):
         self.runner = runner
 
-    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
-        return self.runner.generate_all(prompts, max_new_tokens, eos_ids)
+    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int],
+                   progress=None) -> list[list[int]]:
+        return self.runner.generate_all(prompts, max_new_tokens, eos_ids, progress=progress)
 
-    def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
-        return [(c.hidden, c.logits) for c in (self.runner.capture(s) for s in sequences)]
+    def capture_all(self, sequences: list[list[int]], progress=None) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+        out = []
+        for i, sequence in enumerate(sequences):
+            if progress:
+                progress(i, len(sequences))
+            capture = self.runner.capture(sequence)
+            out.append((capture.hidden, capture.logits))
+        if progress:
+            progress(len(sequences), len(sequences))
+        return out
 
-    def logits_all(self, sequences: list[list[int]]) -> list[torch.Tensor]:
-        return [self.runner.capture(s).logits for s in sequences]
+    def logits_all(self, sequences: list[list[int]], progress=None) -> list[torch.Tensor]:
+        return [logits for _, logits in self.capture_all(sequences, progress)]
 
 
 def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
@@ -104,15 +115,11 @@ def open_reference(source: ModelSource, tokenizer, opts: CompareOptions):
 
 def measure_reference(source, tokenizer, prompts, opts, progress, served_len: int | None = None) -> Gold:
     """The gold on every prompt that fits the model's positions (and `served_len`, the context of
-    the server it will be compared with, when known); the others are skipped with the reason."""
+    the server it will be compared with, when known); the others are skipped with the reason.
+    Measured once per model content, prompts, settings and versions (accuracy/store.py)."""
     problem = transformers_problem(load_spec(source.path).quant)
     if problem:  # a checkpoint transformers cannot load (or would misread) cannot be the gold
         raise UsageError(f"{source.given}: {problem}")
-    started = time.monotonic()
-    label = f"reference {opts.reference.label}"
-    progress(label, 0, 3)
-    ref, eos = open_reference(source, tokenizer, opts)
-    load_s = time.monotonic() - started
     limit, what = max_positions(source.path), "the model's max_position_embeddings"
     if served_len is not None and (limit is None or served_len < limit):
         limit, what = served_len, "the served max_model_len"
@@ -121,19 +128,92 @@ def measure_reference(source, tokenizer, prompts, opts, progress, served_len: in
     if not prompts:
         raise UsageError(f"no prompt of the suite fits {what} ({limit}) with {opts.max_new_tokens} new tokens; "
                          "use --prompts quick or a shorter suite")
-    generated = ref.greedy_all(inputs, opts.max_new_tokens, eos)
-    progress(label, 1, 3)
-    captures = ref.capture_all([i + g for i, g in zip(inputs, generated)])
-    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
-    progress(label, 2, 3)
+    from llm_adapt.accuracy import store
+
+    label = f"reference {opts.reference.label}"
     corpus = corpus_windows(tokenizer, opts.ppl_window)
-    corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus))]
-    progress(label, 3, 3)
+    key = gold_key(source, opts, prompts, inputs, corpus, should_stream(opts, source))
+    cached = store.recall("gold", key) or load_gold(key, prompts)
+    if cached is not None:
+        store.remember("gold", key, cached)
+        progress(label + " (cached)", 1, 1)
+        cached.skipped, cached.key = skipped, key
+        return cached
+    gold = _measure_gold(source, tokenizer, prompts, inputs, corpus, opts, progress, label)
+    gold.skipped, gold.key = skipped, key
+    save_gold(key, gold)
+    store.remember("gold", key, gold)
+    return gold
+
+
+def _measure_gold(source, tokenizer, prompts, inputs, corpus, opts, progress, label) -> Gold:
+    def part(what: str):
+        return lambda done, total: progress(f"{label}: {what}", done, total)
+
+    started = time.monotonic()
+    ref, eos = open_reference(source, tokenizer, opts)
+    load_s = time.monotonic() - started
+    generated = ref.greedy_all(inputs, opts.max_new_tokens, eos, progress=part("greedy"))
+    captures = ref.capture_all([i + g for i, g in zip(inputs, generated)], progress=part("layers and logits"))
+    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
+    corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus, part("corpus")))]
     num_layers = len(kept[0].hidden) - 2
-    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers), skipped=skipped)
+    gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers))
     gold.report = _reference_report(opts.reference, gold, tokenizer, load_s, time.monotonic() - started - load_s)
     gold.report.streaming = not isinstance(ref, InMemoryReference)
     return gold
+
+
+def gold_key(source, opts: CompareOptions, prompts: list[Prompt], inputs: list[list[int]],
+             corpus: list[list[int]], streaming: bool) -> str:
+    """Everything the gold's numbers depend on."""
+    from llm_adapt.accuracy import store
+
+    return store.digest({"model": store.model_fingerprint(source.path), "reference": opts.reference.label,
+                         "streaming": streaming, "max_new_tokens": opts.max_new_tokens,
+                         "prompts": [[p.id, p.category, ids] for p, ids in zip(prompts, inputs)],
+                         "corpus": corpus, "versions": store.versions()})
+
+
+def save_gold(key: str, gold: Gold) -> None:
+    from safetensors.torch import save_file
+
+    from llm_adapt.accuracy import store
+
+    def write(directory: Path) -> None:
+        tensors = {f"logits.{i}": p.logits.contiguous() for i, p in enumerate(gold.prompts)}
+        tensors |= {f"hidden.{i}.{j}": h.contiguous() for i, p in enumerate(gold.prompts) for j, h in enumerate(p.hidden)}
+        tensors |= {f"corpus_nll.{w}": torch.from_numpy(np.ascontiguousarray(n)) for w, n in enumerate(gold.corpus_nll)}
+        save_file(tensors, directory / "gold.safetensors")
+        (directory / "gold.json").write_text(json.dumps({
+            "prompts": [{"id": p.prompt.id, "input_ids": p.input_ids, "generated": p.generated,
+                         "layers": len(p.hidden)} for p in gold.prompts],
+            "corpus": gold.corpus, "eos_ids": gold.eos_ids, "names": gold.names,
+            "report": gold.report.model_dump() if gold.report else None}))
+
+    store.store("gold", key, write, {"prompts": len(gold.prompts), "reference": gold.report.label if gold.report else None})
+
+
+def load_gold(key: str, prompts: list[Prompt]) -> Gold | None:
+    """The cached gold for these prompts, or None."""
+    from safetensors.torch import load_file
+
+    from llm_adapt.accuracy import store
+
+    path = store.lookup("gold", key)
+    if path is None:
+        return None
+    data = json.loads((path / "gold.json").read_text())
+    tensors = load_file(path / "gold.safetensors")
+    by_id = {p.id: p for p in prompts}
+    kept = [RefPrompt(by_id[row["id"]], row["input_ids"], row["generated"],
+                      [tensors[f"hidden.{i}.{j}"] for j in range(row["layers"])], tensors[f"logits.{i}"])
+            for i, row in enumerate(data["prompts"])]
+    corpus_nll = [tensors[f"corpus_nll.{w}"].numpy() for w in range(len(data["corpus"]))]
+    report = RunnerReport.model_validate(data["report"]) if data["report"] else None
+    if report is not None:
+        report.reused = store.reuse_note(store.meta_of(path))
+    return Gold(kept, data["corpus"], corpus_nll, data["eos_ids"], report=report, names=data["names"])
 
 
 def fitting_prompts(prompts: list[Prompt], inputs: list[list[int]], limit: int | None, new_tokens: int,

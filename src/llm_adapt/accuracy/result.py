@@ -26,6 +26,7 @@ class RunnerReport(BaseModel):
     run_seconds: float
     quantized_linears: int = 0
     streaming: bool = False  # reference only: computed one layer at a time from the shards
+    reused: str | None = None  # measured by an earlier call and read from the cache (accuracy/store.py): how
     layers: list[dict[str, Any]]  # one row per tensor: full and local error, ratios to the floor
     depth_fit: dict[str, float]
     first_local_excess: dict[str, Any] | None  # where to look first

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -16,7 +17,6 @@ from llm_adapt.errors import UsageError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEVICES = ("cpu", "cuda", "npu", "xpu", "mps")
-QUANTS = ("int8-tensor", "int8-channel")
 
 
 @dataclass(frozen=True)
@@ -26,15 +26,45 @@ class RunnerSpec:
     quant: str | None = None  # int8-tensor | int8-channel
     model_path: Path | None = None  # another checkpoint of the same architecture
     kernel: str | None = None  # VARIANT_KERNEL: another kernel path, to measure a floor's own spread
+    emulated: bool = False  # bf16 numerics with fp32 matmuls (bf16_emulation.py): a floor on a CPU without bf16
 
     @property
     def label(self) -> str:
         text = f"{self.device}:{self.dtype}" + (f"+{self.quant}" if self.quant else "")
         text += f" [{self.kernel}]" if self.kernel else ""
+        text += f" ({EMULATED_LABEL})" if self.emulated else ""
         return text + (f" ({Path(self.model_path).name})" if self.model_path else "")
 
 
 VARIANT_KERNEL = "eager-attention-1-thread"
+EMULATED_LABEL = "bf16 emulated in fp32"
+BF16_ENV = "LLM_ADAPT_BF16"  # native | emulated | auto (default): how a bf16 floor runs on the CPU
+
+
+def default_target(platform: str | None = None) -> RunnerSpec:
+    """The in-process target when none is named: this machine's device at bf16. On a CPU without
+    native bf16 it is emulated (labelled so): torch's converted bf16 kernels are not the path a
+    served engine takes there either, and they would take most of the run. Name `--target cpu:bf16`
+    to measure them natively."""
+    from llm_adapt.platforms import detect_platform
+
+    return floor_numerics(RunnerSpec(platform or detect_platform(), "bf16"))
+
+
+def floor_numerics(spec: RunnerSpec) -> RunnerSpec:
+    """A noise floor as it should run here: bf16 on a CPU without native bf16 is emulated (its
+    numbers, at fp32 speed); everything else, and every target the user names, runs natively."""
+    import os
+
+    from llm_adapt.platforms import cpu_has_native_bf16
+
+    if spec.dtype != "bf16" or spec.device.split(":")[0] != "cpu" or spec.emulated:
+        return spec
+    choice = os.environ.get(BF16_ENV, "auto")
+    if choice not in ("native", "emulated", "auto"):
+        raise UsageError(f"{BF16_ENV}={choice!r}: use native, emulated or auto")
+    emulate = choice == "emulated" or (choice == "auto" and not cpu_has_native_bf16())
+    return replace(spec, emulated=True) if emulate else spec
 
 
 def parse_runner(text: str) -> RunnerSpec:
@@ -129,6 +159,9 @@ class Runner:
         path = Path(spec.model_path or default_path)
         extra = {"attn_implementation": "eager"} if spec.kernel == VARIANT_KERNEL else {}
         self.threads = 1 if spec.kernel == VARIANT_KERNEL else None
+        self._weight_copies = None
+        if spec.emulated and spec.dtype != "bf16":
+            raise UsageError(f"{spec.label}: only bf16 can be emulated")
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype], **extra)
         self.model.eval().to(spec.device)
         self.model.generation_config.pad_token_id = self.model.generation_config.pad_token_id or 0
@@ -138,32 +171,52 @@ class Runner:
 
     def close(self) -> None:
         del self.model, self.layers, self.norm
+        self._weight_copies = None
+
+    @contextlib.contextmanager
+    def numerics(self):
+        """The runner's kernel path: its thread count, and bf16 emulation when the spec asks for it
+        (one fp32 copy of each weight for the runner's life)."""
+        from llm_adapt.accuracy.bf16_emulation import Bf16Emulation, WeightCopies, default_budget
+
+        if self.spec.emulated and self._weight_copies is None:
+            self._weight_copies = WeightCopies(default_budget())
+        with _threads(self.threads), (Bf16Emulation(self._weight_copies) if self.spec.emulated
+                                      else contextlib.nullcontext()):
+            yield
 
     @torch.no_grad()
     def generate(self, input_ids: list[int], max_new_tokens: int, eos_ids: list[int]) -> list[int]:
         ids = torch.tensor([input_ids], device=self.spec.device)
-        out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=max_new_tokens,
-                                  eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None)
+        with self.numerics():
+            out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                      max_new_tokens=max_new_tokens, eos_token_id=eos_ids, temperature=None,
+                                      top_p=None, top_k=None)
         return out[0, len(input_ids):].tolist()
 
     @torch.no_grad()
     def generate_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int],
-                     batch_size: int = GREEDY_BATCH) -> list[list[int]]:
+                     batch_size: int = GREEDY_BATCH, progress: Callable[[int, int], None] | None = None) -> list[list[int]]:
         """Greedy continuations of every prompt, several prompts per forward (left-padded, KV-cached):
         each decode step reads the weights once for the whole batch instead of once per prompt.
 
         Prompts of similar length share a batch (padding_budget), so one long prompt does not pad the
-        rest to its length. Each continuation ends at its first stop token, as `generate` does alone."""
+        rest to its length. Each continuation ends at its first stop token, as `generate` does alone.
+        `progress(done, total)` advances once per decode step of every batch."""
         out: list[list[int]] = [[] for _ in prompts]
-        for batch in length_batches([len(p) for p in prompts], batch_size):
+        batches = length_batches([len(p) for p in prompts], batch_size)
+        steps = _StepCounter(progress, len(batches) * max_new_tokens)
+        for batch in batches:
             width = max(len(prompts[k]) for k in batch)
             pad = self.model.generation_config.pad_token_id
             ids = torch.tensor([[pad] * (width - len(prompts[k])) + prompts[k] for k in batch], device=self.spec.device)
             mask = torch.tensor([[0] * (width - len(prompts[k])) + [1] * len(prompts[k]) for k in batch],
                                 device=self.spec.device)
-            with _threads(self.threads):
+            with self.numerics():
                 gen = self.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new_tokens,
-                                          eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None)
+                                          eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None,
+                                          stopping_criteria=steps.criteria())
+            steps.finish_batch(max_new_tokens)
             for row, k in enumerate(batch):
                 out[k] = cut_at_stop(gen[row, width:].tolist(), eos_ids)
         return out
@@ -183,7 +236,7 @@ class Runner:
         hooks.append(self.norm.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
         try:
             ids = torch.tensor([input_ids], device=self.spec.device)
-            with _threads(self.threads):
+            with self.numerics():
                 logits = self.model(ids, use_cache=False).logits
         finally:
             for hook in hooks:
@@ -199,12 +252,43 @@ class Runner:
         """
         dtype = TORCH_DTYPES[self.spec.dtype]
         outs = []
-        for i, layer in enumerate(self.layers):
-            x = reference_hidden[i].to(self.spec.device, dtype)  # input of layer i = output of i-1
-            out = layer(x, **capture.layer_kwargs[i])
-            outs.append(_cpu(out))
-        outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.spec.device, dtype))))
+        with self.numerics():
+            for i, layer in enumerate(self.layers):
+                x = reference_hidden[i].to(self.spec.device, dtype)  # input of layer i = output of i-1
+                out = layer(x, **capture.layer_kwargs[i])
+                outs.append(_cpu(out))
+            outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.spec.device, dtype))))
         return outs
+
+
+class _StepCounter:
+    """Reports decode steps over all batches as one (done, total); a batch that stops early jumps
+    to its end, so the bar reaches its total."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int):
+        self.progress, self.total, self.done, self.batch_start = progress, total, 0, 0
+        if progress:
+            progress(0, total)
+
+    def criteria(self):
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        counter = self
+
+        class Report(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                counter.done += 1
+                if counter.progress:
+                    counter.progress(min(counter.done, counter.total), counter.total)
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+        return StoppingCriteriaList([Report()])
+
+    def finish_batch(self, steps: int) -> None:
+        self.batch_start += steps
+        self.done = self.batch_start
+        if self.progress:
+            self.progress(self.done, self.total)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -90,10 +91,12 @@ class StreamingReference:
         self.model.model.layers[i].to("meta")
 
     @torch.no_grad()
-    def run_pass(self, items: list[Item], capture: bool, last_only: bool = False) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+    def run_pass(self, items: list[Item], capture: bool, last_only: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
         """Every item through every layer; returns (hidden states if captured, logits [T, V]) per item.
 
-        `last_only` keeps the logits of the last position only (all greedy decoding needs)."""
+        `last_only` keeps the logits of the last position only (all greedy decoding needs);
+        `progress(done, total)` advances per layer read."""
         from transformers.masking_utils import create_causal_mask
 
         base = self.model.model
@@ -117,6 +120,8 @@ class StreamingReference:
                 if capture:
                     hidden[k].append(states[k].clone())
             self._drop(i)
+            if progress:
+                progress(i + 1, self.num_layers)
         head = self.embed if self.tied else self.reader.load("lm_head.")["weight"]
         results = []
         for k in range(len(items)):
@@ -126,20 +131,22 @@ class StreamingReference:
             results.append((hidden[k], (normed[0] @ head.T).float()))
         return results
 
-    def capture_all(self, sequences: list[list[int]]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
-        return self.run_pass([Item(torch.tensor([s])) for s in sequences], capture=True)
+    def capture_all(self, sequences: list[list[int]], progress=None) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+        return self.run_pass([Item(torch.tensor([s])) for s in sequences], capture=True, progress=progress)
 
-    def logits_all(self, sequences: list[list[int]]) -> list[torch.Tensor]:
-        return [logits for _, logits in self.run_pass([Item(torch.tensor([s])) for s in sequences], capture=False)]
+    def logits_all(self, sequences: list[list[int]], progress=None) -> list[torch.Tensor]:
+        items = [Item(torch.tensor([s])) for s in sequences]
+        return [logits for _, logits in self.run_pass(items, capture=False, progress=progress)]
 
-    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int]) -> list[list[int]]:
-        """Greedy continuations of every prompt; one pass per generated token."""
+    def greedy_all(self, prompts: list[list[int]], max_new_tokens: int, eos_ids: list[int],
+                   progress: Callable[[int, int], None] | None = None) -> list[list[int]]:
+        """Greedy continuations of every prompt; one pass per generated token (`progress` per token)."""
         from transformers import DynamicCache
 
         items = [Item(torch.tensor([p]), DynamicCache(config=self.config)) for p in prompts]
         generated: list[list[int]] = [[] for _ in prompts]
         active = list(range(len(prompts)))
-        for _ in range(max_new_tokens):
+        for step in range(max_new_tokens):
             results = self.run_pass([items[k] for k in active], capture=False, last_only=True)
             still = []
             for k, (_, logits) in zip(active, results):
@@ -149,6 +156,8 @@ class StreamingReference:
                     items[k].ids = torch.tensor([[token]])
                     still.append(k)
             active = still
+            if progress:
+                progress(step + 1 if active else max_new_tokens, max_new_tokens)
             if not active:
                 break
         return generated

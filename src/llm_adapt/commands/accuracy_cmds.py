@@ -30,7 +30,7 @@ def add_compare_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32)")
     p.add_argument("--target", action="append", metavar="DEVICE:DTYPE",
-                   help="runner under test, repeatable (default: the detected platform at bf16)")
+                   help="runner under test, repeatable (default: the detected platform at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--target-model", type=Path, metavar="PATH", help="another checkpoint of the same architecture for the targets")
     p.add_argument("--quant", action="append", choices=["int8-tensor", "int8-channel"],
                    help="also test each target with weight-only int8 (repeatable)")
@@ -54,10 +54,10 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
     from dataclasses import replace
 
     from llm_adapt.accuracy.options import CompareOptions, with_quants
-    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.accuracy.runner import default_target, parse_runner
 
     reference = parse_runner(args.reference)
-    mains = [parse_runner(t) for t in (args.target or [f"{platform}:bf16"])]
+    mains = [parse_runner(t) for t in args.target] if args.target else [default_target(platform)]
     if args.target_model:
         mains = [replace(t, model_path=args.target_model.resolve()) for t in mains]
     targets = with_quants(mains, args.quant or [])

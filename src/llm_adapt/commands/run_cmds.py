@@ -39,7 +39,7 @@ def add_run_parser(sub) -> None:
     add_endpoint_options(p)
     add_plan_options(p)
     add_engine_options(p)
-    p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16)")
+    p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<model>-<platform>-<time>)")
     p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
     p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")

@@ -37,10 +37,10 @@ def compare_options(cfg: RunConfig, targets=()) -> "CompareOptions":
 def accuracy(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.accuracy.compare import compare
     from llm_adapt.accuracy.options import with_quants
-    from llm_adapt.accuracy.runner import parse_runner
-    from llm_adapt.platforms import detect_platform
+    from llm_adapt.accuracy.runner import default_target, parse_runner
 
-    main = parse_runner(cfg.target or f"{detect_platform()}:bf16")  # in-process targets run on this machine
+    # in-process targets run on this machine; one the user named runs as named
+    main = parse_runner(cfg.target) if cfg.target else default_target()
     kept: list = []
     result = compare(state.source, compare_options(cfg, with_quants([main], cfg.sizes.quants)), cfg.progress,
                      keep_gold=kept)
@@ -155,7 +155,11 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     platform, plan = state.inspect.platform["name"], state.inspect.plan
     runs = latency.runs if latency else []
     tpot = runs[0]["metrics"].get("median_tpot_ms") if runs else None
+    from llm_adapt.bench.hostload import Sampler
+
+    load = Sampler()
     limits = _hardware_figures(platform, plan)
+    load.sample()
     if limits is None or not tpot or tpot != tpot:  # NaN: no TPOT measured
         return
     bandwidth, compute = limits
@@ -169,16 +173,17 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
                             level["concurrency"], level["output_tok_s"], bandwidth["gb_per_s"], compute["tflops"])
              if level and params else None)
     HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
-                   workload={"input_len": s.input_len, "output_len": s.output_len}).save(cfg.out / layout.HARDWARE)
+                   workload={"input_len": s.input_len, "output_len": s.output_len},
+                   host_load=load.summary() if platform == "cpu" else None).save(cfg.out / layout.HARDWARE)
 
 
 def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:
     """(bandwidth, compute) for the platform: measured on the host CPU, published for a known GPU."""
-    from llm_adapt.bench.hardware import copy_bandwidth, matmul_rate, published_limits
+    from llm_adapt.bench.hardware import copy_bandwidth, matmul_limit, published_limits
     from llm_adapt.environment import accelerators
 
     if platform == "cpu":
-        return copy_bandwidth(), matmul_rate(plan.get("dtype", "bf16"))
+        return copy_bandwidth(), matmul_limit()
     names = [a["name"] for a in accelerators() if a.get("kind") == platform]
     published = published_limits(names[0]) if names else None
     if published is None:

@@ -126,9 +126,9 @@ class AccuracyCheck:
 
         from llm_adapt.accuracy.options import CompareOptions
         from llm_adapt.accuracy.reference import measure_reference
-        from llm_adapt.accuracy.endpoint import measure_floor
+        from llm_adapt.accuracy.measure import measure_floor
         from llm_adapt.prompts import load_prompts
-        from llm_adapt.accuracy.runner import RunnerSpec
+        from llm_adapt.accuracy.runner import RunnerSpec, floor_numerics
         from llm_adapt.models.source import resolve_model
 
         source = resolve_model(inspect_result.model["path"])
@@ -140,8 +140,8 @@ class AccuracyCheck:
         tokenizer = AutoTokenizer.from_pretrained(source.path)
         gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
         dtype = inspect_result.plan.get("dtype", "bf16")
-        floor = None if dtype == "fp32" else RunnerSpec("cpu", dtype)
-        floor_data = measure_floor(floor, source, gold, tokenizer, options, progress) if floor else None
+        floor = None if dtype == "fp32" else floor_numerics(RunnerSpec("cpu", dtype))
+        floor_data = measure_floor(floor, source, gold, tokenizer, options, progress).data if floor else None
         return cls(source, options, floor, gold, floor_data)
 
     def describe(self) -> str:

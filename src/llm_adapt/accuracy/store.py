@@ -1,0 +1,171 @@
+"""The gold reference and the noise floors, measured once and kept on disk under $LLM_ADAPT_HOME.
+
+A measurement is keyed by everything its numbers depend on: the model directory's content (every
+file hashed, remembered by size, mtime and inode so an unchanged model is not read again), the
+prompts as rendered to token ids, the decoding settings, the runner (device, dtype, numerics), and
+the versions of llm-adapt, torch and transformers. Anything else gives a new key, so a stale entry
+is never read; `LLM_ADAPT_CACHE=off` measures afresh and writes nothing. Entries are written
+atomically (a temporary directory, then a rename) and the least recently used ones are removed
+beyond `LLM_ADAPT_CACHE_GIB` (default 20).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from llm_adapt.cache import digest
+
+CACHE_FORMAT = 1
+CACHE_ENV = "LLM_ADAPT_CACHE"  # "off": measure afresh, write nothing
+SIZE_ENV = "LLM_ADAPT_CACHE_GIB"
+DEFAULT_CAP_GIB = 20.0
+_HASHES = "file-hashes.json"
+
+
+def enabled() -> bool:
+    return os.environ.get(CACHE_ENV, "on").lower() not in ("off", "0", "no", "false")
+
+
+def cache_root() -> Path:
+    from llm_adapt.home import adapt_home
+
+    path = adapt_home() / "measured"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    from llm_adapt import __version__
+
+    return {"llm_adapt": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "format": str(CACHE_FORMAT)}
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """The content hash of every file of a model directory (weights, config, tokenizer, template)."""
+    memo_path = cache_root() / _HASHES
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        memo = {}
+    parts, changed = [], False
+    for path in sorted(p for p in Path(model_dir).rglob("*") if p.is_file() and not p.name.startswith(".")):
+        st = path.stat()
+        stamp = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+        if stamp not in memo:
+            with open(path, "rb") as handle:
+                memo[stamp] = hashlib.file_digest(handle, "sha256").hexdigest()
+            changed = True
+        parts.append([str(path.relative_to(model_dir)), memo[stamp]])
+    if changed:
+        _write_json_atomic(memo_path, memo)
+    return digest(parts)
+
+
+# The last measurement of each kind in this process, kept in memory: a run's later stages reuse it
+# without reading the disk, and with the disk cache off (one measurement per process, not per call).
+_RECENT: dict[str, tuple[str, Any]] = {}
+
+
+def remember(kind: str, key: str, value: Any) -> None:
+    _RECENT[kind] = (key, value)
+
+
+def recall(kind: str, key: str) -> Any | None:
+    held = _RECENT.get(kind)
+    return held[1] if held is not None and held[0] == key else None
+
+
+def forget() -> None:
+    _RECENT.clear()
+
+
+def entry_dir(kind: str, key: str) -> Path:
+    return cache_root() / f"{kind}-{key}"
+
+
+def lookup(kind: str, key: str) -> Path | None:
+    """The entry's directory when it is complete, its use time refreshed; None otherwise."""
+    if not enabled():
+        return None
+    path = entry_dir(kind, key)
+    if not (path / "meta.json").is_file():
+        return None
+    os.utime(path / "meta.json")  # least recently used goes first
+    return path
+
+
+def meta_of(path: Path) -> dict[str, Any]:
+    return json.loads((path / "meta.json").read_text())
+
+
+def store(kind: str, key: str, write, meta: dict[str, Any]) -> Path | None:
+    """Write an entry through `write(directory)` into a temporary directory, then rename it into
+    place with its meta.json last; an error leaves no entry behind."""
+    if not enabled():
+        return None
+    root = cache_root()
+    final = entry_dir(kind, key)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=root))
+    try:
+        write(tmp)
+        meta = {**meta, "kind": kind, "key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "versions": versions()}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+        if final.exists():
+            shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    evict(cap_bytes())
+    return final
+
+
+def cap_bytes() -> int:
+    try:
+        gib = float(os.environ.get(SIZE_ENV, DEFAULT_CAP_GIB))
+    except ValueError:
+        gib = DEFAULT_CAP_GIB
+    return int(gib * 1024**3)
+
+
+def evict(cap: int, root: Path | None = None) -> list[str]:
+    """Remove the least recently used entries until the rest fit `cap` bytes; the names removed."""
+    root = root or cache_root()
+    entries = []
+    for path in root.iterdir():
+        meta = path / "meta.json"
+        if path.is_dir() and meta.is_file():
+            size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+            entries.append((meta.stat().st_mtime, size, path))
+    total, removed = sum(size for _, size, _ in entries), []
+    for _, size, path in sorted(entries, key=lambda e: e[0]):
+        if total <= cap:
+            break
+        shutil.rmtree(path, ignore_errors=True)
+        total -= size
+        removed.append(path.name)
+    return removed
+
+
+def reuse_note(meta: dict[str, Any]) -> str:
+    return (f"reused from llm-adapt's measurement cache (measured {meta.get('measured_at')} by llm-adapt "
+            f"{meta.get('versions', {}).get('llm_adapt')}, same model content, prompts, settings and versions)")
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
