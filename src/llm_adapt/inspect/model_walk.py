@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, facts_from_spec,
                                          quantization_method)
+from llm_adapt.cache import digest, read_json, write_json
 from llm_adapt.models.spec import ModelSpec
 
 # Shape-only aten ops left out of the op list: they move no numbers.
@@ -25,7 +26,36 @@ SHAPE_OPS = frozenset({"view", "_unsafe_view", "t", "transpose", "expand", "unsq
 
 
 def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False) -> ModelFacts:
-    """Facts from the model's code when it can be instantiated on meta, else from the config (labelled)."""
+    """Facts from the model's code when it can be instantiated on meta, else from the config (labelled).
+
+    Read once per config, model code and transformers version: instantiating imports transformers'
+    modeling code (seconds), and a warm `inspect` should not pay it again."""
+    key = facts_key(model_dir, trust_remote_code)
+    cached = read_json("model-facts", key) if key else None
+    if cached is not None:
+        return ModelFacts.from_dict(cached)
+    facts = _read_facts(model_dir, spec, trust_remote_code)
+    if key and facts.source == FROM_MODEL:  # a fallback may have a cause that goes away; read it again
+        write_json("model-facts", key, facts.to_dict())
+    return facts
+
+
+def facts_key(model_dir: Path, trust_remote_code: bool) -> str | None:
+    """What the facts depend on: config.json, the model's own code, the flag and the versions."""
+    import importlib.metadata
+
+    from llm_adapt import __version__
+
+    try:
+        files = [(p.name, p.read_text(errors="replace")) for p in sorted(Path(model_dir).glob("*.py"))]
+        config = (Path(model_dir) / "config.json").read_text()
+        transformers = importlib.metadata.version("transformers")
+    except (OSError, importlib.metadata.PackageNotFoundError):
+        return None
+    return digest([config, files, trust_remote_code, transformers, __version__])
+
+
+def _read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool) -> ModelFacts:
     try:
         model = instantiate_on_meta(model_dir, trust_remote_code)
     except Exception as exc:  # any failure of foreign code: fall back, and say why
