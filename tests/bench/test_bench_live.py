@@ -25,6 +25,20 @@ def test_sweep_finds_a_knee(tmp_path, tokenizer):
     assert tput[2] > tput[0] * 4
 
 
+def test_streams_spread_over_client_processes_give_one_merged_run(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "20", "--itl-ms", "5") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="serve", num_prompts=24, max_concurrency=6,
+                       output_len=16, warmup=2, client_processes=2)
+    run = result.runs[0]
+    m = run["metrics"]
+    assert run["client_processes"] == 2 and run["server"]["cpu"]["client_processes"] == 2
+    assert m["completed"] == 24 and m["failed"] == 0
+    assert 15 < m["median_ttft_ms"] < 60 and 4 < m["median_tpot_ms"] < 15  # 20 ms / 5 ms plus scheduling
+    records = (tmp_path / "bench-serve-serve.jsonl").read_text().splitlines()
+    assert len(records) == 24 and not list(tmp_path.glob("*.client*.jsonl"))
+    assert 3 < m["achieved_concurrency"] <= 6.05  # both processes' shares of the cap of 6 ran at once
+
+
 @pytest.mark.slow
 def test_vllm_serve_and_latency(vllm_server, tokenizer, tmp_path):
     endpoint = vllm_server.endpoint

@@ -7,17 +7,27 @@ def test_decode_roofline_by_hand():
     # Llama-3.2-3B in bf16 (about 6.4 GB of weights) at 117 ms per token on a 43 GB/s host
     r = decode_roofline(6.4e9, 0, 0, 117.0, 43.0)
     assert r["floor_ms"] == pytest.approx(6.4e9 / 43e9 * 1000) and r["achieved_gb_per_s"] == pytest.approx(6.4 / 0.117)
-    assert r["share_of_bandwidth_limit"] > 1.0  # reads faster than a copy moves data: at the limit
+    # reads faster than the given bandwidth moves data: that limit is wrong, and no share above 100% is given
+    assert r["share_of_bandwidth_limit"] is None and "cannot be" in r["unreliable"]
     # SmolLM2-135M: 270 MB of weights, 23,040 KV bytes per token, 160 tokens of context, 20 ms per token
     small = decode_roofline(270e6, 23040, 160, 20.0, 43.0)
     assert small["bytes_per_token"] == 270e6 + 23040 * 160
     assert small["share_of_bandwidth_limit"] == pytest.approx((270e6 + 23040 * 160) / 43e9 * 1000 / 20.0)
     assert small["share_of_bandwidth_limit"] < 0.5  # far from the limit: overheads dominate
+    assert small["unreliable"] is None
 
 
 def test_copy_bandwidth_measures_something_plausible():
     r = copy_bandwidth(size_mib=64, repeats=3)
     assert 0.5 < r["gb_per_s"] < 5000 and r["median_gb_per_s"] <= r["gb_per_s"]
+    assert r["gb_per_s"] == max(r["copy_gb_per_s"], r["read_gb_per_s"])
+
+
+def test_matmul_limit_is_the_faster_dtype():
+    from llm_adapt.bench.hardware import matmul_limit
+
+    limit = matmul_limit(("bf16", "fp32"), size=128, repeats=2)
+    assert limit["tflops"] == max(limit["by_dtype"].values()) and limit["dtype"] in ("bf16", "fp32")
 
 
 def test_batch_roofline_names_the_bound_that_binds():
@@ -30,6 +40,8 @@ def test_batch_roofline_names_the_bound_that_binds():
     many = batch_roofline(10**9, 0, 0, 10**9, 16, 400.0, 100.0, 1.0)  # 32 ms of arithmetic > 10 ms of reading
     assert many["bound"] == "compute" and many["limit_tok_s"] == pytest.approx(500.0)
     assert many["share_of_limit"] == pytest.approx(0.8)
+    beyond = batch_roofline(10**9, 0, 0, 10**9, 1, 258.0, 100.0, 1.0)  # 258% of a limit: the limit is unreliable
+    assert beyond["share_of_limit"] is None and "258%" in beyond["unreliable"]
     kv = batch_roofline(10**9, 10**6, 1000, 10**6, 8, 1.0, 100.0, 1000.0)  # KV of 8 streams: 8 GB more per step
     assert kv["bound"] == "memory" and kv["limit_tok_s"] == pytest.approx(8 / 0.09)
 

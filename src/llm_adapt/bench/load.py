@@ -22,8 +22,11 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
                    max_concurrency: int | None = None, timeout_s: float = 600.0,
                    count_tokens: Callable[[list[str]], list[int]] | None = None,
                    sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
-                   label: str = "requests") -> dict[str, Any]:
-    """Warm-up requests first (not recorded), then the measured ones; returns timing facts."""
+                   label: str = "requests", start_together=None, scrape_metrics: bool = True) -> dict[str, Any]:
+    """Warm-up requests first (not recorded), then the measured ones; returns timing facts.
+    `start_together`: a barrier the client processes of one run pass after their warm-ups, so their
+    measured requests start at one moment; `scrape_metrics`: read /metrics and the round trip (one
+    process of a run does)."""
     headers = auth_headers(endpoint) or None
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     connector = aiohttp.TCPConnector(limit=max_concurrency or 0, force_close=False)
@@ -32,7 +35,9 @@ async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], rec
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         await _warm_up(session, endpoint.base_url, model, warm, sem, headers)
-        metrics_before = await scrape(session, endpoint.root_url + "/metrics", headers)  # after the warm-up
+        if start_together is not None:
+            await asyncio.get_running_loop().run_in_executor(None, start_together.wait)
+        metrics_before = await scrape(session, endpoint.root_url + "/metrics", headers) if scrape_metrics else None
         sampler_task = asyncio.create_task(sampler.run()) if sampler else None
         done = 0
         t0 = time.perf_counter()
@@ -142,11 +147,15 @@ class ResourceSampler:
     KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 
     def __init__(self, endpoint: Endpoint, pid: int | None = None, interval_s: float = 1.0):
+        from llm_adapt.bench.hostload import Sampler
+
         self.endpoint, self.pid, self.interval_s = endpoint, pid, interval_s
         self.samples: list[dict[str, Any]] = []
+        self.cpu = Sampler(pid)  # who used the CPU: this client, the server we started, everything else
 
     async def run(self) -> None:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+        headers = auth_headers(self.endpoint) or None
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5), headers=headers) as session:
             npu_ids = await npu_device_ids() if self.pid and device_tool() == "npu-smi" else None  # listed once
             start = time.perf_counter()
             while True:
@@ -160,17 +169,19 @@ class ResourceSampler:
                 if self.pid:
                     sample["rss_bytes"] = tree_rss(self.pid)
                     sample["device_memory_bytes"] = await device_memory_used(npu_ids)
+                self.cpu.sample()
                 self.samples.append(sample)
                 await asyncio.sleep(self.interval_s)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, client_processes: int = 1) -> dict[str, Any]:
         def peak(key):
             values = [s[key] for s in self.samples if s.get(key) is not None]
             return max(values) if values else None
 
         return {"samples": len(self.samples), "kv_cache_usage_max": peak("kv_cache_usage"),
                 "running_max": peak("running"), "waiting_max": peak("waiting"), "rss_bytes_max": peak("rss_bytes"),
-                "device_memory_bytes_max": peak("device_memory_bytes"), "device_memory_tool": device_tool()}
+                "device_memory_bytes_max": peak("device_memory_bytes"), "device_memory_tool": device_tool(),
+                "cpu": self.cpu.summary(client_processes)}
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -254,3 +265,114 @@ async def _output(*argv: str, timeout: float = 5) -> str:
         await proc.wait()
         return ""
     return out.decode(errors="replace")
+
+
+# ---- several client processes ------------------------------------------------------------------
+# One Python process parses a few thousand stream chunks per second; past that the client measures
+# itself. A run can spread its streams over worker processes: each takes every N-th request and its
+# share of the concurrency cap, they start together after their warm-ups, and their records are
+# merged into one file, as aiperf and guidellm do.
+
+def split_evenly(items: list, parts: int) -> list[list]:
+    """Round-robin: the k-th part takes items k, k + parts, ... (each keeps the schedule's order). Pure."""
+    return [items[k::parts] for k in range(parts)]
+
+
+def split_concurrency(cap: int | None, parts: int) -> list[int | None]:
+    """A concurrency cap shared out: the first cap % parts processes take one more. Pure."""
+    if cap is None:
+        return [None] * parts
+    return [cap // parts + (1 if k < cap % parts else 0) for k in range(parts)]
+
+
+def run_load_processes(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *, processes: int,
+                       max_concurrency: int | None = None, timeout_s: float = 600.0,
+                       count_tokens: Callable[[list[str]], list[int]] | None = None,
+                       sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
+                       label: str = "requests") -> dict[str, Any]:
+    """run_load over `processes` worker processes; returns the same timing facts for the merged records."""
+    import multiprocessing as mp
+
+    caps = split_concurrency(max_concurrency, processes)
+    processes = sum(1 for c in caps if c is None or c > 0)  # never a worker with a cap of 0
+    caps, parts = caps[:processes], split_evenly(specs, processes)
+    ctx = mp.get_context("spawn")  # a clean interpreter: the parent may hold threads and a model
+    barrier, done, answers = ctx.Barrier(processes), ctx.Value("i", 0), ctx.Queue()
+    paths = [records_path.with_name(f"{records_path.stem}.client{k}.jsonl") for k in range(processes)]
+    workers = [ctx.Process(target=_worker, daemon=True,
+                           args=(k, endpoint, model, parts[k], paths[k], caps[k], timeout_s, barrier, done, answers))
+               for k in range(processes)]
+    measured = sum(1 for s in specs if not s.warmup)
+    for w in workers:
+        w.start()
+    try:
+        results = _wait_for_workers(workers, answers, done, measured, sampler, progress, label)
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+            w.join(timeout=5)
+    _merge(paths, records_path)
+    if count_tokens:
+        count_client_tokens(records_path, count_tokens)
+    first = results[0]
+    return {"duration": max(r["duration"] for r in results), "sent": sum(r["sent"] for r in results),
+            "warmup": sum(r["warmup"] for r in results), "metrics_before": first["metrics_before"],
+            "metrics_after": first["metrics_after"], "health_rtt_ms": first["health_rtt_ms"],
+            "client_processes": processes}
+
+
+def _worker(k, endpoint, model, specs, path, cap, timeout_s, barrier, done, answers) -> None:
+    def count(_label, _done, _total):
+        with done.get_lock():
+            done.value += 1
+
+    try:
+        timing = asyncio.run(run_load(endpoint, model, specs, path, max_concurrency=cap, timeout_s=timeout_s,
+                                      progress=count, start_together=barrier, scrape_metrics=k == 0))
+        answers.put((k, timing, None))
+    except BaseException as exc:  # the parent reports it; a worker never dies silently
+        barrier.abort()
+        answers.put((k, None, f"{type(exc).__name__}: {exc}"))
+
+
+def _wait_for_workers(workers, answers, done, measured, sampler, progress, label) -> list[dict[str, Any]]:
+    import queue
+
+    async def sample_until_done() -> list[dict[str, Any]]:
+        task = asyncio.create_task(sampler.run()) if sampler else None
+        results: dict[int, dict[str, Any]] = {}
+        try:
+            while len(results) < len(workers):
+                try:
+                    k, timing, error = answers.get_nowait()
+                except queue.Empty:
+                    if not any(w.is_alive() for w in workers) and answers.empty():
+                        raise RuntimeError("a client process died without an answer")
+                    if progress:
+                        progress(label, done.value, measured)
+                    await asyncio.sleep(0.2)
+                    continue
+                if error:
+                    raise RuntimeError(f"client process {k} failed: {error}")
+                results[k] = timing
+            if progress:
+                progress(label, done.value, measured)
+            return [results[k] for k in sorted(results)]
+        finally:
+            if task:
+                task.cancel()
+
+    return asyncio.run(sample_until_done())
+
+
+def _merge(paths: list[Path], target: Path) -> None:
+    """The workers' records as one file, in request order; the parts removed."""
+    rows = []
+    for path in paths:
+        if path.exists():
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            path.unlink()
+    with open(target, "w") as sink:
+        for row in sorted(rows, key=lambda r: r["index"]):
+            sink.write(json.dumps(row) + "\n")

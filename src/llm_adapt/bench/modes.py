@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import zlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -15,13 +16,11 @@ import httpx
 
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
-from llm_adapt.bench.load import ResourceSampler, read_records, run_load
+from llm_adapt.bench.hostload import processes_for
+from llm_adapt.bench.load import ResourceSampler, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.results import StageResult
-
-MODES = ("serve", "latency", "throughput", "sweep")
-
 
 @dataclass(frozen=True)
 class BenchOptions:
@@ -52,6 +51,7 @@ class BenchOptions:
     percentile_metrics: tuple[str, ...] = vllm_format.METRICS
     prefix_len: int = 0  # a prefix-cache workload: groups of prefix_repeats requests share a prefix this long
     prefix_repeats: int = 1
+    client_processes: int | None = None  # None: auto (1, more when one process passes half a core)
 
 
 class BenchResult(StageResult):
@@ -76,10 +76,11 @@ class Workload:
 
 def server_tokenizes(endpoint: Endpoint, model: str) -> bool:
     """vLLM-like servers take token-id prompts and have /tokenize; then lengths are exact."""
+    from llm_adapt.engines.client import EndpointClient, ServerGone
+
     try:
-        reply = httpx.post(endpoint.root_url + "/tokenize", json={"model": model, "prompt": "hello"}, timeout=10)
-        return reply.status_code == 200
-    except httpx.HTTPError:
+        return EndpointClient(endpoint, model, timeout_s=10).post("/tokenize", {"prompt": "hello"}).status_code == 200
+    except (ServerGone, httpx.HTTPError):
         return False
 
 
@@ -154,6 +155,7 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
                             "flatter later levels' TTFT")
     done: list[dict[str, Any]] = []
     plan, repeat = None, 0
+    clients = opts.client_processes or 1
     try:
         for plan in plans(opts):
             done = []
@@ -161,7 +163,10 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
                 specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
                                     seed=derived_seed(opts, plan.label, repeat))
                 done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
-                                     plan.concurrency, pid, progress, plan.label))
+                                     plan.concurrency, pid, progress, plan.label, clients))
+                if opts.client_processes is None:  # auto: spread the next runs when one process got busy
+                    cpu = done[-1]["server"].get("cpu") or {}
+                    clients = processes_for(cpu.get("client_cores_per_process"), clients, os.cpu_count() or 1)
                 done[-1]["vllm_result"] = str(_save_vllm_result(opts, plan, repeat, model, specs, done[-1], out))
             result.runs.append(_level(plan, done))
             if opts.mode == "sweep":
@@ -239,19 +244,26 @@ def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts
     return delta
 
 
-def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid, progress, label) -> dict[str, Any]:
+def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid, progress, label,
+             clients: int = 1) -> dict[str, Any]:
     sampler = ResourceSampler(endpoint, pid)
     count = ((lambda texts: [len(ids) for ids in work.tokenizer(texts, add_special_tokens=False)["input_ids"]])
              if work.tokenizer else None)
-    with asyncio.Runner(loop_factory=fast_loop_factory()) as runner:
-        timing = runner.run(run_load(endpoint, model, specs, records_path, max_concurrency=concurrency,
-                                     timeout_s=opts.timeout_s, count_tokens=count, sampler=sampler, progress=progress,
-                                     label=f"bench {label}"))
+    if clients > 1:
+        timing = run_load_processes(endpoint, model, specs, records_path, processes=clients,
+                                    max_concurrency=concurrency, timeout_s=opts.timeout_s, count_tokens=count,
+                                    sampler=sampler, progress=progress, label=f"bench {label}")
+        clients = timing["client_processes"]
+    else:
+        with asyncio.Runner(loop_factory=fast_loop_factory()) as runner:
+            timing = runner.run(run_load(endpoint, model, specs, records_path, max_concurrency=concurrency,
+                                         timeout_s=opts.timeout_s, count_tokens=count, sampler=sampler,
+                                         progress=progress, label=f"bench {label}"))
     records = read_records(records_path)
     metrics = stats.compute_metrics(records, timing["duration"], opts.slo, opts.percentiles)
     run = {"metrics": metrics, "records": str(records_path), "sent": timing["sent"], "warmup": timing["warmup"],
-           "token_accounting": stats.token_accounting(records),
-           "server": sampler.summary(), "server_metrics": server_view(timing, metrics, model, opts.percentiles)}
+           "token_accounting": stats.token_accounting(records), "client_processes": clients,
+           "server": sampler.summary(clients), "server_metrics": server_view(timing, metrics, model, opts.percentiles)}
     if opts.mode == "latency":
         run["latency"] = stats.latency_summary([r["e2el"] for r in records if r["success"]])
     return run

@@ -79,10 +79,20 @@ def add_bench_parser(sub) -> None:
                    help="prefix-cache workload: requests share N-token prefixes in groups (prompt = prefix + --input-len)")
     p.add_argument("--prefix-repeats", type=positive_int, default=4, metavar="R",
                    help="with --prefix-len: requests per shared prefix (default 4)")
+    p.add_argument("--client-processes", type=client_processes, default=None, metavar="N|auto",
+                   help="client processes the streams are spread over (default auto: one, more when one passes half a "
+                        "core; a client that is busy itself measures itself)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     add_vllm_aliases(p)
     p.set_defaults(handler=cmd_bench)
+
+
+def client_processes(text: str) -> int | None:
+    """--client-processes: a count, or auto (None)."""
+    if text == "auto":
+        return None
+    return positive_int(text)
 
 
 def add_vllm_aliases(p) -> None:
@@ -120,7 +130,8 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
                         percentiles=args.metric_percentiles or PERCENTILES, label=args.label,
                         metadata=tuple(args.metadata or ()), result_dir=args.result_dir,
                         result_filename=args.result_filename, tokenizer_id=args.tokenizer,
-                        prefix_len=args.prefix_len or 0, prefix_repeats=args.prefix_repeats, **extra)
+                        prefix_len=args.prefix_len or 0, prefix_repeats=args.prefix_repeats,
+                        client_processes=args.client_processes, **extra)
 
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
