@@ -99,8 +99,10 @@ def test_backends():
     kind, args = served_backend(ep, "m", "/tok", generative=True, s=Settings(num_concurrent=8))
     assert kind == "local-chat-completions" and args["base_url"] == "http://h:8000/v1/chat/completions"
     assert args["num_concurrent"] == 8
+    assert "batch_size" not in args  # lm-eval sends non-tokenized chat one request at a time
     kind, args = served_backend(ep, "m", "/tok", generative=False, s=Settings())
     assert kind == "local-completions" and args["base_url"].endswith("/v1/completions")
+    assert args["batch_size"] == Settings().served_batch_size > 1 and args["tokenized_requests"]
     assert gold_backend("/m", Settings(batch_size=8))[1]["dtype"] == "float32"
 
 

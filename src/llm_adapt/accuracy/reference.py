@@ -93,6 +93,8 @@ def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
     """Stream when asked, or automatically when the float32 model would not fit in RAM."""
     if opts.reference_streaming is not None:
         return opts.reference_streaming
+    if opts.reference.device == "auto":  # accelerate places it over the devices, the host and the disk
+        return False
     import psutil
 
     from llm_adapt.models.weights import parameters_from_weights

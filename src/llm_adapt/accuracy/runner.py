@@ -16,7 +16,8 @@ import torch
 from llm_adapt.errors import UsageError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-DEVICES = ("cpu", "cuda", "npu", "xpu", "mps")
+DEVICES = ("cpu", "cuda", "npu", "xpu", "mps", "auto")  # auto: accelerate's big-model placement (device_map="auto")
+AUTO_MAX_MEMORY_ENV = "LLM_ADAPT_AUTO_MAX_MEMORY"  # e.g. "cuda:0=70GiB,cpu=200GiB": caps for --reference auto:fp32
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,29 @@ def parse_runner(text: str) -> RunnerSpec:
     return RunnerSpec(device=device, dtype=dtype)
 
 
+def auto_max_memory(text: str | None = None) -> dict[int | str, str] | None:
+    """accelerate's max_memory from "cuda:0=70GiB,cpu=200GiB" (LLM_ADAPT_AUTO_MAX_MEMORY); None: its
+    own balance over every visible device and the host. Pure on its argument."""
+    import os
+
+    text = os.environ.get(AUTO_MAX_MEMORY_ENV) if text is None else text
+    if not text:
+        return None
+    caps: dict[int | str, str] = {}
+    for part in text.split(","):
+        name, sep, size = part.strip().partition("=")
+        if not sep or not size:
+            raise UsageError(f"{AUTO_MAX_MEMORY_ENV}={text!r}: expected DEVICE=SIZE pairs, e.g. cuda:0=70GiB,cpu=200GiB")
+        kind, _, index = name.partition(":")
+        caps[int(index) if kind in ("cuda", "npu", "xpu") and index.isdigit() else name] = size
+    return caps
+
+
 def check_device(device: str) -> None:
     """One clear line when the device's backend is missing or sees no device."""
     kind = device.split(":")[0]
+    if kind == "auto":
+        return  # placed by accelerate over whatever is visible, the host included
     if kind == "npu":
         if importlib.util.find_spec("torch_npu") is None:
             raise UsageError("device npu needs torch_npu: install CANN and torch_npu (see vLLM-Ascend's installation guide)")
@@ -162,16 +183,38 @@ class Runner:
         self._weight_copies = None
         if spec.emulated and spec.dtype != "bf16":
             raise UsageError(f"{spec.label}: only bf16 can be emulated")
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype], **extra)
-        self.model.eval().to(spec.device)
+        self._offload = None
+        if spec.device == "auto":  # across every visible accelerator and the host, the rest on disk
+            import tempfile
+
+            self._offload = tempfile.mkdtemp(prefix="llm-adapt-offload-")
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype], device_map="auto",
+                                                              max_memory=auto_max_memory(), offload_folder=self._offload,
+                                                              **extra)
+            self.model.eval()
+        else:
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[spec.dtype], **extra)
+            self.model.eval().to(spec.device)
+        self.input_device = self.model.get_input_embeddings().weight.device
+        if self.input_device.type == "meta":  # offloaded to disk: accelerate's hooks bring it in
+            self.input_device = torch.device("cpu")
         self.model.generation_config.pad_token_id = self.model.generation_config.pad_token_id or 0
         self.quantized_linears = quantize_int8_(self.model, spec.quant == "int8-channel") if spec.quant else 0
         self.layers = list(self.model.model.layers)
         self.norm = self.model.model.norm
 
+    @property
+    def placement(self) -> dict[str, str] | None:
+        """Where accelerate put each module (auto only): {module: device}."""
+        return {k: str(v) for k, v in getattr(self.model, "hf_device_map", {}).items()} if self._offload else None
+
     def close(self) -> None:
         del self.model, self.layers, self.norm
         self._weight_copies = None
+        if self._offload:
+            import shutil
+
+            shutil.rmtree(self._offload, ignore_errors=True)
 
     @contextlib.contextmanager
     def numerics(self):
@@ -187,7 +230,7 @@ class Runner:
 
     @torch.no_grad()
     def generate(self, input_ids: list[int], max_new_tokens: int, eos_ids: list[int]) -> list[int]:
-        ids = torch.tensor([input_ids], device=self.spec.device)
+        ids = torch.tensor([input_ids], device=self.input_device)
         with self.numerics():
             out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                                       max_new_tokens=max_new_tokens, eos_token_id=eos_ids, temperature=None,
@@ -209,9 +252,9 @@ class Runner:
         for batch in batches:
             width = max(len(prompts[k]) for k in batch)
             pad = self.model.generation_config.pad_token_id
-            ids = torch.tensor([[pad] * (width - len(prompts[k])) + prompts[k] for k in batch], device=self.spec.device)
+            ids = torch.tensor([[pad] * (width - len(prompts[k])) + prompts[k] for k in batch], device=self.input_device)
             mask = torch.tensor([[0] * (width - len(prompts[k])) + [1] * len(prompts[k]) for k in batch],
-                                device=self.spec.device)
+                                device=self.input_device)
             with self.numerics():
                 gen = self.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new_tokens,
                                           eos_token_id=eos_ids, temperature=None, top_p=None, top_k=None,
@@ -235,7 +278,7 @@ class Runner:
                     with_kwargs=True))
         hooks.append(self.norm.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
         try:
-            ids = torch.tensor([input_ids], device=self.spec.device)
+            ids = torch.tensor([input_ids], device=self.input_device)
             with self.numerics():
                 logits = self.model(ids, use_cache=False).logits
         finally:
@@ -254,10 +297,10 @@ class Runner:
         outs = []
         with self.numerics():
             for i, layer in enumerate(self.layers):
-                x = reference_hidden[i].to(self.spec.device, dtype)  # input of layer i = output of i-1
-                out = layer(x, **capture.layer_kwargs[i])
+                x = reference_hidden[i].to(self.input_device, dtype)  # input of layer i = output of i-1
+                out = layer(x, **capture.layer_kwargs[i])  # (auto: accelerate's hooks move it to the layer)
                 outs.append(_cpu(out))
-            outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.spec.device, dtype))))
+            outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.input_device, dtype))))
         return outs
 
 

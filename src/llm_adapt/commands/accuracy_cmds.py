@@ -28,7 +28,8 @@ def add_compare_parser(sub) -> None:
                                    "divergences) and int8 weights, each judged against a measured noise floor.",
                        epilog=EPILOG_COMPARE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
-    p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32)")
+    p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32; auto:fp32 places a model larger than one device over every "
+                        "GPU/NPU, the host and the disk with accelerate; LLM_ADAPT_AUTO_MAX_MEMORY caps each)")
     p.add_argument("--target", action="append", metavar="DEVICE:DTYPE",
                    help="runner under test, repeatable (default: the detected platform at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--target-model", type=Path, metavar="PATH", help="another checkpoint of the same architecture for the targets")
