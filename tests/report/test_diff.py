@@ -32,6 +32,17 @@ def test_without_a_standard_error_only_large_changes_count():
     assert compare_metric(a, Metric("resources", "rss", 1.2, None, False))["change"] == "regression"
 
 
+def test_a_figure_from_a_busy_host_is_never_called_a_regression():
+    a = Metric("performance", "tput", 100.0, 1.0, True)
+    slow_busy = Metric("performance", "tput", 60.0, 1.0, True, busy=True)
+    row = compare_metric(a, slow_busy)
+    assert row["change"] == "not judged (busy host)" and row["busy"] == [False, True]
+    assert diff_verdict([row], [], ("PASS", "PASS"))["status"] == "PASS"
+    assert compare_metric(a, Metric("performance", "tput", 99.5, 1.0, True, busy=True))["change"] == "same"
+    # a quiet pair with the same drop is a regression
+    assert compare_metric(a, Metric("performance", "tput", 60.0, 1.0, True))["change"] == "regression"
+
+
 def test_a_non_finite_value_in_b_is_a_regression():
     a = Metric("accuracy", "kl", 1e-3, 1e-5, False)
     assert compare_metric(a, Metric("accuracy", "kl", float("nan"), None, False))["change"] == "regression"

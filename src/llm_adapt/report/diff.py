@@ -30,6 +30,7 @@ class Metric:
     se: float | None
     higher_is_better: bool
     unit: str = ""
+    busy: bool = False  # measured while other processes kept the host's cores busy
 
 
 class DiffResult(StageResult):
@@ -79,13 +80,17 @@ def _bench_metrics(bench: dict[str, dict]) -> list[Metric]:
         if not runs:
             continue
         m = runs[0]["metrics"]
+        busy = bool(((runs[0].get("server") or {}).get("cpu") or {}).get("busy"))
         n = max(m.get("completed") or 0, 1)
         # throughput moves with the mean request latency at a fixed load: its relative se
         rel = (_se(m.get("std_e2el_ms"), n) or 0) / m["mean_e2el_ms"] if m.get("mean_e2el_ms") else None
         out += [Metric("performance", f"{mode} output throughput", m.get("output_throughput"),
-                       rel * m["output_throughput"] if rel is not None and m.get("output_throughput") is not None else None, True, "tok/s"),
-                Metric("performance", f"{mode} mean TTFT", m.get("mean_ttft_ms"), _se(m.get("std_ttft_ms"), n), False, "ms"),
-                Metric("performance", f"{mode} mean TPOT", m.get("mean_tpot_ms"), _se(m.get("std_tpot_ms"), n), False, "ms")]
+                       rel * m["output_throughput"] if rel is not None and m.get("output_throughput") is not None else None,
+                       True, "tok/s", busy),
+                Metric("performance", f"{mode} mean TTFT", m.get("mean_ttft_ms"), _se(m.get("std_ttft_ms"), n), False,
+                       "ms", busy),
+                Metric("performance", f"{mode} mean TPOT", m.get("mean_tpot_ms"), _se(m.get("std_tpot_ms"), n), False,
+                       "ms", busy)]
     return out
 
 
@@ -110,7 +115,8 @@ def _resource_metrics(run: RunData) -> list[Metric]:
 
 def compare_metric(a: Metric, b: Metric) -> dict[str, Any]:
     """delta = b - a with its standard error; 'regression' / 'improvement' only beyond K_SE standard
-    errors and MIN_RELATIVE of a; without any standard error, only beyond 5 x MIN_RELATIVE."""
+    errors and MIN_RELATIVE of a; without any standard error, only beyond 5 x MIN_RELATIVE. A figure
+    either run measured on a busy host is 'not judged (busy host)': the other load moved it."""
     delta = b.value - a.value
     se = math.hypot(a.se, b.se) if a.se is not None and b.se is not None else None
     bound = max(K_SE * se, MIN_RELATIVE * abs(a.value)) if se is not None else 5 * MIN_RELATIVE * abs(a.value)
@@ -118,8 +124,11 @@ def compare_metric(a: Metric, b: Metric) -> dict[str, Any]:
     change = "regression" if abs(delta) > bound and worse else "improvement" if abs(delta) > bound else "same"
     if not (math.isfinite(a.value) and math.isfinite(b.value)):
         change = "regression" if not math.isfinite(b.value) else "improvement"
+    if (a.busy or b.busy) and change != "same":
+        change = "not judged (busy host)"
     return {"group": a.group, "name": a.name, "a": a.value, "b": b.value, "delta": delta, "se": se,
-            "relative": delta / a.value if a.value else None, "bound": bound, "change": change, "unit": a.unit}
+            "relative": delta / a.value if a.value else None, "bound": bound, "change": change, "unit": a.unit,
+            "busy": [a.busy, b.busy]}
 
 
 def feature_changes(run_a: RunData, run_b: RunData) -> list[dict[str, Any]]:
