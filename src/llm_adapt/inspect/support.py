@@ -49,16 +49,52 @@ def installed_vllm_version() -> str | None:
 
 def vllm_registry() -> Registry:
     version = installed_vllm_version()
-    if version is not None and importlib.util.find_spec("vllm") is not None:
+    spec = importlib.util.find_spec("vllm") if version is not None else None
+    if spec is not None:
         cached = adapt_home() / f"vllm-architectures-{version}.json"
         if not cached.is_file():
-            from vllm import ModelRegistry  # slow: imports torch and vLLM
-
-            archs = sorted(ModelRegistry.get_supported_archs())
-            cached.write_text(json.dumps({"vllm_version": version, "architectures": archs}))
+            archs = registry_from_source(spec) or imported_registry()
+            cached.write_text(json.dumps({"vllm_version": version, "architectures": sorted(archs)}))
         data = json.loads(cached.read_text())
         return Registry(frozenset(data["architectures"]), version, "installed vLLM")
     return shipped_registry()
+
+
+def imported_registry() -> set[str]:
+    from vllm import ModelRegistry  # slow: imports torch and vLLM's model code
+
+    return set(ModelRegistry.get_supported_archs())
+
+
+REGISTRY_FILE = ("model_executor", "models", "registry.py")
+
+
+def registry_from_source(spec) -> set[str] | None:
+    """The architectures of vLLM's registry read from its source without importing it: the keys of
+    every dict `_VLLM_MODELS` spreads (`**_TEXT_GENERATION_MODELS`, ...), the table
+    `ModelRegistry` is built from. None when the file does not have that shape (then vLLM is asked)."""
+    import ast
+    from pathlib import Path
+
+    if not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*REGISTRY_FILE)
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    tables = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Dict)}
+    top = tables.get("_VLLM_MODELS")
+    if top is None:
+        return None
+    archs: set[str] = set()
+    for key, value in zip(top.keys, top.values):
+        part = tables.get(value.id) if key is None and isinstance(value, ast.Name) else None
+        if part is None:
+            return None  # a shape we do not read: ask vLLM itself
+        archs |= {k.value for k in part.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return archs or None
 
 
 def shipped_registry() -> Registry:
