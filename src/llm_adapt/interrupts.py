@@ -9,6 +9,7 @@ their own Ctrl-C); any other unraisable exception still is.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 from typing import Callable
@@ -35,6 +36,25 @@ def check() -> None:
     """Raise the interrupt a handler recorded, if its own raise was swallowed."""
     if received is not None:
         raise _interrupt(received)
+
+
+@contextlib.contextmanager
+def deferred():
+    """For the work after a stop (the report of what finished): the stop already taken is cleared,
+    and a further signal during the block is recorded rather than raised; the caller raises the stop."""
+    global received
+    received = None
+    previous = {sig: signal.signal(sig, _record) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _record(signum, frame) -> None:
+    global received
+    received = signum
 
 
 def install() -> Callable[[], None]:

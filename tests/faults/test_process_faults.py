@@ -59,7 +59,13 @@ def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
     assert not alive, alive
     assert stage_status(out, stage) == "interrupted"
     json.loads((out / "inspect.json").read_text())
-    assert main(["report", str(out)]) == 0 and (out / "report.html").exists()
+    # the report of what finished is written on the way out, later stages say why they did not run
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    stages = json.loads((out / "status.json").read_text())["stages"]
+    word = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C"
+    assert stages["bench"]["status"] == "not run" and word in stages["bench"]["reason"]
+    assert stages["report"]["status"] == "done"
+    assert main(["report", str(out)]) == 0
 
 
 @pytest.mark.slow

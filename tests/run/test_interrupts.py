@@ -103,3 +103,30 @@ def test_a_progress_report_in_the_main_thread_raises_a_swallowed_interrupt(insta
         worker.join()  # another thread's report does not raise in that thread
         with pytest.raises(KeyboardInterrupt):
             report("work", 2, 2)
+
+
+def test_the_stages_after_a_stop_say_why():
+    from llm_adapt.interrupts import Terminated
+    from llm_adapt.run.pipeline import interrupt_reason
+
+    assert "SIGTERM" in interrupt_reason(Terminated())
+    assert "Ctrl-C" in interrupt_reason(KeyboardInterrupt())
+    assert "AdaptError" in interrupt_reason(__import__("llm_adapt.errors", fromlist=["AdaptError"]).AdaptError("x"))
+
+
+def test_a_signal_after_the_stop_waits_for_the_report():
+    import os
+    import signal
+
+    from llm_adapt import interrupts
+
+    restore = interrupts.install()
+    try:
+        interrupts.received = signal.SIGINT  # the stop already taken
+        with interrupts.deferred():
+            assert interrupts.received is None
+            os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C while the report is drawn: recorded, not raised
+        assert interrupts.received == signal.SIGINT
+    finally:
+        interrupts.received = None
+        restore()

@@ -28,17 +28,47 @@ def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
     state = state or RunState(status=new_status(cfg))
     state.status = _load_or_new_status(cfg)
     collect().save(cfg.out / layout.ENVIRONMENT)
-    with contextlib.ExitStack() as engine_scope:
-        for stage in STAGES[:-1]:
-            if stage == "serve":
-                _serve(cfg, state, engine_scope)
-                continue
-            _run_stage(cfg, state, stage, stages.MEASURING[stage])
-        engine_scope.close()  # stop the engine before the report: nothing of ours outlives its use
+    try:
+        with contextlib.ExitStack() as engine_scope:
+            for stage in STAGES[:-1]:
+                if stage == "serve":
+                    _serve(cfg, state, engine_scope)
+                    continue
+                _run_stage(cfg, state, stage, stages.MEASURING[stage])
+            engine_scope.close()  # stop the engine before the report: nothing of ours outlives its use
+    except BaseException as exc:  # Ctrl-C, SIGTERM, a failed inspect: the report of what finished, then the stop
+        _report_after_stop(cfg, state, exc)
+        raise
     _run_stage(cfg, state, "report", stages.report)
     state.status.finished = True
     state.status.save(cfg.out / layout.STATUS)
     return state.status
+
+
+def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> None:
+    """The engine is stopped by now; mark what never ran and render the report from what finished.
+    A report that cannot be rendered (no inspect.json yet) is left out: the stop itself is reported."""
+    why = interrupt_reason(exc)
+    for stage in STAGES[:-1]:
+        if state.status.stages.get(stage, {}).get("status") in (None, "pending"):
+            state.status.stages[stage] = {"status": "not run", "reason": why}
+    state.status.save(cfg.out / layout.STATUS)
+    if not (cfg.out / layout.INSPECT).exists():
+        return
+    try:
+        with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a second
+            _run_stage(cfg, state, "report", stages.report)
+    except Exception:  # the stop's own message matters more than a report that could not be drawn
+        pass
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """Why the stages after a stop did not run, in the words the report shows. Pure."""
+    if isinstance(exc, interrupts.Terminated):
+        return "the run was stopped (SIGTERM) before this stage"
+    if isinstance(exc, KeyboardInterrupt):
+        return "the run was interrupted (Ctrl-C) before this stage"
+    return f"the run stopped before this stage ({type(exc).__name__})"
 
 
 def new_status(cfg: RunConfig) -> RunStatus:
