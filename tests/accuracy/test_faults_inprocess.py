@@ -7,7 +7,7 @@ import pytest
 
 from llm_adapt.accuracy.compare import compare
 from llm_adapt.accuracy.options import CompareOptions
-from llm_adapt.accuracy.runner import RunnerSpec
+from llm_adapt.accuracy.runner import RunnerSpec, default_target
 
 from . import faults as f
 
@@ -42,7 +42,7 @@ def judged(default_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("faults")
     specs = {name: RunnerSpec("cpu", dtype, model_path=build(default_model.path, root / name))
              for name, (build, dtype, _, _) in FAULTS.items()}
-    clean = RunnerSpec("cpu", "bf16")
+    clean = default_target("cpu")  # as `run` measures it here: bf16 emulated in fp32 where the CPU has no bf16
     opts = CompareOptions(reference=FP32, targets=(clean, *specs.values()), prompts="quick", max_new_tokens=24,
                           ppl_window=128)
     result = compare(default_model, opts)

@@ -13,7 +13,6 @@ def test_rel_l2_cosine_max_abs():
     ref = torch.tensor([[3.0, 4.0]])
     tgt = torch.tensor([[3.0, 5.0]])
     assert m.rel_l2(ref, tgt) == pytest.approx(1 / 5)
-    assert m.max_abs_err(ref, tgt) == pytest.approx(1.0)
     assert float(m.token_cosines(ref, tgt)[0]) == pytest.approx(29 / (5 * math.sqrt(34)))
     assert m.sqnr_db(ref, tgt) == pytest.approx(10 * math.log10(25 / 1))
     assert m.sqnr_db(ref, ref) == math.inf
@@ -32,13 +31,6 @@ def test_msprobe_rule():
     assert m.msprobe_rule(0.85, 0.0, False) == "fail"
     assert m.msprobe_rule(0.9999, 1.5, False) == "fail"
     assert m.msprobe_rule(1.0, 0.0, True) == "fail"
-
-
-def test_benchmark_ratio_and_safe_ratio():
-    assert [m.benchmark_ratio_status(r) for r in (0.5, 1.0, 1.5, 2.5, None)] == ["pass", "pass", "warn", "fail", "n/a"]
-    assert m.safe_ratio(2.0, 1.0) == 2.0
-    assert m.safe_ratio(0.0, 0.0) is None
-    assert m.safe_ratio(1.0, 0.0) == math.inf
 
 
 def test_kl_is_zero_for_same_and_matches_formula():
@@ -110,7 +102,7 @@ def test_accumulator_matches_direct_metrics():
     acc.add(a[1:], b[1:])
     s = acc.summary()
     assert s["rel_l2"] == pytest.approx(m.rel_l2(a, b))
-    assert s["max_abs"] == pytest.approx(m.max_abs_err(a, b))
+    assert s["max_abs"] == pytest.approx(float((b - a).abs().max()))
     assert s["cos_min"] == pytest.approx(float(m.token_cosines(a, b).min()))
     assert not s["nan_mismatch"]
     acc.add(a[:1], torch.full_like(a[:1], float("nan")))

@@ -32,10 +32,6 @@ def token_cosines(ref: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(r, t, dim=-1, eps=EPS)
 
 
-def max_abs_err(ref: torch.Tensor, tgt: torch.Tensor) -> float:
-    return float((_f64(tgt) - _f64(ref)).abs().max())
-
-
 def thousandth_ratio(ref: torch.Tensor, tgt: torch.Tensor, tol: float = 1e-3) -> float:
     """msprobe's 'one thousandth error ratio': share of elements whose relative error is within 0.1%."""
     r, t = _f64(ref), _f64(tgt)
@@ -59,21 +55,6 @@ def msprobe_rule(cos_min: float, max_abs: float, nan_mismatch: bool) -> str:
     if nan_mismatch or (cos_min < 0.99 and max_abs > 1e-3) or cos_min < 0.9 or max_abs > 1:
         return "fail"
     return "pass"
-
-
-def benchmark_ratio_status(ratio: float | None) -> str:
-    """msprobe's benchmark ratio: target error over a second backend's error vs the same gold."""
-    if ratio is None or math.isnan(ratio):
-        return "n/a"
-    return "pass" if ratio <= 1 else "warn" if ratio <= 2 else "fail"
-
-
-def safe_ratio(target: float, baseline: float, floor: float = 1e-9) -> float | None:
-    if target is None or baseline is None or math.isnan(target) or math.isnan(baseline):
-        return None
-    if baseline <= floor:
-        return None if target <= floor else math.inf
-    return target / baseline
 
 
 SHARE_TOLERANCES = (1e-2, 1e-3, 1e-4)  # msprobe's "two hundredths / thousandths / ten-thousandths"

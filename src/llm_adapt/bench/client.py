@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 
-from llm_adapt.bench.events import StreamTimes, event_text
+from llm_adapt.bench.events import StreamTimes
 
 try:  # msgspec (a vLLM dependency) decodes each SSE event several times faster than json
     from msgspec import DecodeError as _DecodeError
@@ -120,7 +120,6 @@ def _finish(record: Record, times: StreamTimes, done: bool, start: float) -> Non
         record.success = True
 
 
-chunk_text = event_text  # the name older callers use
 
 DONE = object()
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "report")
 SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench")
-OPT_IN = ("eval", "layers")  # run only when asked for (--tasks, --layers)
 
 
 @dataclass(frozen=True)

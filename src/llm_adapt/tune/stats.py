@@ -24,13 +24,6 @@ def ratio_with_uncertainty(a: dict[str, float], b: dict[str, float]) -> tuple[fl
     return ratio, ratio * rel
 
 
-def clearly_better(a: dict[str, float], b: dict[str, float], higher_is_better: bool = True) -> bool:
-    """True when every run of `a` beats every run of `b` (non-overlapping ranges): not a win inside the noise."""
-    if a["n"] == 0 or b["n"] == 0:
-        return False
-    return a["min"] > b["max"] if higher_is_better else a["max"] < b["min"]
-
-
 # --- Correcting the recommendation for the number of trials -------------------------------------------
 # A trial "wins" when a one-sided t-test (pooled noise, see pooled_p_values) says it beats the baseline,
 # and the p-values of all k trials pass Holm's step-down procedure at a family-wise error rate of ALPHA: with no real effect, the
