@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from llm_adapt.inspect.memory import QUANT_SIDE
+from llm_adapt.models.quant import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
 ROLES = ("embedding", "attention", "mlp", "norms", "lm_head")

@@ -10,10 +10,11 @@ permanent null block, so one request of max_model_len must fit in blocks - 1 (th
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 
 from llm_adapt.errors import UsageError
+from llm_adapt.inspect.accounting import expected_groups
+from llm_adapt.models.quant import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
 GIB = 1024**3
@@ -58,8 +59,6 @@ class ParamBreakdown:
 
 
 def _role_params(spec: ModelSpec) -> dict[str, int]:
-    from llm_adapt.inspect.accounting import expected_groups
-
     totals = {role: 0 for role in ("embedding", "attention", "mlp", "norms", "lm_head")}
     for group in expected_groups(spec):
         totals[group.role] += group.params
@@ -90,10 +89,6 @@ def weight_bytes(params: int, dtype: str) -> int:
 SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
                      "I64": 8, "U64": 8, "I32": 4, "U32": 4, "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 FLOAT_WIDE = frozenset({"F64", "F32", "BF16", "F16"})  # cast to the serving --dtype on load
-# Side data of quantized layers (AWQ/GPTQ scales, zeros, g_idx; compressed-tensors weight_shape; FP8
-# weight_scale(_inv); msmodelslim deq_scale, quant_bias, input/weight offsets): kept at their stored width.
-QUANT_SIDE = re.compile(r"\.(scales?|scale_inv|weight_scale\w*|input_scale|\w*zeros?|\w*zero_point|\w*offset|"
-                        r"deq_scale|quant_bias|g_idx|weight_shape)$")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ from typing import Any
 
 from llm_adapt.errors import UsageError
 
+# Side data of quantized layers (AWQ/GPTQ scales, zeros, g_idx; compressed-tensors weight_shape; FP8
+# weight_scale(_inv); msmodelslim deq_scale, quant_bias, input/weight offsets): kept at their stored width.
+QUANT_SIDE = re.compile(r"\.(scales?|scale_inv|weight_scale\w*|input_scale|\w*zeros?|\w*zero_point|\w*offset|"
+                        r"deq_scale|quant_bias|g_idx|weight_shape)$")
+
 MSMODELSLIM = "ascend"  # vLLM-Ascend's --quantization name for msmodelslim checkpoints
 MSMODELSLIM_GLOB = "quant_model_description*.json"
 
