@@ -10,6 +10,7 @@ from pathlib import Path
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
 from llm_adapt.platforms import PLATFORMS
+from llm_adapt import rundir
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -82,19 +83,19 @@ class Target:
 @contextmanager
 def engine_or_endpoint(args: argparse.Namespace, label: str):
     """Yield a Target: an external --endpoint, or an engine started for MODEL (stopped on the way out)."""
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     if args.endpoint:
         endpoint = endpoint_from_args(args)
-        out = ensure_writable(args.out) if args.out else new_run_dir("endpoint", label)
+        out = open_run_dir(args.out, "endpoint", label)
         yield Target(endpoint, None, out)
         return
     from llm_adapt.engines.session import choose_engine, started_engine
 
     engine = choose_engine(args.engine)
     source, inspected = inspect_for_engine(args)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, label)
-    inspected.save(out / "inspect.json")
+    out = open_run_dir(args.out, source.name, label)
+    inspected.save(out / rundir.INSPECT)
     print(f"starting {engine} for {source.name} ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
                         startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, _):

@@ -45,22 +45,36 @@ class StageResult(BaseModel):
     @classmethod
     def load(cls: type[T], path: Path) -> T:
         try:
-            data = json.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise AdaptError(f"{path}: no such result file; run the stage that writes it first") from None
-        except json.JSONDecodeError as exc:
-            raise AdaptError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the stage") from None
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise AdaptError(
-                f"{path}: schema version {data.get('schema_version')} is not {SCHEMA_VERSION}; "
-                "rerun the stage with this llm-adapt version"
-            )
+            data = read_checked(path)
+        except UnreadableResult as exc:
+            raise AdaptError(str(exc)) from None
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise AdaptError(f"{path}: {where}: {first['msg']}; rerun the stage") from None
+
+
+class UnreadableResult(AdaptError):
+    """A result file that is missing, not JSON, or of another schema version: named, never misread."""
+
+
+def read_checked(path: Path) -> dict[str, Any]:
+    """A result file's JSON, refused (one line) when it is not this llm-adapt's schema version."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UnreadableResult(f"{path}: no such result file; run the stage that writes it first") from None
+    except json.JSONDecodeError as exc:
+        raise UnreadableResult(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the stage") from None
+    except OSError as exc:
+        raise UnreadableResult(f"{path}: cannot be read ({exc.strerror})") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise UnreadableResult(f"{path}: schema version {version} is not {SCHEMA_VERSION}; "
+                               "rerun the stage with this llm-adapt version")
+    return data
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -1,4 +1,5 @@
-"""Run directories: `runs/<model>-<platform>-<timestamp>/`, one JSON per finished stage."""
+"""The run directory, in one place: where it is made (`runs/<model>-<label>-<timestamp>/` or the
+user's --out), checked writable before any long work, and the name of every file in it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,48 @@ import time
 from pathlib import Path
 
 from llm_adapt.errors import AdaptError
+
+STATUS = "status.json"
+ENVIRONMENT = "environment.json"
+INSPECT = "inspect.json"
+ACCURACY = "accuracy.json"
+SERVE = "serve.json"
+PROBES = "probes.json"
+ENDPOINT_ACCURACY = "endpoint_accuracy.json"
+TUNE = "tune.json"
+HARDWARE = "hardware.json"
+EVAL = "eval.json"
+DIFF = "diff.json"
+LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
+CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
+ENGINE_LOG = "engine.log"
+PLOTS = "plots"
+
+# result name -> file, for every stage the report reads
+RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
+           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
+           "layers": LAYERS}
+BENCH_MODES = ("latency", "throughput", "sweep", "serve")
+
+
+def bench(mode: str | None = None) -> str:
+    """bench-<mode>.json inside a run; bench.json for a lone `llm-adapt bench`."""
+    return f"bench-{mode}.json" if mode else "bench.json"
+
+
+def bench_records(mode: str, label: str, suffix: str = "") -> str:
+    """The raw per-request records of one benchmark level (JSON lines)."""
+    return f"bench-{mode}-{label}{suffix}.jsonl"
+
+
+def report(lang: str, suffix: str) -> str:
+    """report.md / report.html in English, report.<lang>.<suffix> otherwise."""
+    return f"report.{suffix}" if lang == "en" else f"report.{lang}.{suffix}"
+
+
+def open_run_dir(out: Path | None, model_name: str, label: str, root: Path | None = None) -> Path:
+    """The user's --out, or a new directory for this model and label; writable, or one line why not."""
+    return ensure_writable(Path(out)) if out else new_run_dir(model_name, label, root)
 
 
 def new_run_dir(model_name: str, label: str, root: Path | None = None) -> Path:

@@ -44,7 +44,7 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.models.source import ModelSource
 from llm_adapt.results import StageResult
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
 
@@ -100,11 +100,11 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
             break
         except (_Unsupported, _NonFinite) as exc:
             result.sections[name] = {"status": "unsupported", "reason": str(exc)}
-        result.save(out / layout.ENDPOINT_ACCURACY)
+        result.save(out / rundir.ENDPOINT_ACCURACY)
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
     result.settings["skipped_before_gold"] = gold.skipped
     result.verdict = judge_endpoint(result.sections, gold.skipped)
-    result.save(out / layout.ENDPOINT_ACCURACY)
+    result.save(out / rundir.ENDPOINT_ACCURACY)
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, ClassVar
 
 import httpx
 
+from llm_adapt import rundir
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
@@ -140,11 +141,11 @@ def build_specs(opts: BenchOptions, work: Workload, n: int, *, rate: float, warm
 
 def records_path(out: Path, opts: BenchOptions, label: str, repeat: int) -> Path:
     suffix = f"-r{repeat}" if opts.repeats > 1 else ""
-    return out / f"bench-{opts.mode}-{label}{suffix}.jsonl"
+    return out / rundir.bench_records(opts.mode, label, suffix)
 
 
 def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions, out: Path, *, pid: int | None = None,
-              progress: Callable[[str, int, int], None] | None = None, name: str = "bench.json") -> BenchResult:
+              progress: Callable[[str, int, int], None] | None = None, name: str = rundir.bench()) -> BenchResult:
     result = BenchResult(mode=opts.mode, endpoint=endpoint.redacted(), model=model,
                          settings={k: v for k, v in asdict(opts).items() if v is not None}
                          | {"request_rate": "inf" if math.isinf(opts.request_rate) else opts.request_rate,

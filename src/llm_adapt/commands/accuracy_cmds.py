@@ -12,7 +12,7 @@ from llm_adapt.cli_common import (
     help_formatter,
     show_result,
 )
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
@@ -76,7 +76,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     load_prompts(args.prompts)  # bad prompts fail before any model loads
     options = compare_options_from(args, detect_platform())
@@ -86,10 +86,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     source.require_weights("compare")
     if args.target_model:
         check_same_family(source.path, args.target_model)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare")
+    out = open_run_dir(args.out, source.name, "compare")
     with progress_bar() as report:
         result = compare(source, options, report)
-    path = result.save(out / layout.ACCURACY)
+    path = result.save(out / rundir.ACCURACY)
     show_result(result, args.json, print_accuracy, path)
     return 0
 
@@ -101,14 +101,14 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     from llm_adapt.accuracy.runner import parse_runner
     from llm_adapt.models.source import resolve_model
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     endpoint = endpoint_from_args(args)
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("compare")
     floor = served_floor(options.reference, args.served_dtype, parse_runner(args.baseline) if args.baseline else None)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "compare-endpoint")
+    out = open_run_dir(args.out, source.name, "compare-endpoint")
     with progress_bar() as report:
         result = compare_endpoint(source, endpoint, options, floor, out, report)
-    show_result(result, args.json, print_endpoint_accuracy, out / layout.ENDPOINT_ACCURACY)
+    show_result(result, args.json, print_endpoint_accuracy, out / rundir.ENDPOINT_ACCURACY)
     return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1

@@ -205,7 +205,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from llm_adapt.engines.vllm import require_vllm
     from llm_adapt.platforms import cpu_cores, local_device_count
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
     from llm_adapt.tune.run import TuneOptions, run_tune
     from llm_adapt.tune.summary import print_tune
 
@@ -213,7 +213,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--objective goodput needs --slo, e.g. --slo ttft=500,tpot=100")
     require_vllm()
     source, inspected = inspect_for_engine(args)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"tune-{inspected.platform['name']}")
+    out = open_run_dir(args.out, source.name, f"tune-{inspected.platform['name']}")
     options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, repeats=args.repeats,
                           num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
                           startup_timeout_s=args.startup_timeout, accuracy_check=not args.no_accuracy_check)

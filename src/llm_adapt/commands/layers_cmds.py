@@ -9,7 +9,7 @@ from pathlib import Path
 from llm_adapt.cli_args import positive_float, positive_int
 from llm_adapt.cli_common import add_endpoint_options, add_plan_options, help_formatter, show_result
 from llm_adapt.errors import UsageError
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 EPILOG_LAYERS = """examples:
   llm-adapt layers default --prompts quick
@@ -95,11 +95,11 @@ def cmd_layers(args: argparse.Namespace) -> int:
 def _against_endpoint(args, opts, capture) -> int:
     from llm_adapt.cli_common import endpoint_from_args
     from llm_adapt.models.source import resolve_model
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("layers")
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "layers")
+    out = open_run_dir(args.out, source.name, "layers")
     return _measure(args, source, endpoint_from_args(args), args.capture_dir.resolve(), args.served_dtype or "bf16",
                     opts, capture, out)
 
@@ -110,17 +110,17 @@ def _from_msprobe(args, opts, capture) -> int:
     from llm_adapt.cli_common import endpoint_from_args
     from llm_adapt.models.source import resolve_model
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     if not args.endpoint:
         MsprobeDump(args.msprobe_dump)  # a bad dump fails before the gold is measured
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("layers")
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "layers")
+    out = open_run_dir(args.out, source.name, "layers")
     with progress_bar() as report:
         result = run_msprobe_layers(source, args.msprobe_dump.resolve(), opts, args.served_dtype or "bf16", capture,
                                     report, endpoint_from_args(args) if args.endpoint else None)
-    show_result(result, args.json, print_layers, result.save(out / layout.LAYERS))
+    show_result(result, args.json, print_layers, result.save(out / rundir.LAYERS))
     return 0
 
 
@@ -129,13 +129,13 @@ def _with_engine(args, opts, capture) -> int:
     from llm_adapt.engines.capture_plugin import ENV_DIR
     from llm_adapt.engines.session import started_engine
     from llm_adapt.engines.vllm import require_vllm
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     require_vllm()
     args.dummy = False
     source, inspected = inspect_for_engine(args)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, "layers")
-    inspected.save(out / layout.INSPECT)
+    out = open_run_dir(args.out, source.name, "layers")
+    inspected.save(out / rundir.INSPECT)
     capture_dir = (out / "capture").resolve()
     plan = {**inspected.plan, "env": {**inspected.plan["env"], ENV_DIR: str(capture_dir)}}
     print(f"starting vllm (eager, layer capture on) for {source.name} ...", file=sys.stderr)
@@ -151,7 +151,7 @@ def _measure(args, source, endpoint, capture_dir: Path, served_dtype: str, opts,
     with progress_bar() as report:
         result = run_layers(source, endpoint, capture_dir, opts, served_dtype, capture, report,
                             keep_records=args.keep_capture)
-    path = result.save(out / layout.LAYERS)
+    path = result.save(out / rundir.LAYERS)
     show_result(result, args.json, print_layers, path)
     return 0
 

@@ -73,11 +73,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
-    from llm_adapt.run import layout
+    from llm_adapt import rundir
     from llm_adapt.run.config import QUICK, RunConfig, RunSizes
     from llm_adapt.run.pipeline import new_status, run_pipeline
     from llm_adapt.run.state import RunState
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     sizes = QUICK if args.quick else RunSizes()
     if args.prompts:
@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         load_prompts(args.prompts)  # bad prompts fail before any work
         sizes = replace(sizes, prompts=args.prompts)
-    if args.resume and not (args.out and (args.out / layout.STATUS).exists()):
+    if args.resume and not (args.out and (args.out / rundir.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
     if args.tasks:
         from llm_adapt.evaluation.tasks import validate
@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)  # fail before making a run dir
     if not args.dummy:
         source.require_weights("run (use --dummy for a dummy-weight check)")
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, args.platform or detect_platform())
+    out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
         cfg = RunConfig(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=args.layers,
                         progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
-    print(f"report: {out / layout.report(args.lang, 'md')}")
+    print(f"report: {out / rundir.report(args.lang, 'md')}")
     failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]
     return 1 if failed else 0
 

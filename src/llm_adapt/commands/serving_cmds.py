@@ -68,11 +68,11 @@ def add_probe_parser(sub) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from llm_adapt.engines.session import choose_engine, started_engine
-    from llm_adapt.rundir import ensure_writable, new_run_dir
+    from llm_adapt.rundir import open_run_dir
 
     engine = choose_engine(args.engine)
     source, inspected = inspect_for_engine(args)
-    out = ensure_writable(args.out) if args.out else new_run_dir(source.name, f"serve-{inspected.platform['name']}")
+    out = open_run_dir(args.out, source.name, f"serve-{inspected.platform['name']}")
     inspected.save(out / "inspect.json")
     print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,

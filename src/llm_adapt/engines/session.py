@@ -18,6 +18,7 @@ from typing import Any, Callable, ClassVar, Iterator
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
+from llm_adapt import rundir
 
 
 class ServeResult(StageResult):
@@ -88,7 +89,7 @@ def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "e
         result = serve_result(server, server.spec, plan, mode)
         result.dummy_weights = dummy
         result.attempts = attempts
-        result.save(Path(run_dir) / "serve.json")
+        result.save(Path(run_dir) / rundir.SERVE)
         yield server, result
 
 
@@ -113,7 +114,7 @@ def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: dict[str, Any], 
            notify: Callable[[str], None]) -> tuple[ManagedServer, list[dict[str, Any]]]:
     from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
 
-    log = run_dir / "engine.log"
+    log = run_dir / rundir.ENGINE_LOG
     try:
         return stack.enter_context(ManagedServer(spec, log)), [attempt_record(spec, "started", None, log)]
     except EngineStartError as error:

@@ -25,9 +25,9 @@ from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
 from llm_adapt.results import StageResult
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
-EVAL_FILE = layout.EVAL
+EVAL_FILE = rundir.EVAL
 
 
 class EvalResult(StageResult):

@@ -12,6 +12,7 @@ from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
 from llm_adapt.probes.features import PROBES
 from llm_adapt.results import StageResult
+from llm_adapt import rundir
 
 
 class ProbesResult(StageResult):
@@ -52,12 +53,12 @@ def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None =
             stopped = f"the server stopped answering during '{name}'"
         result = _result(endpoint, model, engine, rows, complete=False)
         if out is not None:
-            result.save(out / "probes.json")
+            result.save(out / rundir.PROBES)
     if progress:
         progress("probes", len(names), len(names))
     result = _result(endpoint, model, engine, rows, complete=stopped is None)
     if out is not None:
-        result.save(out / "probes.json")
+        result.save(out / rundir.PROBES)
     return result
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
-from llm_adapt.run import layout
+from llm_adapt import rundir
+from llm_adapt.results import UnreadableResult, read_checked
 
 
 @dataclass
@@ -26,12 +27,12 @@ def load_run(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
     data = RunData(run_dir)
-    for name, file in layout.RESULTS.items():
+    for name, file in rundir.RESULTS.items():
         _read(data, name, run_dir / file, data.parts)
-    for mode in layout.BENCH_MODES:
-        _read(data, mode, run_dir / layout.bench(mode), data.bench)
-    if "bench" not in data.bench and (run_dir / layout.bench()).exists():
-        _read(data, "bench", run_dir / layout.bench(), data.bench)
+    for mode in rundir.BENCH_MODES:
+        _read(data, mode, run_dir / rundir.bench(mode), data.bench)
+    if "bench" not in data.bench and (run_dir / rundir.bench()).exists():
+        _read(data, "bench", run_dir / rundir.bench(), data.bench)
     if not data.parts.get("inspect") and not data.parts.get("status"):
         raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
     return data
@@ -41,6 +42,6 @@ def _read(data: RunData, name: str, path: Path, into: dict) -> None:
     if not path.exists():
         return
     try:
-        into[name] = layout.read_result(path)
-    except layout.UnreadableResult as exc:  # named in the report's notes, never misread
+        into[name] = read_checked(path)
+    except UnreadableResult as exc:  # named in the report's notes, never misread
         data.unreadable[name] = str(exc)

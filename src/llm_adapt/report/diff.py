@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -193,7 +193,7 @@ def write_diff(result: DiffResult, out: Path) -> list[Path]:
 
     out = Path(out)
     text = diff_markdown(result)
-    paths = [result.save(out / layout.DIFF), out / "diff.md", out / "diff.html"]
+    paths = [result.save(out / rundir.DIFF), out / "diff.md", out / "diff.html"]
     write_text_atomic(paths[1], text)
     write_text_atomic(paths[2], to_html(text, out, "en"))
     return paths

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from llm_adapt.report.data import RunData  # noqa: E402
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 
 def error_growth(acc: dict[str, Any], out: Path) -> Path | None:
@@ -112,7 +112,7 @@ def _save(fig, path: Path) -> Path:
 
 def draw_all(run: RunData) -> dict[str, str]:
     """Every figure the data allows; name -> path relative to the run directory."""
-    out = run.dir / layout.PLOTS
+    out = run.dir / rundir.PLOTS
     acc = run.get("accuracy") or {}
     made = {"depth": error_growth(acc, out), "kl": kl_percentiles(acc, out),
             "latency": latency_percentiles(run, out), "sweep": sweep_curve(run, out)}

@@ -16,7 +16,7 @@ from llm_adapt.report.findings import findings, main_target, notes, overall_verd
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.run import layout
+from llm_adapt import rundir
 
 LANGS = ("en", "zh")
 
@@ -98,7 +98,7 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
     run = load_run(run_dir)
     plots = draw_all(run)
     markdown_text = environment(lang).get_template(f"{lang}/report.md.j2").render(**context(run, plots, lang))
-    md_path, html_path = run.dir / layout.report(lang, "md"), run.dir / layout.report(lang, "html")
+    md_path, html_path = run.dir / rundir.report(lang, "md"), run.dir / rundir.report(lang, "html")
     write_text_atomic(md_path, markdown_text)
     write_text_atomic(html_path, to_html(markdown_text, run.dir, lang, run))
     return [md_path, html_path]

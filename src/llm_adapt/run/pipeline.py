@@ -14,7 +14,8 @@ from typing import Callable
 
 from llm_adapt import interrupts
 from llm_adapt.errors import AdaptError
-from llm_adapt.run import layout, stages
+from llm_adapt import rundir
+from llm_adapt.run import stages
 from llm_adapt.run.config import STAGES, RunConfig
 from llm_adapt.run.state import RunState, RunStatus
 
@@ -27,7 +28,7 @@ def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
 
     state = state or RunState(status=new_status(cfg))
     state.status = _load_or_new_status(cfg)
-    collect().save(cfg.out / layout.ENVIRONMENT)
+    collect().save(cfg.out / rundir.ENVIRONMENT)
     try:
         with contextlib.ExitStack() as engine_scope:
             for stage in STAGES[:-1]:
@@ -41,7 +42,7 @@ def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
         raise
     _run_stage(cfg, state, "report", stages.report)
     state.status.finished = True
-    state.status.save(cfg.out / layout.STATUS)
+    state.status.save(cfg.out / rundir.STATUS)
     return state.status
 
 
@@ -52,8 +53,8 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     for stage in STAGES[:-1]:
         if state.status.stages.get(stage, {}).get("status") in (None, "pending"):
             state.status.stages[stage] = {"status": "not run", "reason": why}
-    state.status.save(cfg.out / layout.STATUS)
-    if not (cfg.out / layout.INSPECT).exists():
+    state.status.save(cfg.out / rundir.STATUS)
+    if not (cfg.out / rundir.INSPECT).exists():
         return
     try:
         with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a second
@@ -77,7 +78,7 @@ def new_status(cfg: RunConfig) -> RunStatus:
 
 
 def _load_or_new_status(cfg: RunConfig) -> RunStatus:
-    path = cfg.out / layout.STATUS
+    path = cfg.out / rundir.STATUS
     if cfg.resume and path.exists():
         return RunStatus.load(path)
     return new_status(cfg)
@@ -85,7 +86,7 @@ def _load_or_new_status(cfg: RunConfig) -> RunStatus:
 
 def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> None:
     state.status.stages[stage] = {"status": status, **extra}
-    state.status.save(cfg.out / layout.STATUS)
+    state.status.save(cfg.out / rundir.STATUS)
 
 
 def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None:
@@ -123,7 +124,7 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
               seconds=round(time.monotonic() - started, 1), trace=traceback.format_exc(limit=6))
         cfg.log(f"{stage}: failed: {type(exc).__name__}: {exc}")
         if stage == "inspect":  # nothing else can run without the model and its plan
-            raise AdaptError(f"inspect failed ({type(exc).__name__}: {exc}); see {cfg.out / layout.STATUS}") from None
+            raise AdaptError(f"inspect failed ({type(exc).__name__}: {exc}); see {cfg.out / rundir.STATUS}") from None
         return
     _mark(cfg, state, stage, "done", seconds=round(time.monotonic() - started, 1))
     cfg.log(f"{stage}: done in {time.monotonic() - started:.1f} s")

@@ -7,7 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from llm_adapt.errors import AdaptError
-from llm_adapt.run import layout
+from llm_adapt import rundir
 from llm_adapt.run.config import RunConfig
 from llm_adapt.run.state import RunState
 
@@ -23,7 +23,7 @@ def inspect(cfg: RunConfig, state: RunState) -> None:
         state.source = resolve_model(cfg.model_arg, weights=not cfg.dummy, offline=cfg.offline)
     state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
     state.status.platform = state.inspect.platform["name"]
-    state.inspect.save(cfg.out / layout.INSPECT)
+    state.inspect.save(cfg.out / rundir.INSPECT)
 
 
 def compare_options(cfg: RunConfig, targets=()) -> "CompareOptions":
@@ -45,7 +45,7 @@ def accuracy(cfg: RunConfig, state: RunState) -> None:
     result = compare(state.source, compare_options(cfg, with_quants([main], cfg.sizes.quants)), cfg.progress,
                      keep_gold=kept)
     state.gold = kept[0] if kept else None
-    result.save(cfg.out / layout.ACCURACY)
+    result.save(cfg.out / rundir.ACCURACY)
 
 
 def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
@@ -64,7 +64,7 @@ def with_capture(cfg: RunConfig, inspected):
     """The plan with the capture plugin switched on (its hooks stay idle until the layers stage)."""
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
-    env = {**inspected.plan["env"], ENV_DIR: str((cfg.out / layout.CAPTURE).resolve())}
+    env = {**inspected.plan["env"], ENV_DIR: str((cfg.out / rundir.CAPTURE).resolve())}
     return inspected.model_copy(update={"plan": {**inspected.plan, "env": env}})
 
 
@@ -82,9 +82,9 @@ def layers(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.accuracy.layers_served import run_layers
 
     capture = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
-    result = run_layers(state.source, state.server.endpoint, (cfg.out / layout.CAPTURE).resolve(), compare_options(cfg),
+    result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
                         state.inspect.plan["dtype"], capture, cfg.progress, gold=state.gold)
-    result.save(cfg.out / layout.LAYERS)
+    result.save(cfg.out / rundir.LAYERS)
 
 
 def endpoint_of(cfg: RunConfig, state: RunState):
@@ -142,7 +142,7 @@ def bench(cfg: RunConfig, state: RunState) -> None:
              BenchOptions(mode="sweep", concurrencies=s.sweep, num_prompts=s.sweep_prompts, input_len=s.input_len,
                           output_len=s.output_len, warmup=1)]
     results = {opts.mode: run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress,
-                                    name=layout.bench(opts.mode)) for opts in plans}
+                                    name=rundir.bench(opts.mode)) for opts in plans}
     hardware_limit(cfg, state, results["latency"], results["sweep"])
 
 
@@ -174,7 +174,7 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
              if level and params else None)
     HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
                    workload={"input_len": s.input_len, "output_len": s.output_len},
-                   host_load=load.summary() if platform == "cpu" else None).save(cfg.out / layout.HARDWARE)
+                   host_load=load.summary() if platform == "cpu" else None).save(cfg.out / rundir.HARDWARE)
 
 
 def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:

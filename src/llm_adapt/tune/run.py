@@ -16,6 +16,7 @@ from llm_adapt.results import StageResult
 from llm_adapt.tune import stats
 from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.platforms import get_platform
+from llm_adapt import rundir
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}
@@ -62,7 +63,7 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     started = time.monotonic()
     baseline = _trial(grid[0], inspect_result, opts, out, progress, log, checker=checker)
     result.trials.append(baseline)
-    result.save(out / "tune.json")
+    result.save(out / rundir.TUNE)
     startup = dict(get_platform(platform).startup_prior_s)  # until the baseline's start-up is measured
     run_s = (baseline.get("bench_seconds_each") or 30.0) + (baseline.get("accuracy_seconds") or 0.0) / max(opts.repeats, 1)
     if baseline.get("startup_s"):
@@ -74,14 +75,14 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     chosen, result.skipped = cut_to_budget(grid, remaining + closing, startup, run_s, opts.repeats)
     for trial in chosen[1:]:
         result.trials.append(_trial(trial, inspect_result, opts, out, progress, log, checker=checker))
-        result.save(out / "tune.json")
+        result.save(out / rundir.TUNE)
     if len(chosen) > 1 and baseline.get("status") == "done":
         again = _trial(grid[0], inspect_result, opts, out, progress, log, suffix=" (again, at the end)", checker=checker)
         result.trials.append(again)
         if again.get("status") == "done":
             _merge_runs(baseline, again)
     result.recommendation = recommend(result.trials, metric, higher)
-    result.save(out / "tune.json")
+    result.save(out / rundir.TUNE)
     return result
 
 
