@@ -28,6 +28,7 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import UsageError
+from llm_adapt import rundir
 
 EPILOG_BENCH = """examples:
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
@@ -172,7 +173,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         options = replace(options, tokenizer_id=options.tokenizer_id or str(tokenizer.name_or_path))
         with progress_bar() as report:
             result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
-    show_result(result, args.json, print_bench, out / "bench.json")
+    show_result(result, args.json, print_bench, out / rundir.bench())
     return 0
 
 

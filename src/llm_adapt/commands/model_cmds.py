@@ -9,6 +9,7 @@ from pathlib import Path
 
 from llm_adapt.cli_common import add_plan_options, help_formatter, plan_options_from
 from llm_adapt.errors import AdaptError
+from llm_adapt import rundir
 
 EPILOG_INSPECT = """examples:
   llm-adapt inspect default
@@ -64,7 +65,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         settle_strategy(result, args.out or adapt_home() / "plugins")
     if args.out:
-        result.save(args.out / "inspect.json")
+        result.save(args.out / rundir.INSPECT)
     if args.json:
         print(result.to_json())
     else:

@@ -18,6 +18,7 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt import rundir
 
 EPILOG_SERVE = """examples:
   llm-adapt serve default
@@ -73,7 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     engine = choose_engine(args.engine)
     source, inspected = inspect_for_engine(args)
     out = open_run_dir(args.out, source.name, f"serve-{inspected.platform['name']}")
-    inspected.save(out / "inspect.json")
+    inspected.save(out / rundir.INSPECT)
     print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
                         startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, result):
@@ -100,7 +101,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         with progress_bar() as report:
             result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
                                 dummy=bool(getattr(args, "dummy", False) and args.model))
-    show_result(result, args.json, print_probes, out / "probes.json")
+    show_result(result, args.json, print_probes, out / rundir.PROBES)
     return 0 if result.complete else 1
 
 
