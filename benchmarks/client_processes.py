@@ -57,7 +57,7 @@ def main() -> int:
                 out.mkdir()
                 rows[n].append(one(server, tokenizer, n, args, out))
                 print(f"round {r + 1}, {n} process(es): {rows[n][-1]['tok_s']:.0f} tok/s", file=sys.stderr)
-    print(f"| client processes | parsed tok/s, median (min-max) | client CPU per process (cores) | mock CPU (cores) |")
+    print("| client processes | parsed tok/s, median (min-max) | client CPU per process (cores) | mock CPU (cores) |")
     print("|---|---|---|---|")
     for n, rs in rows.items():
         tps = [x["tok_s"] for x in rs]

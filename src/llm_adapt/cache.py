@@ -18,6 +18,31 @@ def digest(parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+_HASHES = "file-hashes.json"
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """The content hash of every file of a model directory (weights, config, tokenizer, template)."""
+    memo_path = adapt_home() / "cache" / _HASHES
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        memo = {}
+    parts, changed = [], False
+    for path in sorted(p for p in Path(model_dir).rglob("*") if p.is_file() and not p.name.startswith(".")):
+        st = path.stat()
+        stamp = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+        if stamp not in memo:
+            with open(path, "rb") as handle:
+                memo[stamp] = hashlib.file_digest(handle, "sha256").hexdigest()
+            changed = True
+        parts.append([str(path.relative_to(model_dir)), memo[stamp]])
+    if changed:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(memo_path, memo)
+    return digest(parts)
+
+
 def _path(kind: str, key: str) -> Path:
     return adapt_home() / "cache" / kind / f"{key}.json"
 
@@ -33,6 +58,10 @@ def write_json(kind: str, key: str, data: Any) -> None:
     """Atomically: a reader sees the old entry or the new one."""
     path = _path(kind, key)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, data)
+
+
+def _write_atomic(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:

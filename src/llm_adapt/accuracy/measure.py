@@ -287,11 +287,11 @@ def _only(floor: MeasuredFloor, mask: list[bool], spread_out: bool = False) -> M
 
 def floor_key(gold: Gold, spec: RunnerSpec, opts: CompareOptions) -> str | None:
     """Everything a floor's numbers depend on beyond its gold; None when the gold has no key."""
-    from llm_adapt.accuracy import store
+    from llm_adapt import cache
 
     if not gold.key or spec.model_path is not None:
         return None
-    return store.digest({"gold": gold.key, "runner": [spec.device, spec.dtype, spec.quant, spec.kernel, spec.emulated],
+    return cache.digest({"gold": gold.key, "runner": [spec.device, spec.dtype, spec.quant, spec.kernel, spec.emulated],
                          "tie_margin": opts.tie_margin, "top_k": opts.top_k, "local_factor": opts.local_factor,
                          "prompts": [p.prompt.id for p in gold.prompts]})
 

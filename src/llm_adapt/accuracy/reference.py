@@ -169,9 +169,10 @@ def _measure_gold(source, tokenizer, prompts, inputs, corpus, opts, progress, la
 def gold_key(source, opts: CompareOptions, prompts: list[Prompt], inputs: list[list[int]],
              corpus: list[list[int]], streaming: bool) -> str:
     """Everything the gold's numbers depend on."""
+    from llm_adapt import cache
     from llm_adapt.accuracy import store
 
-    return store.digest({"model": store.model_fingerprint(source.path), "reference": opts.reference.label,
+    return cache.digest({"model": cache.model_fingerprint(source.path), "reference": opts.reference.label,
                          "streaming": streaming, "max_new_tokens": opts.max_new_tokens,
                          "prompts": [[p.id, p.category, ids] for p, ids in zip(prompts, inputs)],
                          "corpus": corpus, "versions": store.versions()})

@@ -11,7 +11,6 @@ beyond `LLM_ADAPT_CACHE_GIB` (default 20).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,13 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.cache import digest
 
 CACHE_FORMAT = 1
 CACHE_ENV = "LLM_ADAPT_CACHE"  # "off": measure afresh, write nothing
 SIZE_ENV = "LLM_ADAPT_CACHE_GIB"
 DEFAULT_CAP_GIB = 20.0
-_HASHES = "file-hashes.json"
 
 
 def enabled() -> bool:
@@ -49,27 +46,6 @@ def versions() -> dict[str, str]:
 
     return {"llm_adapt": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
             "format": str(CACHE_FORMAT)}
-
-
-def model_fingerprint(model_dir: Path) -> str:
-    """The content hash of every file of a model directory (weights, config, tokenizer, template)."""
-    memo_path = cache_root() / _HASHES
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, json.JSONDecodeError):
-        memo = {}
-    parts, changed = [], False
-    for path in sorted(p for p in Path(model_dir).rglob("*") if p.is_file() and not p.name.startswith(".")):
-        st = path.stat()
-        stamp = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
-        if stamp not in memo:
-            with open(path, "rb") as handle:
-                memo[stamp] = hashlib.file_digest(handle, "sha256").hexdigest()
-            changed = True
-        parts.append([str(path.relative_to(model_dir)), memo[stamp]])
-    if changed:
-        _write_json_atomic(memo_path, memo)
-    return digest(parts)
 
 
 # The last measurement of each kind in this process, kept in memory: a run's later stages reuse it
@@ -162,10 +138,3 @@ def evict(cap: int, root: Path | None = None) -> list[str]:
 def reuse_note(meta: dict[str, Any]) -> str:
     return (f"reused from llm-adapt's measurement cache (measured {meta.get('measured_at')} by llm-adapt "
             f"{meta.get('versions', {}).get('llm_adapt')}, same model content, prompts, settings and versions)")
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from pathlib import Path
 from dataclasses import dataclass
 
 from llm_adapt.engines.endpoint import Endpoint
@@ -56,15 +57,30 @@ def _api_key(key: str | None):
                 os.environ["OPENAI_API_KEY"] = old
 
 
+def gold_response_cache(model_path: str) -> str | None:
+    """lm-eval's own response cache (a sqlite file per model content) for the in-process gold: its
+    answers to the same requests are computed once across calls. None with LLM_ADAPT_CACHE=off."""
+    from llm_adapt.accuracy import store
+    from llm_adapt.cache import digest, model_fingerprint
+
+    if not store.enabled():
+        return None
+    root = store.cache_root() / "lm-eval"
+    root.mkdir(parents=True, exist_ok=True)
+    return str(root / f"gold-fp32-{model_fingerprint(Path(model_path))}-{digest(store.versions())}")
+
+
 def evaluate(backend: tuple[str, dict], tasks: list[str], tm, generative: bool, s: Settings,
-             api_key: str | None = None) -> dict:
-    """One lm-eval run; returns its results dict (with samples)."""
+             api_key: str | None = None, response_cache: str | None = None) -> dict:
+    """One lm-eval run; returns its results dict (with samples). `response_cache`: lm-eval's sqlite
+    cache of the model's answers (the gold side only: a server's answers are what is measured)."""
     from lm_eval import simple_evaluate
 
     kind, args = backend
     batch = args.pop("batch_size", 1)
     with _api_key(api_key):
         return simple_evaluate(model=kind, model_args=args, tasks=tasks, task_manager=tm, limit=s.limit,
+                               use_cache=response_cache,
                                num_fewshot=s.num_fewshot, log_samples=True, batch_size=batch,
                                apply_chat_template=generative, fewshot_as_multiturn=generative,
                                random_seed=s.seed, numpy_random_seed=s.seed, torch_random_seed=s.seed,

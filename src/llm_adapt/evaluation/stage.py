@@ -18,6 +18,7 @@ from llm_adapt.evaluation.harness import (
     aggregates,
     evaluate,
     gold_backend,
+    gold_response_cache,
     per_item,
     served_backend,
 )
@@ -93,7 +94,8 @@ def _both_sides(source, endpoint, model_name, names, tm, generative, settings, s
     if key not in cache:
         say(f"{group} tasks: gold in process (fp32) ...")
         t0 = time.perf_counter()
-        cache[key] = evaluate(gold_backend(str(source.path), settings), names, tm, generative, settings)
+        cache[key] = evaluate(gold_backend(str(source.path), settings), names, tm, generative, settings,
+                              response_cache=gold_response_cache(str(source.path)))
         seconds[f"gold_{group}"] = round(time.perf_counter() - t0, 1)
     gold = cache[key]
     return served, gold
