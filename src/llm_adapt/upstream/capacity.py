@@ -1,0 +1,41 @@
+"""The skill's capacity baseline: 128k context at 16 concurrent sequences on one machine, judged from
+the plan's KV arithmetic (its pool of cache blocks, as vLLM will log it). Pure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+BASELINE_LEN = 131072  # "max-model-len=128k"
+BASELINE_SEQS = 16  # "max-num-seqs=16"
+SOURCE = ("vLLM-Ascend model-adapter skill, workflow-checklist.md §11: baseline (single machine) "
+          "max-model-len=128k + max-num-seqs=16, or the explicit reason it is not feasible")
+
+
+def blocks_for(tokens: int, block: int) -> int:
+    return math.ceil(tokens / block)
+
+
+def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
+                      length: int = BASELINE_LEN, seqs: int = BASELINE_SEQS) -> dict[str, Any]:
+    """Whether `seqs` sequences of `length` tokens fit the planned KV pool at once, with the numbers,
+    the reasons when not, and the largest pairs that do fit (longest length at `seqs` sequences;
+    most sequences at `length`). vLLM holds one block back (the null block)."""
+    block = int(plan["block_size"])
+    usable = max(int(plan["kv_cache_blocks"]) - 1, 0)
+    need = blocks_for(length, block) * seqs
+    reasons = []
+    if max_position_embeddings is not None and max_position_embeddings < length:
+        reasons.append(f"the model's max_position_embeddings is {max_position_embeddings:,}, under {length:,}")
+    if need > usable:
+        reasons.append(f"{seqs} x {length:,} tokens need {need:,} KV blocks of {block} ({need * block:,} tokens, "
+                       f"{need * block * plan['kv_bytes_per_token'] / 2**30:.1f} GiB); the planned pool holds "
+                       f"{usable:,} ({usable * block:,} tokens, {plan['kv_pool_bytes'] / 2**30:.1f} GiB)")
+    longest = (usable // seqs) * block
+    if max_position_embeddings is not None:
+        longest = min(longest, max_position_embeddings)
+    model_reaches = max_position_embeddings is None or max_position_embeddings >= length
+    at_length = usable // blocks_for(length, block) if model_reaches else 0
+    return {"length": length, "seqs": seqs, "feasible": not reasons, "reasons": reasons,
+            "needed_blocks": need, "pool_blocks": usable, "block_size": block, "pool_tokens": usable * block,
+            "longest_at_seqs": longest, "seqs_at_length": at_length, "source": SOURCE}

@@ -1,0 +1,116 @@
+"""The skill's feature rows (ACLGraph, EP, flashcomm1, MTP, multimodal), each with its status, the
+evidence behind it and the vLLM-Ascend flag that turns it on. Not-applicable only with evidence: from
+the config keys and the checkpoint's tensor names, never assumed. Pure given those inputs.
+
+Statuses follow the skill's legend (multimodal-ep-aclgraph-lessons.md §6): supported (verified),
+unsupported (framework-level), checkpoint-missing (the weights or config do not provide it),
+not-applicable (e.g. EP on a dense model), and "not verified" where this run did not try it (with the
+reason and the command that would).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE, NOT_VERIFIED = (
+    "supported", "unsupported", "checkpoint-missing", "not-applicable", "not verified")
+
+# vLLM-Ascend v0.23.0 documentation pages the flags come from
+DOCS = {
+    "graph": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/graph_mode (ACLGraph is on unless --enforce-eager)",
+    "ep": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/large_scale_ep (--enable-expert-parallel)",
+    "flashcomm1": "vLLM-Ascend v0.23.0 docs: user_guide/configuration/additional_config (enable_flashcomm1)",
+    "mtp": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/speculative_decoding (Speculating using MTP)",
+    "multimodal": "vLLM-Ascend v0.23.0 docs: tutorials of the VL models (--limit-mm-per-prompt)",
+}
+FLAGS = {
+    "ep": "--enable-expert-parallel",
+    "flashcomm1": "--additional-config '{\"enable_flashcomm1\": true}'",
+    "mtp": "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
+    "multimodal": "--limit-mm-per-prompt '{\"image\": 1}'",
+}
+GRAPH_NAMES = {"npu": "ACLGraph", "cuda": "CUDA graphs", "cpu": "torch.compile"}
+EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")
+VISION_KEYS = ("vision_config", "audio_config", "visual", "vision_tower", "image_token_id", "image_token_index")
+EXPERT_TENSOR = re.compile(r"\.(experts|block_sparse_moe)\.")
+MTP_TENSOR = re.compile(r"(^|\.)(mtp|nextn|eh_proj|enorm|hnorm)(\.|_|$)")
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    return config.get("text_config") or config
+
+
+def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool, str]:
+    text = _text_config(config)
+    keys = {k: text[k] for k in EXPERT_KEYS if isinstance(text.get(k), int) and text[k] > 0}
+    experts = [n for n in tensor_names if EXPERT_TENSOR.search(n)]
+    if keys or experts:
+        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or "no expert count in the config"
+        return True, f"MoE: {found}; {len(experts)} expert tensors in the checkpoint"
+    return False, (f"dense: the config has none of {', '.join(EXPERT_KEYS)} and the checkpoint has no expert "
+                   f"tensors ({len(tensor_names)} tensors read)" if tensor_names else
+                   f"dense: the config has none of {', '.join(EXPERT_KEYS)} (no weights to read)")
+
+
+def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool, str]:
+    text = _text_config(config)
+    keys = {k: text[k] for k in MTP_KEYS if isinstance(text.get(k), int) and text[k] > 0}
+    layers = text.get("num_hidden_layers")
+    beyond = [n for n in tensor_names if isinstance(layers, int) and _layer_index(n) is not None
+              and _layer_index(n) >= layers]
+    named = [n for n in tensor_names if MTP_TENSOR.search(n)]
+    if keys or named or beyond:
+        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or "no MTP key in the config"
+        return True, f"{found}; {len(named) + len(beyond)} MTP tensors in the checkpoint"
+    return False, (f"the config has none of {', '.join(MTP_KEYS)} and no tensor is an MTP layer (no mtp/nextn "
+                   "names, no layer index past num_hidden_layers)")
+
+
+def _layer_index(name: str) -> int | None:
+    found = re.search(r"\.layers\.(\d+)\.", name)
+    return int(found.group(1)) if found else None
+
+
+def multimodal_evidence(config: dict[str, Any]) -> tuple[bool, str]:
+    keys = [k for k in VISION_KEYS if config.get(k) is not None]
+    if keys:
+        return True, f"the config has {', '.join(keys)}"
+    return False, f"text-only: the config has none of {', '.join(VISION_KEYS)}"
+
+
+def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None) -> dict[str, Any]:
+    """Graph mode (ACLGraph on NPU, CUDA graphs on CUDA, torch.compile on CPU): supported when this run
+    served in graph mode and answered; not verified when it served eager (the command that would)."""
+    name = GRAPH_NAMES.get(platform, "graph mode")
+    row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command}
+    if served_mode == "graph":
+        return row | {"status": SUPPORTED if served_ok else UNSUPPORTED,
+                      "evidence": f"this run served in graph mode ({name}) and it "
+                                  + ("answered the probes" if served_ok else "did not answer")}
+    why = "this run served eager (--enforce-eager)" if served_mode == "eager" else "this run started no engine"
+    return row | {"status": NOT_VERIFIED, "evidence": f"{why}; `run --graph` serves {name} and checks it"}
+
+
+def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
+                 served_ok: bool | None, graph_command: str | None) -> list[dict[str, Any]]:
+    """The five rows. EP and flashcomm1 apply to MoE models only; MTP only where the checkpoint has it;
+    multimodal only with a vision or audio part. A row that applies but needs an Ascend device this
+    run did not have reads "not verified", with its flag."""
+    moe, moe_ev = moe_evidence(config, tensor_names)
+    mtp, mtp_ev = mtp_evidence(config, tensor_names)
+    mm, mm_ev = multimodal_evidence(config)
+    device = "needs an Ascend NPU and vLLM-Ascend" if platform != "npu" else "not exercised by this run"
+
+    def row(feature: str, applies: bool, evidence: str, absent_status: str) -> dict[str, Any]:
+        status = NOT_VERIFIED if applies else absent_status
+        text = f"{evidence}; {device} to verify" if applies else evidence
+        return {"feature": feature, "status": status, "evidence": text, "flag": FLAGS[feature.lower()]
+                if feature.lower() in FLAGS else None, "source": DOCS[feature.lower()]}
+
+    return [graph_row(platform, served_mode, served_ok, graph_command),
+            row("EP", moe, moe_ev, NOT_APPLICABLE),
+            row("flashcomm1", moe, moe_ev, NOT_APPLICABLE),
+            row("MTP", mtp, mtp_ev, MISSING),
+            row("multimodal", mm, mm_ev, NOT_APPLICABLE)]

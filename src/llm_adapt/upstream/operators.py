@@ -1,0 +1,116 @@
+"""The skill's operator gate for models that ship their own code (`--trust-remote-code`): what kind of
+custom operator each of the model's Python files uses, and what that means on Ascend.
+
+Read from the files' syntax (ast), never by running them: plain torch works; a Triton kernel needs
+verification on the device; a CUDA extension (torch.utils.cpp_extension, load_inline, .cu sources,
+CUDA-only packages such as flash_attn) blocks unless the code falls back when it is missing (the
+import sits in a try/except ImportError, or behind an availability check). Pure on the texts.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+TORCH, TRITON, CUDA_FALLBACK, CUDA = "torch", "triton", "cuda-with-fallback", "cuda"
+CUDA_PACKAGES = frozenset({"flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
+                           "deep_gemm", "flashinfer", "fused_dense_lib", "rotary_emb", "dropout_layer_norm",
+                           "selective_scan_cuda", "bitsandbytes"})
+EXTENSION_CALLS = frozenset({"load_inline", "load", "CUDAExtension", "CppExtension"})
+CONCLUSION = {
+    TORCH: "works: plain torch operators run on Ascend through torch_npu (performance not promised)",
+    TRITON: "verify on the device: a Triton kernel may or may not compile and match on Ascend",
+    CUDA_FALLBACK: "use the fallback: the CUDA path is skipped where its package is missing, as on Ascend",
+    CUDA: "blocks: a CUDA kernel with no fallback stops the adaptation (file an issue: which operator, why no "
+          "fallback, and the path forward, e.g. a custom Ascend op)",
+}
+ORDER = (TORCH, TRITON, CUDA_FALLBACK, CUDA)  # worst last
+SOURCE = ("vLLM-Ascend model-adapter skill, SKILL.md 'Operator gate' and workflow-checklist.md §5 "
+          "(Torch / Triton / CUDA with fallback / CUDA without fallback)")
+
+
+@dataclass
+class FileFinding:
+    file: str
+    kind: str  # torch | triton | cuda-with-fallback | cuda
+    evidence: list[str] = field(default_factory=list)
+
+
+def classify_source(name: str, text: str) -> FileFinding:
+    """One Python file's operator kind, with the lines that show it."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return FileFinding(name, TORCH, [f"not parsed ({exc.msg}, line {exc.lineno})"])
+    guarded = _guarded_import_lines(tree)
+    cuda, fallback, triton = [], [], []
+    for node in ast.walk(tree):
+        for module in _imported(node):
+            top = module.split(".")[0]
+            where = f"{name}:{node.lineno}: import {module}"
+            if top == "triton":
+                triton.append(where)
+            elif top in CUDA_PACKAGES or module.startswith("torch.utils.cpp_extension"):
+                (fallback if node.lineno in guarded else cuda).append(where)
+        if isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            owner = ast.unparse(node.func.value) if isinstance(node.func, ast.Attribute) else ""
+            if func in EXTENSION_CALLS and ("cpp_extension" in owner or func in ("load_inline", "CUDAExtension")):
+                cuda.append(f"{name}:{node.lineno}: {ast.unparse(node.func)}(...) builds a C++/CUDA extension")
+            if "triton" in owner and func == "jit":
+                triton.append(f"{name}:{node.lineno}: triton.jit")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if "triton" in ast.unparse(dec):
+                    triton.append(f"{name}:{dec.lineno}: @{ast.unparse(dec)}")
+    kind = CUDA if cuda else CUDA_FALLBACK if fallback else TRITON if triton else TORCH
+    return FileFinding(name, kind, cuda or fallback or sorted(set(triton)) or ["torch operators only"])
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return [node.module]
+    return []
+
+
+def _guarded_import_lines(tree: ast.AST) -> set[int]:
+    """Lines of imports inside `try:` blocks that catch a missing package, or under an `if` that asks
+    whether it is available: the code has a way on without it."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_missing(h) for h in node.handlers):
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if _imported(n)}
+        if isinstance(node, ast.If) and "available" in ast.unparse(node.test).lower():
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if _imported(n)}
+    return lines
+
+
+def _catches_missing(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = {ast.unparse(t) for t in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type])}
+    return bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "OSError"})
+
+
+def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> dict[str, Any]:
+    """The gate over a model's own code: per file, the worst kind and the skill's conclusion."""
+    findings = [classify_source(name, text) for name, text in sorted(files.items())]
+    findings += [FileFinding(name, CUDA, [f"{name}: CUDA source shipped with the model"]) for name in cu_sources]
+    if not findings:
+        return {"applies": False, "reason": "the model ships no code of its own: vLLM's and transformers' operators "
+                                            "are judged by the feature matrix and the accuracy stages", "source": SOURCE}
+    worst = max((f.kind for f in findings), key=ORDER.index)
+    return {"applies": True, "kind": worst, "conclusion": CONCLUSION[worst], "blocking": worst == CUDA,
+            "files": [asdict(f) | {"conclusion": CONCLUSION[f.kind]} for f in findings], "source": SOURCE}
+
+
+def gate_of_model(model_dir: Path) -> dict[str, Any]:
+    """operator_gate on the Python and .cu files of a model directory (I/O at the edge)."""
+    directory = Path(model_dir)
+    files = {p.name: p.read_text(errors="replace") for p in sorted(directory.glob("*.py"))}
+    cu = [p.name for p in sorted(directory.glob("*.cu")) + sorted(directory.glob("*.cuh"))]
+    return operator_gate(files, cu)

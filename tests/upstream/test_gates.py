@@ -1,0 +1,96 @@
+"""The skill's gates on plain data: the capacity baseline, the feature rows' applicability, the operator gate."""
+
+from llm_adapt.upstream.capacity import capacity_baseline
+from llm_adapt.upstream.features import (MISSING, NOT_APPLICABLE, NOT_VERIFIED, SUPPORTED, UNSUPPORTED, feature_rows,
+                                         moe_evidence, mtp_evidence)
+from llm_adapt.upstream.operators import CUDA, CUDA_FALLBACK, TORCH, TRITON, classify_source, operator_gate
+
+
+def plan(blocks, block=128, per_token=23040):
+    return {"block_size": block, "kv_cache_blocks": blocks, "kv_bytes_per_token": per_token,
+            "kv_pool_bytes": blocks * block * per_token}
+
+
+def test_128k_at_16_fits_a_pool_of_enough_blocks():
+    ok = capacity_baseline(plan(16 * 1024 + 1), 131072)  # 1,024 blocks of 128 per sequence, plus the null block
+    assert ok["feasible"] and ok["reasons"] == [] and ok["longest_at_seqs"] == 131072 and ok["seqs_at_length"] == 16
+
+
+def test_the_default_model_on_a_small_cpu_pool_is_not_feasible_with_both_reasons():
+    small = capacity_baseline(plan(1456), 8192)  # SmolLM2: 4 GiB of KV, 8,192 positions
+    assert not small["feasible"] and len(small["reasons"]) == 2
+    assert "max_position_embeddings is 8,192" in small["reasons"][0] and "16,384 KV blocks" in small["reasons"][1]
+    assert small["longest_at_seqs"] == 8192  # the pool would allow 11,520 per sequence; the model stops at 8,192
+    assert small["seqs_at_length"] == 0  # the model cannot reach 128k at all
+    one_short = capacity_baseline(plan(16 * 1024), None)  # exactly the need: the null block is missing
+    assert not one_short["feasible"] and one_short["seqs_at_length"] == 15
+
+
+def test_ep_and_flashcomm1_apply_to_moe_only_with_evidence():
+    dense, why = moe_evidence({"num_hidden_layers": 2}, ["model.layers.0.mlp.up_proj.weight"])
+    assert not dense and "dense" in why and "1 tensors read" in why
+    moe, why = moe_evidence({"num_local_experts": 8}, ["model.layers.0.block_sparse_moe.experts.0.w1.weight"])
+    assert moe and "num_local_experts=8" in why and "1 expert tensors" in why
+    assert moe_evidence({}, ["model.layers.0.mlp.experts.3.down_proj.weight"])[0]  # tensors alone suffice
+    rows = {r["feature"]: r for r in feature_rows({"num_hidden_layers": 2}, ["a.weight"], "cpu", "eager", True, "x")}
+    assert rows["EP"]["status"] == rows["flashcomm1"]["status"] == NOT_APPLICABLE
+    assert rows["multimodal"]["status"] == NOT_APPLICABLE and "text-only" in rows["multimodal"]["evidence"]
+    moe_rows = {r["feature"]: r for r in feature_rows({"n_routed_experts": 64}, [], "cpu", "eager", True, "x")}
+    assert moe_rows["EP"]["status"] == NOT_VERIFIED and moe_rows["EP"]["flag"] == "--enable-expert-parallel"
+
+
+def test_mtp_only_where_the_checkpoint_has_it():
+    assert mtp_evidence({"num_nextn_predict_layers": 1, "num_hidden_layers": 61}, [])[0]
+    assert mtp_evidence({"num_hidden_layers": 2}, ["model.layers.2.eh_proj.weight"])[0]  # a layer past the stack
+    missing, why = mtp_evidence({"num_hidden_layers": 2}, ["model.layers.1.mlp.up_proj.weight"])
+    assert not missing and "num_nextn_predict_layers" in why
+    rows = {r["feature"]: r for r in feature_rows({"num_hidden_layers": 2}, [], "npu", "eager", True, "x")}
+    assert rows["MTP"]["status"] == MISSING
+
+
+def test_graph_row_is_measured_only_when_graph_mode_served():
+    graph = {r["feature"]: r for r in feature_rows({}, [], "cpu", "graph", True, "vllm serve ...")}["ACLGraph"]
+    assert graph["status"] == SUPPORTED and "torch.compile" in graph["evidence"]
+    failed = feature_rows({}, [], "npu", "graph", False, None)[0]
+    assert failed["status"] == UNSUPPORTED and failed["platform_name"] == "ACLGraph"
+    eager = feature_rows({}, [], "cuda", "eager", True, "vllm serve m")[0]
+    assert eager["status"] == NOT_VERIFIED and "--graph" in eager["evidence"] and eager["command"] == "vllm serve m"
+
+
+CUDA_EXT = """
+import torch
+from torch.utils.cpp_extension import load_inline
+kernel = load_inline(name="k", cpp_sources="", cuda_sources="__global__ void f() {}")
+"""
+GUARDED = """
+try:
+    from flash_attn import flash_attn_func
+except ImportError:
+    flash_attn_func = None
+"""
+TRITON_CODE = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def add(x, y):
+    pass
+"""
+
+
+def test_each_kind_of_custom_operator_is_named_with_its_line():
+    assert classify_source("m.py", "import torch\nx = torch.ones(2)\n").kind == TORCH
+    ext = classify_source("m.py", CUDA_EXT)
+    assert ext.kind == CUDA and any("load_inline" in e for e in ext.evidence)
+    assert classify_source("m.py", "import flash_attn\n").kind == CUDA
+    assert classify_source("m.py", GUARDED).kind == CUDA_FALLBACK
+    tri = classify_source("m.py", TRITON_CODE)
+    assert tri.kind == TRITON and any("triton.jit" in e for e in tri.evidence)
+
+
+def test_the_gate_blocks_on_the_worst_file_and_does_not_apply_without_code():
+    gate = operator_gate({"modeling_x.py": TRITON_CODE, "ops.py": CUDA_EXT})
+    assert gate["blocking"] and gate["kind"] == CUDA and "blocks" in gate["conclusion"]
+    assert operator_gate({"modeling_x.py": GUARDED})["blocking"] is False
+    assert operator_gate({}, ["kernel.cu"])["kind"] == CUDA
+    assert operator_gate({})["applies"] is False
