@@ -133,3 +133,21 @@ def test_metrics_that_were_not_measured_do_not_break_the_report():
     labels = [c["label"] for c in key_figures(run)]
     assert labels == ["Output throughput"]
     assert not any("TTFT" in f for f in findings(run))
+
+
+def test_a_server_that_answers_wrongly_is_false_ready():
+    from llm_adapt.report.findings import false_ready, overall_verdict
+
+    probes = {"rows": [{"name": "chat completion", "status": "supported", "evidence": "answer: 'gibberish'"},
+                       {"name": "streaming", "status": "supported", "evidence": ""}]}
+    wrong = {"verdict": {"status": "FAIL", "reasons": ["top-k KL / noise floor: 31.2"]}}
+    right = {"verdict": {"status": "PASS", "reasons": []}}
+    assert false_ready(probes, wrong)["false_ready"] is True
+    assert false_ready(probes, right)["false_ready"] is False
+    silent = {"rows": [{"name": "chat completion", "status": "error", "evidence": "500"}]}
+    assert false_ready(silent, wrong)["false_ready"] is False  # it does not answer: a plain failure, not false-ready
+    assert false_ready(probes, wrong, dummy=True) is None and false_ready(None, wrong) is None
+    verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=wrong))
+    assert verdict["status"] == "FAIL" and verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
+    clean = overall_verdict(run_with(probes=probes, endpoint_accuracy=right))
+    assert not clean["false_ready"] and not any("false-ready" in r for r in clean["reasons"])

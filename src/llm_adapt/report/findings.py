@@ -21,8 +21,27 @@ def quant_targets(acc: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [t for t in (acc or {}).get("targets", []) if t.get("quant")]
 
 
+def false_ready(probes: dict[str, Any] | None, endpoint_accuracy: dict[str, Any] | None,
+                dummy: bool = False) -> dict[str, Any] | None:
+    """vLLM-Ascend's "false-ready": the server starts and answers (its chat completion returns 200 with
+    text), but what it answers is wrong (served accuracy against the gold is FAIL). A failure, never a
+    pass. None when it does not apply (dummy weights, no probes or no endpoint verdict). Pure."""
+    verdict = (endpoint_accuracy or {}).get("verdict") or {}
+    rows = {r["name"]: r for r in (probes or {}).get("rows", [])}
+    if dummy or not rows or not verdict:
+        return None
+    answered = rows.get("chat completion", {}).get("status") == "supported"
+    wrong = verdict.get("status") == "FAIL"
+    return {"false_ready": answered and wrong, "answered": answered, "accuracy": verdict.get("status"),
+            "evidence": (rows.get("chat completion", {}).get("evidence") or "")[:200],
+            "reasons": list(verdict.get("reasons", []))[:3],
+            "source": "vLLM-Ascend model-adapter skill, troubleshooting.md 'False-ready'; the Gemma4-E4B-it "
+                      "adaptation report widens it to answers with HTTP 200 and wrong output"}
+
+
 def overall_verdict(run: RunData) -> dict[str, Any]:
-    """Worst of: the engine started, core features work, the main in-process target, the endpoint."""
+    """Worst of: the engine started, core features work, the main in-process target, the endpoint;
+    a server that answers wrongly is named false-ready."""
     parts: list[tuple[str, str]] = []
     stages = (run.get("status") or {}).get("stages", {})
     if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
@@ -43,6 +62,10 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     ep = run.get("endpoint_accuracy")
     if ep and ep.get("verdict"):
         parts.append((ep["verdict"]["status"], f"served model vs gold: {ep['verdict']['status']}"))
+    fr = false_ready(probes, ep, bool((run.get("status") or {}).get("dummy")))
+    if fr and fr["false_ready"]:
+        parts.insert(0, ("FAIL", "false-ready: the server starts and answers 200, but its output is wrong "
+                                 "(served model vs gold: FAIL)"))
     ev = (run.get("eval") or {}).get("verdict") or {}
     if ev.get("status") in ORDER:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], f"task accuracy vs gold: {ev['status']}" +
@@ -55,7 +78,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     status = max((p[0] for p in parts), key=ORDER.get, default="PASS")
     if (incomplete or not judged) and status == "PASS":
         status = "WARN"
-    return {"status": status, "reasons": reasons}
+    return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"])}
 
 
 TEXT = {
