@@ -10,7 +10,7 @@ from typing import Any
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
-# The report's sections in order (templates/sections/NN_<name>.md.j2); a section's number is its place here.
+# The report's sections in order (templates/sections/<name>.md.j2); a section's number is its place here.
 SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functional", "features", "accuracy",
             "performance", "resources", "notes", "conclusion")
 SECTION = {name: i + 1 for i, name in enumerate(SECTIONS)}
