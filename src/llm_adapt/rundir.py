@@ -21,6 +21,7 @@ TUNE = "tune.json"
 HARDWARE = "hardware.json"
 EVAL = "eval.json"
 DIFF = "diff.json"
+ADAPTATION = "adaptation.json"  # the run against vLLM-Ascend's adapter workflow: gates, feature rows, dummy vs real
 LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
 CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
 ENGINE_LOG = "engine.log"
@@ -29,7 +30,7 @@ PLOTS = "plots"
 # result name -> file, for every stage the report reads
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
            "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
-           "layers": LAYERS}
+           "layers": LAYERS, "adaptation": ADAPTATION}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve")
 
 

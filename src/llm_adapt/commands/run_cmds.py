@@ -51,7 +51,19 @@ def add_run_parser(sub) -> None:
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
     p.add_argument("--layers", action="store_true",
                    help="opt-in: capture every layer inside the started vLLM engine (eager) and compare with the gold")
+    p.add_argument("--stages", type=stage_list, default=("real",), metavar="LIST",
+                   help="weight stages in order: real (default), dummy, or dummy,real: vLLM-Ascend's two-stage gate, a "
+                        "dummy-weight smoke (start, first request, content-free probes) into OUT/dummy, then the real run")
     p.set_defaults(handler=cmd_run)
+
+
+def stage_list(text: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names or any(n not in ("dummy", "real") for n in names) or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError("expected dummy, real or dummy,real")
+    if names == ("real", "dummy"):
+        raise argparse.ArgumentTypeError("the dummy stage comes first: dummy,real")
+    return names
 
 
 def task_list(text: str) -> tuple[str, ...]:
@@ -96,18 +108,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         from llm_adapt.engines.preflight import resolve_model_name
 
         resolve_model_name(endpoint)  # an unreachable endpoint fails before any work
-    source = resolve_model(args.model, weights=not args.dummy, offline=args.offline)  # fail before making a run dir
-    if not args.dummy:
+    dummy = args.dummy or args.stages == ("dummy",)
+    source = resolve_model(args.model, weights=not dummy, offline=args.offline)  # fail before making a run dir
+    if not dummy:
         source.require_weights("run (use --dummy for a dummy-weight check)")
+    two_stage = args.stages == ("dummy", "real")
+    if two_stage and endpoint is not None:
+        raise UsageError("--stages dummy,real starts its own engines (dummy weights, then the checkpoint's); drop --endpoint")
     out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
         cfg = RunConfig(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                         graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
-                        skip=frozenset(args.skip), resume=args.resume, dummy=args.dummy, offline=args.offline,
+                        skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
                         tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=args.layers,
                         progress=report, log=lambda m: print(m, file=sys.stderr))
+        if two_stage:  # Stage A: the engine, the first request and the API on random weights; bench is not its job
+            from llm_adapt.upstream.adaptation import DUMMY_DIR
+
+            smoke = replace(cfg, out=open_run_dir(out / DUMMY_DIR, source.name, "dummy"), dummy=True,
+                            skip=cfg.skip | {"bench"})
+            print(f"dummy-weight stage: {smoke.out}", file=sys.stderr)
+            run_pipeline(smoke, RunState(status=new_status(smoke), source=source))
+            print("real-weight stage (mandatory):", file=sys.stderr)
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / rundir.report(args.lang, 'md')}")
     failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]

@@ -11,8 +11,8 @@ from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
 # The report's sections in order (templates/sections/<name>.md.j2); a section's number is its place here.
-SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functional", "features", "accuracy",
-            "performance", "resources", "notes", "conclusion")
+SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functional", "features", "adaptation",
+            "accuracy", "performance", "resources", "notes", "conclusion")
 SECTION = {name: i + 1 for i, name in enumerate(SECTIONS)}
 
 LABELS = {

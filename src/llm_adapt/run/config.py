@@ -11,7 +11,8 @@ if TYPE_CHECKING:
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.models.source import ModelSource
 
-STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "report")
+STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "adaptation",
+          "report")
 SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench")
 
 

@@ -192,6 +192,13 @@ def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:
             {"tflops": published["tflops"], "source": published["source"], "device": published["device"]})
 
 
+def adaptation(cfg: RunConfig, state: RunState) -> None:
+    """The run against vLLM-Ascend's adapter workflow, from the results on disk (upstream/adaptation.py)."""
+    from llm_adapt.upstream.adaptation import build
+
+    build(cfg.out, state.source.path if state.source else None).save(cfg.out / rundir.ADAPTATION)
+
+
 def report(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.report.render import render_report
 
@@ -200,4 +207,4 @@ def report(cfg: RunConfig, state: RunState) -> None:
 
 
 MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
-             "layers": layers, "eval": task_accuracy, "bench": bench}
+             "layers": layers, "eval": task_accuracy, "bench": bench, "adaptation": adaptation}
