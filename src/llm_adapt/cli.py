@@ -13,6 +13,7 @@ from llm_adapt.cli_args import OneLineParser
 from llm_adapt.commands.accuracy_cmds import add_compare_parser
 from llm_adapt.commands.bench_cmds import add_bench_parser, add_tune_parser
 from llm_adapt.commands.eval_cmds import add_eval_parser
+from llm_adapt.commands.export_cmds import add_export_parser
 from llm_adapt.commands.layers_cmds import add_layers_parser
 from llm_adapt.commands.model_cmds import add_inspect_parser, add_models_parser
 from llm_adapt.commands.run_cmds import add_diff_parser, add_report_parser, add_run_parser
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     add_report_parser(sub)
     add_diff_parser(sub)
+    add_export_parser(sub)
     add_tune_parser(sub)
     return parser
 

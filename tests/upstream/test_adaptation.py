@@ -6,6 +6,7 @@ from dataclasses import asdict
 import pytest
 
 from llm_adapt import rundir
+from llm_adapt.environment import collect
 from llm_adapt.inspect.plan import PlanOptions
 from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
@@ -27,6 +28,7 @@ def write_run(out, model, *, dummy=False, served=True, verdict="PASS"):
     inspected = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="m",
                                                 kv_cache_space_gib=1, max_model_len=512), "cpu")
     inspected.save(out / rundir.INSPECT)
+    collect([]).save(out / rundir.ENVIRONMENT)
     stages = {"inspect": {"status": "done"}, "serve": {"status": "done" if served else "failed"},
               "probes": {"status": "done"}, "endpoint_accuracy": {"status": "not applicable" if dummy else "done"}}
     RunStatus(model=str(model), platform="cpu", stages=stages, workload=asdict(QUICK), dummy=dummy).save(out / rundir.STATUS)
