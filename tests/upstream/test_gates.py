@@ -3,7 +3,7 @@
 from llm_adapt.upstream.capacity import capacity_baseline
 from llm_adapt.upstream.features import (MISSING, NOT_APPLICABLE, NOT_VERIFIED, SUPPORTED, UNSUPPORTED, feature_rows,
                                          moe_evidence, mtp_evidence)
-from llm_adapt.upstream.operators import CUDA, CUDA_FALLBACK, TORCH, TRITON, classify_source, operator_gate
+from llm_adapt.inspect.operator_gate import CUDA, CUDA_FALLBACK, TORCH, TRITON, classify_source, operator_gate
 
 
 def plan(blocks, block=128, per_token=23040):
@@ -94,3 +94,29 @@ def test_the_gate_blocks_on_the_worst_file_and_does_not_apply_without_code():
     assert operator_gate({"modeling_x.py": GUARDED})["blocking"] is False
     assert operator_gate({}, ["kernel.cu"])["kind"] == CUDA
     assert operator_gate({})["applies"] is False
+
+
+def test_inspect_flags_a_remote_code_model_with_a_cuda_extension_as_blocking(tiny_llama, tmp_path):
+    import json
+    import shutil
+
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+
+    model = tmp_path / "remote"
+    model.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if (tiny_llama / name).exists():
+            shutil.copy2(tiny_llama / name, model / name)
+    config = json.loads((model / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}
+    (model / "config.json").write_text(json.dumps(config))
+    (model / "modeling_x.py").write_text(CUDA_EXT + TRITON_CODE)
+    source = resolve_model(str(model))
+    result = run_inspect(source, PlanOptions(model_path=str(model), served_model_name="x", kv_cache_space_gib=1), "cpu")
+    gate = result.operator_gate
+    assert gate["applies"] and gate["blocking"] and gate["files"][0]["file"] == "modeling_x.py"
+    plain = run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="t",
+                                                                    kv_cache_space_gib=1), "cpu")
+    assert plain.operator_gate["applies"] is False

@@ -13,6 +13,7 @@ from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
+from llm_adapt.inspect.operator_gate import gate_of_model
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_spec
@@ -38,6 +39,7 @@ class InspectResult(StageResult):
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
     caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
+    operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
 
 
 def config_summary(spec: ModelSpec) -> dict[str, Any]:
@@ -129,5 +131,5 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         operators=[op.to_dict() for op in operator_inventory(facts, target.name, platforms.cpu_flags())],
         inventory=facts.to_dict(), caveats=caveat_dicts(facts, target.name, platforms.cpu_flags()),
         platform=platform_report(target.name, detected),
-        plan=plan.to_dict(),
+        plan=plan.to_dict(), operator_gate=gate_of_model(source.path),
     )

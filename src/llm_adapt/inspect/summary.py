@@ -19,6 +19,11 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     plan, params, support = result.plan, result.parameters, result.support
     console.print(f"[bold]{result.model['name']}[/bold]  {result.architecture}  ({result.model['path']})")
     console.print(f"vLLM support: [bold]{support['vllm']}[/bold] per {support['registry']}")
+    gate = result.operator_gate
+    if gate.get("applies"):
+        console.print(f"Operator gate: [bold]{gate['kind']}[/bold]: {gate['conclusion']}", highlight=False)
+        for f in gate["files"]:
+            console.print(f"  {f['file']}: {f['kind']} ({'; '.join(f['evidence'][:2])})", markup=False, highlight=False)
     strategy = result.strategy
     if strategy:
         console.print(f"Strategy: [bold]{strategy['decision']}[/bold]. {strategy['headline']}.", highlight=False)

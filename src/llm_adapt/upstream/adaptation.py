@@ -87,7 +87,7 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     from llm_adapt.report.findings import false_ready
     from llm_adapt.upstream.capacity import capacity_baseline
     from llm_adapt.upstream.features import feature_rows
-    from llm_adapt.upstream.operators import gate_of_model
+    from llm_adapt.inspect.operator_gate import gate_of_model
 
     run = load_run(run_dir)
     inspect = run.get("inspect") or {}
@@ -109,6 +109,7 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
         model=inspect.get("model", {}).get("name", ""), platform=platform, features=features,
         capacity=capacity_baseline(inspect["plan"], inspect.get("config", {}).get("max_position_embeddings"))
         if inspect.get("plan") else {},
-        operators=gate_of_model(model_dir) if model_dir else {"applies": False, "reason": "no model directory"},
+        operators=inspect.get("operator_gate") or (gate_of_model(model_dir) if model_dir else
+                                                    {"applies": False, "reason": "no model directory"}),
         false_ready=false_ready(run.get("probes"), run.get("endpoint_accuracy"), dummy),
         max_model_len=max_model_len(inspect, serve), stages=stages)
