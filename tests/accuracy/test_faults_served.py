@@ -78,20 +78,31 @@ def measured(default_model, suite):
     return opts, gold, floor, measure_floor(floor, default_model, gold, tokenizer, opts, lambda *a: None, fits).data
 
 
-def judge_served(model_dir, measured, tmp_path):
+def judge_served(model_dir, measured, tmp_path, chat_probe=False):
+    """The served fault against the gold; with `chat_probe`, also whether the server answers (probes.json)."""
+    from llm_adapt.probes.run import run_probes
+
     opts, gold, floor, floor_data = measured
     source = resolve_model(str(model_dir))
     plan = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="fault", kv_cache_space_gib=1,
                                            max_model_len=SERVED_LEN), "cpu").plan
     with ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log") as server:
-        return compare_endpoint(resolve_model("default"), server.endpoint, opts, floor, tmp_path, gold=gold,
-                                floor_data=floor_data)
+        result = compare_endpoint(resolve_model("default"), server.endpoint, opts, floor, tmp_path, gold=gold,
+                                  floor_data=floor_data)
+        probes = run_probes(server.endpoint, only=["chat completion"]) if chat_probe else None
+    return result, probes
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
 def test_served_fault_is_caught(name, default_model, measured, tmp_path):
     build, expected = FAULTS[name]
-    result = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path)
+    result, probes = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path,
+                                  chat_probe=name == "qk-permutation")
+    if probes is not None:  # the server starts and answers 200, with wrong output: false-ready
+        from llm_adapt.report.findings import false_ready
+
+        verdict = false_ready(probes.model_dump(), result.model_dump())
+        assert verdict["answered"] and verdict["false_ready"], verdict
     assert result.verdict["status"] in expected, (name, result.verdict["reasons"])
     assert LONG_ID in result.verdict["skipped_prompts"]
     if name == "chat-template":
