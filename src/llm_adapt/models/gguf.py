@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from llm_adapt.errors import UsageError
@@ -62,14 +63,40 @@ def ensure_converted(gguf_path: Path) -> Path:
     return target
 
 
+@contextmanager
+def _read_once():
+    """transformers parses the GGUF three times (config, weights, tokenizer) and rebuilds gguf's tensor
+    name table once per module; both are pure, so one conversion reads the file and builds the table
+    once."""
+    import functools
+
+    import gguf as gguf_lib
+
+    reader, name_map = gguf_lib.GGUFReader, gguf_lib.get_tensor_name_map
+    readers: dict = {}
+
+    def cached_reader(path, *args, **kwargs):
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader(path, *args, **kwargs)
+        return readers[key]
+
+    gguf_lib.GGUFReader, gguf_lib.get_tensor_name_map = cached_reader, functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf_lib.GGUFReader, gguf_lib.get_tensor_name_map = reader, name_map
+
+
 def _convert(gguf_path: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     where, name = str(gguf_path.parent), gguf_path.name
     try:
-        model = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
+        with _read_once():
+            model = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
     except Exception as exc:  # transformers raises many types for a bad file
         raise UsageError(f"{gguf_path}: cannot read this GGUF ({type(exc).__name__}: {str(exc)[:200]}); is the file complete?") from None
     # Saved weights are plain float32: without this, save_pretrained writes a GGUF
