@@ -33,10 +33,13 @@ def topk_of(lp: torch.Tensor, k: int) -> dict[int, float]:
 
 def position_stats(ref_lp: torch.Tensor, actual: int, server: dict[int, float], server_top1: int, k: int) -> dict:
     """One position: ref log-probs [V] vs the server's {id: logprob} (its top-k plus the actual token)."""
-    ref_top = topk_of(ref_lp, k)
+    ref_top = topk_of(ref_lp, max(k, 2))
+    best = sorted(ref_top.values(), reverse=True)
+    ref_top = dict(sorted(ref_top.items(), key=lambda kv: -kv[1])[:k])
     server_top = sorted(server, key=server.get, reverse=True)[:k]
     return {
         "kl_lb": coarse_kl(ref_lp, server),
+        "ref_margin": best[0] - best[1],  # the gold's top-1 minus top-2: a flip inside a small margin is a near-tie
         "same_top1": int(server_top1 == int(ref_lp.argmax())),
         "topk_agree": len(set(ref_top) & set(server_top)) / k,
         "dlogprob": server.get(actual, float("nan")) - float(ref_lp[actual]),
@@ -50,11 +53,18 @@ def as_server_view(lp: torch.Tensor, actual: int, k: int) -> tuple[dict[int, flo
     return known, int(lp.argmax())
 
 
-def summarize(rows: list[dict]) -> dict:
+TIE_MARGIN = 0.3  # nats: the same margin greedy divergences are classified by (lighteval's 0.25-0.3 bf16 steps)
+
+
+def summarize(rows: list[dict], tie_margin: float = TIE_MARGIN) -> dict:
+    """Position rows summed up. Same top-1 is also given on the positions outside the gold's tie margin
+    (`same_top1_decisive`): on a near-flat distribution a top-1 flip inside it is rounding, not a fault."""
     from llm_adapt.accuracy.metrics import mean_sem, percentiles, rate_with_error
 
     if not rows:
         return {"positions": 0}
+    decisive = [r["same_top1"] for r in rows if r.get("ref_margin", math.inf) > tie_margin]
+    d_rate, d_err = rate_with_error(int(sum(decisive)), len(decisive))
     kl = np.array([r["kl_lb"] for r in rows])
     same = np.array([r["same_top1"] for r in rows])
     dlp = np.array([r["dlogprob"] for r in rows])
@@ -62,5 +72,7 @@ def summarize(rows: list[dict]) -> dict:
     rate, err = rate_with_error(int(same.sum()), len(same))
     return {"positions": len(rows), "kl_lb_mean": kl_mean, "kl_lb_sem": kl_sem,
             **{f"kl_lb_{k}": v for k, v in percentiles(kl).items()}, "same_top1": rate, "same_top1_err": err,
+            "decisive_positions": len(decisive), "same_top1_decisive": d_rate, "same_top1_decisive_err": d_err,
+            "tie_margin": tie_margin,
             "topk_agree": float(np.mean([r["topk_agree"] for r in rows])),
             "dlogprob_mean": float(np.nanmean(dlp)), "dlogprob_abs_mean": float(np.nanmean(np.abs(dlp)))}

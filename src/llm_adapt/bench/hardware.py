@@ -157,7 +157,7 @@ class HardwareResult(StageResult):
 
     platform: str
     bandwidth: dict[str, Any]
-    decode: dict[str, float]
+    decode: dict[str, Any]  # floor_ms, tpot_ms, share_of_bandwidth_limit (None with `unreliable` when above 100%)
     workload: dict[str, Any]
     compute: dict[str, Any] | None = None  # the matmul rate used (measured, or published on a GPU)
     batch: dict[str, Any] | None = None  # the best sweep level against the limit that binds
