@@ -17,7 +17,8 @@ def run_cli(capsys, *argv):
 
 
 def test_inspect_default_json_has_the_documented_keys(capsys, default_model):
-    code, out, _ = run_cli(capsys, "inspect", "default", "--platform", "cpu", "--kv-cache-space", "2", "--json")
+    code, out, _ = run_cli(capsys, "inspect", "default", "--platform", "cpu", "--kv-cache-space", "2", "--dtype", "bf16",
+                           "--json")
     assert code == 0
     data = json.loads(out)
     for key in ("architecture", "parameters", "weight_bytes", "kv_cache_bytes_per_token", "support", "operators", "plan"):

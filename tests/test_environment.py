@@ -157,7 +157,7 @@ def render_section(env: dict, lang: str) -> str:
 
     jinja = templates(lang)
     source = jinja.loader.get_source(jinja, f"{lang}/report.md.j2")[0]
-    source = source.replace('{% include "base.md.j2" %}', '{% set n = 3 %}{% include "sections/03_environment.md.j2" %}')
+    source = source.replace('{% include "base.md.j2" %}', '{% set n = 3 %}{% include "sections/environment.md.j2" %}')
     return jinja.from_string(source).render(env=env)
 
 

@@ -22,7 +22,8 @@ def quick_run(vllm_server, tmp_path_factory):
              "messages": [{"role": "user", "content": "Repeat exactly: <script>alert(1)</script>"}]}]
     prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--api-key", SECRET, "--quick",
-                 "--prompts", str(prompts), "--out", str(out), "--kv-cache-space", "2", "--max-model-len", "2048"])
+                 "--prompts", str(prompts), "--out", str(out), "--kv-cache-space", "2", "--max-model-len", "2048",
+                 "--dtype", "bf16"])  # the session server's dtype
     return code, out
 
 
@@ -33,17 +34,21 @@ def test_every_stage_lands_as_valid_json(quick_run):
     assert status["finished"]
     assert {k: v["status"] for k, v in status["stages"].items()} == {
         "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
-        "layers": "skipped", "eval": "skipped", "bench": "done", "report": "done"}
+        "layers": "skipped", "eval": "skipped", "bench": "done", "adaptation": "done", "report": "done"}
+    adaptation = json.loads((out / "adaptation.json").read_text())
+    rows = {f["feature"]: f for f in adaptation["features"]}
+    assert rows["EP"]["status"] == "not-applicable" and "expert tensors" in rows["EP"]["evidence"]
     for name in ("environment", "inspect", "accuracy", "probes", "endpoint_accuracy", "bench-latency",
-                 "bench-throughput", "bench-sweep"):
+                 "bench-throughput", "bench-sweep", "adaptation", "hardware"):
         json.loads((out / f"{name}.json").read_text())
 
 
 def test_report_has_no_empty_table_and_every_section(quick_run):
     _, out = quick_run
     text = (out / "report.md").read_text()
-    for heading in ("## 1. Summary", "## 5. Deployment", "## 7. Feature-support matrix", "## 8. Accuracy",
-                    "## 9. Performance", "## 10. Resource use", "## 12. Conclusion"):
+    for heading in ("## 1. Summary", "## 5. Deployment", "## 7. Feature-support matrix",
+                    "## 8. vLLM-Ascend adaptation gates", "## 9. Accuracy", "## 10. Performance", "## 11. Resource use",
+                    "## 13. Conclusion"):
         assert heading in text
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -98,7 +103,8 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
     from llm_adapt.report.findings import overall_verdict
 
     assert banner.strip() == overall_verdict(load_run(out))["status"]  # the verdict is what the reader sees first
-    assert cards >= 3 and index == 12
+    headings = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("## ")]
+    assert cards >= 3 and index == len(headings)  # one index entry per section, none lost
     assert not errors, errors
     assert images and all(src.startswith("data:image/png;base64") and width > 0 for src, width in images), images
     assert scripts == 0 and not pwned
@@ -111,7 +117,7 @@ def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
     shutil.copytree(out, copy)
     stamp = (copy / "accuracy.json").stat().st_mtime_ns
     code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--quick", "--out", str(copy),
-                 "--resume", "--kv-cache-space", "2", "--max-model-len", "2048"])
+                 "--resume", "--kv-cache-space", "2", "--max-model-len", "2048", "--dtype", "bf16"])
     assert code == 0
     assert (copy / "accuracy.json").stat().st_mtime_ns == stamp  # not measured again
     assert json.loads((copy / "status.json").read_text())["finished"]
@@ -126,7 +132,7 @@ def test_diff_of_two_real_runs_that_differ_in_the_engine(quick_run, transformers
     other = tmp_path / "tserve"
     code = main(["run", "default", "--endpoint", transformers_server.endpoint.base_url,
                  "--model", transformers_server.spec.served_model, "--quick", "--skip", "accuracy",
-                 "--prompts", str(vllm_run.parent / "prompts.jsonl"), "--out", str(other)])
+                 "--prompts", str(vllm_run.parent / "prompts.jsonl"), "--out", str(other), "--dtype", "bf16"])
     assert code == 0 and (other / "report.md").exists()
     assert main(["diff", str(vllm_run), str(other), "--out", str(tmp_path / "d")]) == 1  # FAIL exits 1
     result = diff_runs(vllm_run, other)

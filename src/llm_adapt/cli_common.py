@@ -24,7 +24,8 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=positive_int, metavar="N",
                    help="nodes: the layout uses at most N, and N > 1 adds multi-node commands, data parallel and Ray "
                         "(default: as many as needed)")
-    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="serving dtype (default bf16)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                   help="serving dtype (default auto: bf16, or fp32 on a CPU without native bf16)")
     p.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
                    help="KV-cache dtype (default: the serving dtype)")
     p.add_argument("--max-model-len", type=positive_int, metavar="N", help="context length (default: longest that fits)")
@@ -104,9 +105,13 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821
     from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.platforms import default_serving_dtype, detect_platform
+
+    dtype, note = (default_serving_dtype(args.platform or detect_platform()) if args.dtype == "auto"
+                   else (args.dtype, None))
 
     return PlanOptions(
-        model_path=str(source.path), served_model_name=source.name, dtype=args.dtype, kv_dtype=args.kv_dtype,
+        model_path=str(source.path), served_model_name=source.name, dtype=dtype, dtype_note=note, kv_dtype=args.kv_dtype,
         max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens, gpu_memory_utilization=args.gpu_memory_utilization,
         device_memory_gib=args.device_memory, devices_per_node=args.devices, max_nodes=args.nodes,

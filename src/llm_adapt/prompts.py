@@ -92,10 +92,11 @@ def corpus_texts() -> dict[str, str]:
     return {lang: root.joinpath(f"{lang}.txt").read_text() for lang in ("en", "zh")}
 
 
-def corpus_windows(tokenizer, window: int) -> list[list[int]]:
-    """Each corpus text cut into windows of at most `window` tokens (the last one may be shorter)."""
+def corpus_windows(tokenizer, window: int, limit: int | None = None) -> list[list[int]]:
+    """Each corpus text cut into windows of at most `window` tokens (the last one may be shorter);
+    `limit`: only the first `limit` tokens of each text (a short perplexity check)."""
     windows = []
     for text in corpus_texts().values():
-        ids = tokenizer(text)["input_ids"]
+        ids = tokenizer(text)["input_ids"][:limit]
         windows += [ids[i:i + window] for i in range(0, len(ids), window) if len(ids[i:i + window]) > 8]
     return windows

@@ -6,10 +6,12 @@ from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.endpoint import compare_endpoint
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.engines.endpoint import Endpoint
+from tests.conftest import CORPUS_TOKENS
 
 pytestmark = pytest.mark.slow
 
-OPTS = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=16)
+OPTS = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=16,
+                      ppl_window=128, corpus_tokens=CORPUS_TOKENS)
 
 
 def test_vllm_endpoint_against_gold(vllm_server, default_model, tmp_path):

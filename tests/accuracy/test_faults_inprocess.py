@@ -8,6 +8,7 @@ import pytest
 from llm_adapt.accuracy.compare import compare
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.runner import RunnerSpec, default_target
+from tests.conftest import CORPUS_TOKENS
 
 from . import faults as f
 
@@ -44,7 +45,7 @@ def judged(default_model, tmp_path_factory):
              for name, (build, dtype, _, _) in FAULTS.items()}
     clean = default_target("cpu")  # as `run` measures it here: bf16 emulated in fp32 where the CPU has no bf16
     opts = CompareOptions(reference=FP32, targets=(clean, *specs.values()), prompts="quick", max_new_tokens=24,
-                          ppl_window=128)
+                          ppl_window=128, corpus_tokens=CORPUS_TOKENS)
     result = compare(default_model, opts)
     by_label = {t.label: t for t in result.targets}
     return {name: by_label[spec.label] for name, spec in specs.items()} | {"clean": by_label[clean.label]}

@@ -18,6 +18,7 @@ from llm_adapt.engines.vllm import vllm_launch
 from llm_adapt.inspect.plan import PlanOptions
 from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
+from tests.conftest import CORPUS_TOKENS
 
 from . import faults as f
 
@@ -69,7 +70,7 @@ def measured(default_model, suite):
     from transformers import AutoTokenizer
 
     opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts=suite, max_new_tokens=24,
-                          ppl_window=128)
+                          ppl_window=128, corpus_tokens=CORPUS_TOKENS)
     tokenizer = AutoTokenizer.from_pretrained(default_model.path)
     # the gold keeps the long prompt (as a run's in-process stage does): the server skips it on its own
     gold = measure_reference(default_model, tokenizer, load_prompts(suite), opts, lambda *a: None)

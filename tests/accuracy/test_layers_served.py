@@ -19,6 +19,7 @@ from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, judged,
 from llm_adapt.commands.layers_cmds import capture_modes
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError
+from tests.conftest import CORPUS_TOKENS
 
 # ---- a vLLM-shaped model: layers return (hidden, residual), the add is fused into the next norm ----
 
@@ -360,7 +361,7 @@ def test_report_section_inside_the_served_engine(layers_run, lang, words):
     from llm_adapt.report.render import render_report
 
     text = next(p for p in render_report(layers_run, lang) if p.suffix == ".md").read_text()
-    section = text[text.index("### 8.9"):text.index("## 9.")]
+    section = text[text.index("### 9.9"):text.index("## 10.")]
     assert all(w in section for w in words)
     assert "| layer 2 | 20.000% |" in section and "25.00" in section  # the measured ratio to the floor
     assert "**FAIL**" in section and "p3" in section and "HTTP 400" in section
@@ -382,7 +383,7 @@ def quick_gold(default_model):
     from llm_adapt.prompts import load_prompts
 
     opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=8,
-                          ppl_window=64)
+                          ppl_window=64, corpus_tokens=CORPUS_TOKENS)
     tokenizer = AutoTokenizer.from_pretrained(default_model.path)
     return opts, measure_reference(default_model, tokenizer, load_prompts("quick"), opts, lambda *a: None)
 

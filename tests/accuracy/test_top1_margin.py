@@ -35,3 +35,22 @@ def test_without_decisive_positions_all_positions_are_judged():
     server = summarize(rows(100, flips_tied=30, flips_decisive=0, tied_share=1.0))
     check = top1_check(server, floor)
     assert check["name"] == "same top-1 rate" and check["status"] == "fail"
+
+
+def test_a_server_at_the_golds_dtype_is_judged_to_rounding():
+    from llm_adapt.accuracy.endpoint import judge_endpoint
+
+    def sections(kl, flips):
+        rows_ = rows(500, flips_tied=0, flips_decisive=flips)
+        for r in rows_:
+            r["kl_lb"] = kl
+        tf = {"status": "done", "server": summarize(rows_), "floor": None, "nonfinite_positions": 0}
+        return {"tokenization": {"status": "done", "checked": 6, "mismatches": []}, "teacher_forced": tf,
+                "perplexity": {"status": "done", "ln_ratio": 1e-6, "ln_ratio_sem": 1e-5},
+                "greedy": {"status": "not run", "reason": "not part of this test"}}
+
+    clean = judge_endpoint(sections(4.5e-9, 0))
+    assert {c["name"]: c["status"] for c in clean["checks"]}["top-k KL at the gold's dtype"] == "pass"
+    assert clean["status"] == "WARN"  # greedy not run: never a plain pass
+    faulty = judge_endpoint(sections(0.1, 60))
+    assert faulty["status"] == "FAIL" and any("gold's dtype" in r for r in faulty["reasons"])

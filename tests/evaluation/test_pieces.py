@@ -102,7 +102,8 @@ def test_backends():
     assert "batch_size" not in args  # lm-eval sends non-tokenized chat one request at a time
     kind, args = served_backend(ep, "m", "/tok", generative=False, s=Settings())
     assert kind == "local-completions" and args["base_url"].endswith("/v1/completions")
-    assert args["batch_size"] == Settings().served_batch_size > 1 and args["tokenized_requests"]
+    assert args["batch_size"] == Settings().served_batch_size and args["tokenized_requests"]
+    assert served_backend(ep, "m", "/tok", generative=False, s=Settings(served_batch_size=8))[1]["batch_size"] == 8
     assert gold_backend("/m", Settings(batch_size=8))[1]["dtype"] == "float32"
 
 

@@ -40,7 +40,7 @@ def test_env_caps_available_memory(monkeypatch, free_64gib):
 
 def test_inspect_refuses_8b_in_12gib_with_the_numbers(monkeypatch, capsys, config_only_8b, free_64gib):
     monkeypatch.setenv(AVAILABLE_MEMORY_ENV, "12")
-    assert main(["inspect", str(config_only_8b), "--platform", "cpu"]) == 1
+    assert main(["inspect", str(config_only_8b), "--platform", "cpu", "--dtype", "bf16"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "weights (15.0 GiB in bf16)" in err and "exceed 12.0 GiB of available host memory" in err
@@ -48,6 +48,6 @@ def test_inspect_refuses_8b_in_12gib_with_the_numbers(monkeypatch, capsys, confi
 
 def test_inspect_sizes_kv_from_the_cap(monkeypatch, capsys, config_only_8b, free_64gib):
     monkeypatch.setenv(AVAILABLE_MEMORY_ENV, "22")
-    assert main(["inspect", str(config_only_8b), "--platform", "cpu", "--json"]) == 0
+    assert main(["inspect", str(config_only_8b), "--platform", "cpu", "--dtype", "bf16", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["plan"]
     assert plan["env"]["VLLM_CPU_KVCACHE_SPACE"] == "3" and plan["longest_max_model_len"] == (3 * 64 - 1) * 128

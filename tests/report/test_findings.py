@@ -79,8 +79,8 @@ def test_page_header_lists_failures_first_and_links_cards():
     assert [p["status"] for p in issues] == ["fail", "warn"]
     cards = key_figures(run)
     assert cards[0]["status"] == "FAIL" and "19.80x" in cards[0]["value"]
-    page = header_html(run, "en", {8: "8-accuracy"})
-    assert 'class="banner fail"' in page and 'href="#8-accuracy"' in page
+    page = header_html(run, "en", {9: "9-accuracy"})
+    assert 'class="banner fail"' in page and 'href="#9-accuracy"' in page
 
 
 def test_section_ids_and_folded_tables():

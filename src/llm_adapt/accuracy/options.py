@@ -20,6 +20,7 @@ class CompareOptions:
     tie_margin: float = 0.3
     top_k: int = 5
     ppl_window: int = 512
+    corpus_tokens: int | None = None  # perplexity on the first N tokens of each corpus text (None: all of it)
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
     reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
 

@@ -133,7 +133,7 @@ def measure_reference(source, tokenizer, prompts, opts, progress, served_len: in
     from llm_adapt.accuracy import store
 
     label = f"reference {opts.reference.label}"
-    corpus = corpus_windows(tokenizer, opts.ppl_window)
+    corpus = corpus_windows(tokenizer, opts.ppl_window, opts.corpus_tokens)
     key = gold_key(source, opts, prompts, inputs, corpus, should_stream(opts, source))
     cached = store.recall("gold", key) or load_gold(key, prompts)
     if cached is not None:

@@ -45,8 +45,8 @@ def add_eval_parser(sub) -> None:
     p.add_argument("--num-fewshot", type=int, metavar="K", help="few-shot examples (default: the task's or the baseline's)")
     p.add_argument("--num-concurrent", type=positive_int, default=4, metavar="N", help="concurrent requests (default 4)")
     p.add_argument("--batch-size", type=positive_int, default=16, metavar="N", help="gold batch size (default 16)")
-    p.add_argument("--served-batch-size", type=positive_int, default=8, metavar="N",
-                   help="loglikelihood continuations per request to the endpoint (default 8; 1: one request each)")
+    p.add_argument("--served-batch-size", type=positive_int, default=1, metavar="N",
+                   help="loglikelihood continuations per request to the endpoint (default 1: one request each)")
     p.add_argument("--baseline-file", type=Path, metavar="YAML", help="published values, vLLM-Ascend configs format")
     p.add_argument("--out", type=Path, metavar="DIR", help="run directory for eval.json (default: a new one under runs/)")
     p.set_defaults(handler=cmd_eval)

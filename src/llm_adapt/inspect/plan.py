@@ -59,6 +59,7 @@ class PlanOptions:
     model_impl: str | None = None  # "transformers": vLLM's Transformers backend (no native implementation)
     quantization: str | None = None  # --quantization; None: the one the checkpoint needs (models/quant.py), if any
     weights: mem.WeightSizing | None = None  # read from the safetensors headers; None: parameters x dtype
+    dtype_note: str | None = None  # why the serving dtype was chosen, when the user did not choose it
 
 
 @dataclass
@@ -310,7 +311,7 @@ def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _
 
 
 def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
-    out = []
+    out = [opts.dtype_note] if opts.dtype_note else []
     if assumed:
         out.append(f"device memory assumed to be {platform.assumed_device_memory_gib:g} GiB "
                    "(no such device here); pass --device-memory for the real figure")
