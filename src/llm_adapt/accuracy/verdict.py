@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-ORDER = {"pass": 0, "warn": 1, "fail": 2}
+from llm_adapt.status import severity, worst as _worst
 
 K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
 # Without a measured floor (the target runs on the reference's device):
@@ -27,7 +27,7 @@ GREEDY_P = (0.05, 0.001)  # binomial tail of the genuine divergences at the floo
 
 
 def worst(statuses: list[str]) -> str:
-    return max(statuses, key=lambda s: ORDER.get(s, 0), default="pass").upper()
+    return _worst(statuses, default="pass").upper()
 
 
 def check(name: str, value: Any, status: str, threshold: str, source: str) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def _layer_ratio(t, f) -> dict:
     if not rows:
         return check("worst layer error / noise floor (rel. L2)", None, "fail", "a floor per layer", "no comparable layer")
     statuses = [(graded(row["ratio"], row.get("allowed", 1.0)), row) for row in rows]
-    status, row = max(statuses, key=lambda s: (ORDER[s[0]], _num(s[1]["ratio"])))
+    status, row = max(statuses, key=lambda s: (severity(s[0]), _num(s[1]["ratio"])))
     return check("worst layer error / noise floor (rel. L2)", f"{row['name']}: {_fmt(row['ratio'])}", status,
                  f"<= {_fmt(row.get('allowed', 1.0))} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
                  f"msprobe benchmark ratio against {f['label']}, widened by the floor's measured spread")

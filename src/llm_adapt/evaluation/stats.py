@@ -107,5 +107,6 @@ def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, 
 
 
 def worst(statuses: Sequence[str]) -> str:
-    order = {"PASS": 0, "SKIP": 0, "WARN": 1, "FAIL": 2}
-    return max(statuses, key=lambda s: order.get(s, 0), default="PASS")
+    from llm_adapt.status import worst as most_severe
+
+    return most_severe(statuses)

@@ -15,6 +15,7 @@ from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt import rundir
+from llm_adapt.status import worse as status_worse, worst
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -143,14 +144,13 @@ def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], 
     """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
     WARN: a performance or resource regression; else PASS."""
     reasons, status = [], "PASS"
-    order = {"PASS": 0, "WARN": 1, "FAIL": 2}
-    if order.get(verdicts[1], 0) > order.get(verdicts[0], 0):
+    if status_worse(verdicts[0], verdicts[1]):
         status = "FAIL"
         reasons.append(f"the run's verdict went from {verdicts[0]} to {verdicts[1]}")
     for m in metrics:
         if m["change"] == "regression":
             worse = "FAIL" if m["group"] == "accuracy" else "WARN"
-            status = max(status, worse, key=order.get)
+            status = worst([status, worse])
             reasons.append(f"{m['name']}: {m['a']:.4g} -> {m['b']:.4g} {m['unit']}".rstrip())
     for f in features:
         if f["change"] == "lost":

@@ -7,7 +7,7 @@ from typing import Any
 
 from llm_adapt.report.data import RunData
 
-ORDER = {"PASS": 0, "WARN": 1, "FAIL": 2}
+from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
 
 
@@ -67,7 +67,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
         parts.insert(0, ("FAIL", "false-ready: the server starts and answers 200, but its output is wrong "
                                  "(served model vs gold: FAIL)"))
     ev = (run.get("eval") or {}).get("verdict") or {}
-    if ev.get("status") in ORDER:  # SKIP (no dataset offline) is said in the notes, not judged
+    if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], f"task accuracy vs gold: {ev['status']}" +
                       (f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
@@ -75,7 +75,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     judged = any(p[1].startswith(("in-process", "served model", "task accuracy")) for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
         reasons.append("no accuracy was judged in this run")
-    status = max((p[0] for p in parts), key=ORDER.get, default="PASS")
+    status = worst(p[0] for p in parts)
     if (incomplete or not judged) and status == "PASS":
         status = "WARN"
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"])}
