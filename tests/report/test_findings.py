@@ -52,6 +52,17 @@ def test_notes_follow_the_report_language():
     assert notes(run, "zh") == ["bench 阶段失败：boom。", "部署计划：w。"]
 
 
+def test_a_warning_the_plan_and_the_server_both_make_is_said_once():
+    warnings = ["--trust-remote-code is set: the model's own Python code will run",
+                "the server listens on 0.0.0.0, reachable from other machines", "other"]
+    served = {"host": "0.0.0.0", "argv": ["vllm", "serve", "m", "--trust-remote-code"]}
+    said = notes(run_with(inspect={"plan": {"warnings": warnings}}, serve=served), "en")
+    assert sum("trust-remote-code" in n for n in said) == 1 and sum("0.0.0.0" in n for n in said) == 1
+    assert "Plan: other." in said
+    planned_only = notes(run_with(inspect={"plan": {"warnings": warnings}}), "en")  # no server ran: the plan says it
+    assert sum("trust-remote-code" in n for n in planned_only) == 1 and sum("0.0.0.0" in n for n in planned_only) == 1
+
+
 def target(dtype="bf16", floor=None, excess=None, status="PASS"):
     return {"label": f"cpu:{dtype}", "dtype": dtype, "floor": floor, "quant": None, "first_local_excess": excess,
             "layers": [{"rel_l2": 0.02}], "logits": {"kl_mean": 2e-3}, "greedy": [],

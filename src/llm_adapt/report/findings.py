@@ -260,17 +260,20 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
         if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
             shown = N.get("statuses", {}).get(body["status"], body["status"])
             out.append(N["stage"].format(name=name, status=shown, reason=body.get("reason", N["interrupted"])))
+    serve = run.get("serve") or {}
+    open_host = serve.get("host") in ("0.0.0.0", "::")
+    remote_code = "--trust-remote-code" in serve.get("argv", [])
     for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
-        out.append(N["plan"].format(warning=warning))
+        if not _said_by_serve(warning, open_host, remote_code):
+            out.append(N["plan"].format(warning=warning))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
             out.append(N["feature"].format(name=row["name"], status=row["status"], evidence=row["evidence"]))
     out += _endpoint_notes(run.get("endpoint_accuracy"), N)
-    serve = run.get("serve")
     if serve:
-        if serve.get("host") in ("0.0.0.0", "::"):
+        if open_host:
             out.append(N["open"])
-        if "--trust-remote-code" in serve.get("argv", []):
+        if remote_code:
             out.append(N["remote_code"])
         for w in serve.get("engine_facts", {}).get("warnings", [])[:8]:
             out.append(N["engine_warning"].format(count=w["count"], message=w["message"]))
@@ -289,6 +292,12 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     for name, why in run.unreadable.items():
         out.append(N["unreadable"].format(name=name, why=why))
     return out
+
+
+def _said_by_serve(warning: str, open_host: bool, remote_code: bool) -> bool:
+    """A plan warning that the serve stage's own note repeats from what ran (said once, by serve)."""
+    return ((remote_code and warning.startswith("--trust-remote-code is set"))
+            or (open_host and warning.startswith("the server listens on")))
 
 
 def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str]) -> list[str]:
