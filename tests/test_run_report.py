@@ -23,7 +23,7 @@ def quick_run(vllm_server, tmp_path_factory):
     prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--api-key", SECRET, "--quick",
                  "--prompts", str(prompts), "--out", str(out), "--kv-cache-space", "2", "--max-model-len", "2048",
-                 "--dtype", "bf16"])  # the session server's dtype
+                 "--dtype", vllm_server.dtype])  # the session server's dtype
     return code, out
 
 
@@ -117,7 +117,7 @@ def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
     shutil.copytree(out, copy)
     stamp = (copy / "accuracy.json").stat().st_mtime_ns
     code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--quick", "--out", str(copy),
-                 "--resume", "--kv-cache-space", "2", "--max-model-len", "2048", "--dtype", "bf16"])
+                 "--resume", "--kv-cache-space", "2", "--max-model-len", "2048", "--dtype", vllm_server.dtype])
     assert code == 0
     assert (copy / "accuracy.json").stat().st_mtime_ns == stamp  # not measured again
     assert json.loads((copy / "status.json").read_text())["finished"]
@@ -132,7 +132,7 @@ def test_diff_of_two_real_runs_that_differ_in_the_engine(quick_run, transformers
     other = tmp_path / "tserve"
     code = main(["run", "default", "--endpoint", transformers_server.endpoint.base_url,
                  "--model", transformers_server.spec.served_model, "--quick", "--skip", "accuracy",
-                 "--prompts", str(vllm_run.parent / "prompts.jsonl"), "--out", str(other), "--dtype", "bf16"])
+                 "--prompts", str(vllm_run.parent / "prompts.jsonl"), "--out", str(other), "--dtype", transformers_server.dtype])
     assert code == 0 and (other / "report.md").exists()
     assert main(["diff", str(vllm_run), str(other), "--out", str(tmp_path / "d")]) == 1  # FAIL exits 1
     result = diff_runs(vllm_run, other)

@@ -14,8 +14,8 @@ OPTS = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="
                       ppl_window=128, corpus_tokens=CORPUS_TOKENS)
 
 
-def test_vllm_endpoint_against_gold(vllm_server, default_model, tmp_path):
-    result = compare_endpoint(default_model, vllm_server.endpoint, OPTS, served_floor(OPTS.reference, "bf16"),
+def test_vllm_endpoint_against_gold(vllm_bf16_server, default_model, tmp_path):
+    result = compare_endpoint(default_model, vllm_bf16_server.endpoint, OPTS, served_floor(OPTS.reference, "bf16"),
                               tmp_path)
     sections = result.sections
     assert all(s["status"] == "done" for s in sections.values()), sections

@@ -96,7 +96,12 @@ def serve(model_dir, tmp_path, name="fault"):
 
 
 @pytest.fixture(scope="module")
-def clean_server(default_model, tmp_path_factory):
+def clean_server(request, default_model, tmp_path_factory):
+    """The session's server where it serves DTYPE, else one of this module's own."""
+    session = request.getfixturevalue("vllm_server")
+    if session.dtype == DTYPE:
+        yield session
+        return
     with serve(default_model.path, tmp_path_factory.mktemp("clean"), default_model.name) as server:
         yield server
 

@@ -396,7 +396,8 @@ def served_layers(default_model, endpoint, capture_dir, quick_gold):
 
 
 @pytest.mark.slow
-def test_clean_served_model_sits_at_its_floor(default_model, vllm_server, quick_gold):
+def test_clean_served_model_sits_at_its_floor(default_model, vllm_bf16_server, quick_gold):
+    vllm_server = vllm_bf16_server
     result = served_layers(default_model, vllm_server.endpoint, vllm_server.capture_dir, quick_gold)
     assert result.prompts["captured"] == result.prompts["count"] == len(quick_gold[1].prompts)
     assert [r["name"] for r in result.layers] == quick_gold[1].names
