@@ -12,7 +12,8 @@ Commands (the measured ones recompute: LLM_ADAPT_CACHE=off, except where the cac
   compare-quick     compare default --prompts quick (in process)
   compare-default   compare default (in process)
   compare-cached    compare default, gold and floor from the cache
-  compare-endpoint  compare default --endpoint URL (one vLLM server started here for all endpoint commands)
+  compare-endpoint  compare default --endpoint URL (one vLLM server started here for all endpoint commands, in
+                    the dtype `serve default` picks on this machine, named by --served-dtype)
   probe             probe --endpoint URL
   bench-serve       bench --endpoint URL --mode serve --num-prompts 32
   eval              eval default --endpoint URL --tasks builtin-mc --limit 60 (served and gold seconds from eval.json)
@@ -22,7 +23,8 @@ Commands (the measured ones recompute: LLM_ADAPT_CACHE=off, except where the cac
 Targets (issue #23, this 2-core box): warm inspect <= 5 s, compare --endpoint <= 90 s, run default
 <= 240 s, make test <= 900 s, eval's served side <= 3x its gold side.
 
-  .venv/bin/python benchmarks/tool_speed.py [--repeats 3] [--only inspect-warm,compare-quick] [--make-test]
+  .venv/bin/python benchmarks/tool_speed.py [--repeats 3] [--only inspect-warm,compare-quick] [--once run-default]
+                                            [--make-test]
                                             [--json OUT] [--readme]
 """
 
@@ -58,7 +60,8 @@ def command(name: str, url: str | None, out: Path) -> tuple[list[str], dict[str,
         "compare-quick": (["compare", "default", "--prompts", "quick", "--out", str(out)], fresh),
         "compare-default": (["compare", "default", "--out", str(out)], fresh),
         "compare-cached": (["compare", "default", "--out", str(out)], {}),
-        "compare-endpoint": (["compare", "default", "--endpoint", str(url), "--out", str(out)], fresh),
+        "compare-endpoint": (["compare", "default", "--endpoint", str(url), "--served-dtype", SERVED_DTYPE,
+                              "--out", str(out)], fresh),
         "probe": (["probe", "--endpoint", str(url), "--out", str(out)], {}),
         "bench-serve": (["bench", "--endpoint", str(url), "--mode", "serve", "--num-prompts", "32", "--input-len", "128",
                          "--output-len", "64", "--max-concurrency", "4", "--out", str(out)], {}),
@@ -107,6 +110,17 @@ def summary(times: list[float]) -> dict[str, float]:
             "n": len(times)}
 
 
+def served_dtype() -> str:
+    """The dtype `serve default` picks on this machine (--dtype auto), so the endpoint commands run as a user's do."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from llm_adapt.platforms import default_serving_dtype
+
+    return default_serving_dtype("cpu")[0]
+
+
+SERVED_DTYPE = served_dtype()
+
+
 def start_server(home: Path, log: Path):
     sys.path.insert(0, str(ROOT / "src"))
     os.environ["LLM_ADAPT_HOME"] = str(home)
@@ -118,11 +132,11 @@ def start_server(home: Path, log: Path):
 
     source = resolve_model("default")
     options = PlanOptions(model_path=str(source.path), served_model_name=source.name, kv_cache_space_gib=2,
-                          max_model_len=4096)
+                          max_model_len=4096, dtype=SERVED_DTYPE)
     return ManagedServer(vllm_launch(run_inspect(source, options, "cpu").plan, port=free_port()), log)
 
 
-def measure(names: list[str], repeats: int, workdir: Path) -> dict:
+def measure(names: list[str], repeats: int, workdir: Path, once_only: frozenset[str] = frozenset()) -> dict:
     warm_home = workdir / "home"
     results: dict[str, list[dict]] = {n: [] for n in names}
 
@@ -143,16 +157,16 @@ def measure(names: list[str], repeats: int, workdir: Path) -> dict:
 
     warm = timed(CLI + ["inspect", "default"], {}, warm_home, workdir)  # the warm home: converted, walked
     print(f"warming the home: {warm['seconds']} s", file=sys.stderr)
-    for _ in range(repeats):  # interleaved: every command once per round
-        for name in [n for n in names if n in SERVER_FREE]:
+    for round_ in range(repeats):  # interleaved: every command once per round (`once_only` in the first)
+        for name in [n for n in names if n in SERVER_FREE and (round_ == 0 or n not in once_only)]:
             once(name, None)
     if any(n in WITH_SERVER for n in names):
         with start_server(warm_home, workdir / "engine.log") as server:
             url = server.endpoint.base_url
-            for _ in range(repeats):
-                for name in [n for n in names if n in WITH_SERVER]:
+            for round_ in range(repeats):
+                for name in [n for n in names if n in WITH_SERVER and (round_ == 0 or n not in once_only)]:
                     once(name, url)
-    for _ in range(repeats if "run-default" in names else 0):
+    for _ in range(0 if "run-default" not in names else 1 if "run-default" in once_only else repeats):
         once("run-default", None)
     return results
 
@@ -166,8 +180,8 @@ def make_test(workdir: Path) -> dict:
 
 
 def table(results: dict) -> list[str]:
-    lines = ["| command | median s | min-max s | target | busy rounds | where the time went (median s, top 3) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| command | median s | min-max s | runs | target | busy runs | where the time went (median s, top 3) |",
+             "|---|---|---|---|---|---|---|"]
     for name, rows in results.items():
         if not rows:
             continue
@@ -177,7 +191,7 @@ def table(results: dict) -> list[str]:
         verdict = "" if target is None else f"<= {target:g}: {'met' if s['median'] <= target else 'NOT met'}"
         busy = sum(1 for r in ok if (r.get("load") or {}).get("busy"))
         parts = top_spans(ok)
-        lines.append(f"| {name} | {s['median']} | {s['min']}-{s['max']} | {verdict} | {busy} of {len(ok)} | {parts} |")
+        lines.append(f"| {name} | {s['median']} | {s['min']}-{s['max']} | {s['n']} | {verdict} | {busy} of {len(ok)} | {parts} |")
     evals = [r["eval_seconds"] for r in results.get("eval", []) if r.get("eval_seconds")]
     if evals:
         served = statistics.median(e.get("served_loglikelihood", 0) for e in evals)
@@ -213,13 +227,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", help="comma-separated command names (default: all but make-test)")
+    parser.add_argument("--once", default="", help="comma-separated command names timed in the first round only (the long ones)")
     parser.add_argument("--make-test", action="store_true", help="also time `make test` once, at the end")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--readme", action="store_true", help="write the table into README.md between its markers")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else [*SERVER_FREE, *WITH_SERVER, "run-default"]
     with tempfile.TemporaryDirectory(prefix="tool-speed-") as tmp:
-        results = measure(names, args.repeats, Path(tmp))
+        results = measure(names, args.repeats, Path(tmp), frozenset(filter(None, args.once.split(","))))
         if args.make_test:
             results["make-test"] = [make_test(Path(tmp))]
     lines = table(results)

@@ -483,6 +483,7 @@ def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
     kl = s.get("kl_lb_mean", math.nan)
     status = "pass" if kl <= SAME_DTYPE_KL else "warn" if kl <= 100 * SAME_DTYPE_KL else "fail"
     rate = s.get("same_top1_decisive", s.get("same_top1", math.nan)) if s.get("decisive_positions") else s.get("same_top1")
+    rate = math.nan if rate is None else rate
     top1 = "pass" if rate >= 0.995 else "warn" if rate >= 0.98 else "fail"
     return [check("top-k KL at the gold's dtype", f"{kl:.3g}", status if math.isfinite(kl) else "fail",
                   f"<= {SAME_DTYPE_KL:g} pass, <= {100 * SAME_DTYPE_KL:g} warn",
