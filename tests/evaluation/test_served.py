@@ -40,9 +40,19 @@ def served(model_dir, tmp_path, name):
     return ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log")
 
 
-def test_clean_server_matches_gold(default_model, gold_cache, tmp_path):
+@pytest.fixture()
+def clean_server(request, default_model, tmp_path):
+    """The session's server where it serves DTYPE (one engine start less), else one of this test's own."""
+    session = request.getfixturevalue("vllm_server")
+    if session.dtype == DTYPE:
+        yield session
+        return
     with served(default_model.path, tmp_path, "clean") as server:
-        result = run_eval_stage(default_model, server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
+        yield server
+
+
+def test_clean_server_matches_gold(default_model, clean_server, gold_cache, tmp_path):
+    result = run_eval_stage(default_model, clean_server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
     (row,) = result.paired
     assert row["n"] == SETTINGS.limit
     assert row["p_value"] >= 0.05 and row["status"] != "FAIL", row["reason"]
