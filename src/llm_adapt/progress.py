@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_adapt import interrupts
@@ -37,7 +38,7 @@ def progress_bar(console: Console | None = None) -> Iterator[Callable[[str, int,
                 interrupts.check()
             with lock:
                 if what not in tasks:
-                    tasks[what] = bar.add_task(what, total=total)
+                    tasks[what] = bar.add_task(escape(what), total=total)  # a label is text, not rich markup
                 bar.update(tasks[what], completed=done, total=total)
                 if events is not None:
                     events.write(json.dumps({"t": round(time.time(), 3), "what": what, "done": done, "total": total}) + "\n")

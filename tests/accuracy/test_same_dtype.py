@@ -2,7 +2,8 @@
 
 import math
 
-from llm_adapt.accuracy.endpoint import SAME_DTYPE_KL, same_dtype_checks
+from llm_adapt.accuracy.endpoint import same_dtype_checks
+from llm_adapt.accuracy.verdict import SAME_DTYPE_KL
 
 
 def statuses(**summary):
@@ -19,7 +20,7 @@ def test_a_clean_fp32_server_passes():
 def test_bf16_sized_error_at_the_gold_dtype_fails():
     # a bf16 server's KL (about 1e-3) is far more than rounding at fp32
     assert statuses(kl_lb_mean=1e-3, same_top1=0.99, positions=300)[0] == "fail"
-    assert statuses(kl_lb_mean=50 * SAME_DTYPE_KL, same_top1=1.0, positions=300)[0] == "warn"
+    assert statuses(kl_lb_mean=50 * SAME_DTYPE_KL[0], same_top1=1.0, positions=300)[0] == "warn"
 
 
 def test_a_planted_fault_fails_both_checks():

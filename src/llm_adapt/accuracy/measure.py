@@ -128,7 +128,7 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
     acc = [m.TensorAccumulator() for _ in gold.names]
     kls = []
     for i, ref in enumerate(gold.prompts):
-        progress(f"floor spread {plain(variant.label)}", i, len(gold.prompts))
+        progress(f"floor spread {variant.label}", i, len(gold.prompts))
         capture = runner.capture(ref.sequence)
         for j in range(len(gold.names)):
             acc[j].add(ref.hidden[j], capture.hidden[j])
@@ -136,7 +136,7 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
         kls.append(m.kl_from_logprobs(m.log_softmax64(ref.logits), logprobs))
         if keep is not None:
             keep.logprobs.append(logprobs)
-    progress(f"floor spread {plain(variant.label)}", len(gold.prompts), len(gold.prompts))
+    progress(f"floor spread {variant.label}", len(gold.prompts), len(gold.prompts))
     runner.close()
     kl = float(np.concatenate(kls).mean())
     layers = {name: relative_change(a.summary()["rel_l2"], row["rel_l2"])
@@ -231,11 +231,6 @@ def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> dict[st
     r, t = np.concatenate(ref_nll), np.concatenate(tgt_nll)
     return {"ref": float(np.exp(r.mean())), "target": float(np.exp(t.mean())), "ln_ratio": m.ln_ppl_ratio(r, t),
             "ln_ratio_sem": m.ln_ppl_ratio_sem(r, t), "tokens": int(len(r))}
-
-
-def plain(label: str) -> str:
-    """A runner's label for a progress bar: rich reads [..] as markup."""
-    return label.replace("[", "(").replace("]", ")")
 
 
 def _steps(progress: Progress, what: str):

@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from llm_adapt.status import worst as most_severe
+
 ALPHA = 0.05  # significance level of the paired test
 Z_95 = 1.959963984540054  # two-sided 95 % normal quantile
 DEFAULT_RTOL = 0.05  # vLLM-Ascend's model CI
@@ -107,6 +109,4 @@ def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, 
 
 
 def worst(statuses: Sequence[str]) -> str:
-    from llm_adapt.status import worst as most_severe
-
     return most_severe(statuses)
