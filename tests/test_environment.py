@@ -185,3 +185,13 @@ def test_report_of_an_old_environment_json_has_no_new_rows():
            "memory_gib": 24.0, "accelerators": [], "python": "3.11", "os": "Linux"}
     section = render_section(old, "en")
     assert "CANN" not in section and "| torch | 2.4 |" in section and "instruction sets" not in section
+
+
+def test_auto_dtype_is_fp32_only_on_a_cpu_without_native_bf16():
+    from llm_adapt.platforms import default_serving_dtype
+
+    dtype, note = default_serving_dtype("cpu", has_native_bf16=False)
+    assert dtype == "fp32" and "no native bf16" in note and "--dtype bf16" in note
+    assert default_serving_dtype("cpu", has_native_bf16=True) == ("bf16", None)
+    assert default_serving_dtype("cuda", has_native_bf16=False) == ("bf16", None)
+    assert default_serving_dtype("npu") == ("bf16", None)

@@ -159,7 +159,7 @@ def default_serving_dtype(platform: str, has_native_bf16: bool | None = None) ->
     if native:
         return "bf16", None
     return "fp32", ("--dtype auto: fp32, since this CPU has no native bf16 (no AVX-512 BF16, AMX or Arm BF16) and "
-                    "vLLM-CPU's bf16 prefill ran 5x slower than fp32 on such a CPU; pass --dtype bf16 to serve bf16")
+                    "vLLM-CPU's bf16 kernels convert to fp32 there; pass --dtype bf16 to serve bf16")
 
 
 def cpu_model() -> str:
