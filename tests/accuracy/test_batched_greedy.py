@@ -19,6 +19,14 @@ def test_length_batches_group_similar_lengths_within_the_padding_budget():
     assert length_batches([]) == []
 
 
+def test_a_decode_loop_saved_pays_for_some_padding_but_not_for_a_long_prompt():
+    lengths = [36, 37, 42, 48, 55, 59, 76, 2504]  # the shape of the default suite
+    assert len(length_batches(lengths, padding_budget=0.25)) == 3
+    merged = length_batches(lengths, padding_budget=0.25, new_tokens=48)  # 48 steps x 24 tokens of padding allowed
+    assert merged == [[0, 1, 2, 3, 4, 5, 6], [7]]
+    assert length_batches(lengths, padding_budget=0.25, new_tokens=1) == length_batches(lengths, padding_budget=0.25)
+
+
 def test_cut_at_stop_keeps_the_stop_and_drops_the_padding():
     assert cut_at_stop([5, 6, 2, 0, 0], [2]) == [5, 6, 2]
     assert cut_at_stop([5, 6, 7], [2]) == [5, 6, 7]

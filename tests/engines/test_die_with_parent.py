@@ -34,6 +34,7 @@ def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
+@pytest.mark.product_layout  # the API server, the engine core and its worker: the family serve leaves
 def test_sigkilled_serve_takes_its_engine_along(tmp_path, default_model):
     out = tmp_path / "serve"
     argv = [sys.executable, "-m", "llm_adapt.cli", "serve", "default", "--out", str(out), "--kv-cache-space", "1",

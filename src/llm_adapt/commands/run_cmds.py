@@ -40,6 +40,9 @@ def add_run_parser(sub) -> None:
     add_plan_options(p)
     add_engine_options(p)
     p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16, emulated in fp32 on a CPU without native bf16)")
+    p.add_argument("--quant", action="append", choices=["int8-tensor", "int8-channel"], metavar="QUANT",
+                   help="in-process weight quantizations of the target, repeatable: int8-tensor, int8-channel "
+                        "(default: int8-tensor)")
     p.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<model>-<platform>-<time>)")
     p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
     p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")
@@ -97,6 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         load_prompts(args.prompts)  # bad prompts fail before any work
         sizes = replace(sizes, prompts=args.prompts)
+    if args.quant:
+        sizes = replace(sizes, quants=tuple(dict.fromkeys(args.quant)))
     if args.resume and not (args.out and (args.out / rundir.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
     if args.tasks:
