@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from llm_adapt import environment, platforms_npu
+from llm_adapt import environment
+from llm_adapt.platforms import npu as platforms_npu
 from llm_adapt.environment import (
     EnvironmentResult,
     build_info,
     parse_version_file,
 )
 from llm_adapt.platforms import native_bf16, parse_cpu_flags
-from llm_adapt.platforms_npu import cann_version, parse_install_info, parse_version_cfg
+from llm_adapt.platforms.npu import cann_version, parse_install_info, parse_version_cfg
 
 SAMPLES = Path(__file__).parent / "fixtures" / "npu_smi"
 

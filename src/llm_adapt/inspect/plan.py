@@ -7,7 +7,7 @@ is sized from the host memory available now: weights, activations, a runtime res
 the KV cache must all fit, or the plan refuses before anything starts.
 On CUDA / Ascend the pool is what remains of memory x utilization after weights, an
 activation estimate and runtime overhead: an estimate, labelled as one, and the longest
-max-model-len leaves GPU_KV_MARGIN of it unused so that the plan's own command starts.
+max-model-len leaves the platform's kv_margin of it unused so that the plan's own command starts.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 KV_DTYPE_FLAGS = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
 MIN_USEFUL_CONTEXT = 4096  # smallest context we plan for when the user sets none
 CPU_DEFAULT_KV_GIB = 4
-# Share of an estimated (CUDA / Ascend) KV pool the longest max-model-len leaves unused: the
-# activation and runtime figures behind the estimate are approximations, not vLLM's profile.
-GPU_KV_MARGIN = 0.10
+# The share of an estimated device KV pool the longest max-model-len leaves unused is each
+# platform's kv_margin (platforms/base.py): the activation and runtime figures behind the estimate
+# are approximations, not vLLM's profile.
 # Host memory of vLLM-CPU's API-server and engine-core processes beside the worker (measured here:
 # about 0.8 and 0.7 GB RSS serving Llama-3.2-3B), on top of the platform's runtime overhead.
 CPU_ENGINE_PROCESSES_GIB = 2.0
@@ -114,13 +114,13 @@ class _Layout:
 def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOptions) -> DeployPlan:
     _check_options(spec, opts)
     kv_dtype = opts.kv_dtype or opts.dtype
-    seqs = opts.max_num_seqs or (16 if platform.name == "cpu" else 256)
-    batched = opts.max_num_batched_tokens or (4096 if platform.name == "cpu" else 8192)
+    seqs = opts.max_num_seqs or platform.default_max_num_seqs
+    batched = opts.max_num_batched_tokens or platform.default_max_num_batched_tokens
     memory_gib, assumed = _device_memory(platform, opts)
     layout = _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched)
     per_token = mem.kv_bytes_per_token(spec, kv_dtype, layout.tp, layout.pp)
     blocks = mem.kv_cache_blocks(layout.pool_bytes, per_token, platform.block_size)
-    margin = 0.0 if platform.name == "cpu" else GPU_KV_MARGIN
+    margin = platform.kv_margin
     longest = mem.longest_context(math.floor(blocks * (1 - margin)), platform.block_size, spec.max_position_embeddings)
     mml = _max_model_len(opts, longest, spec, layout.pool_bytes, per_token)
     concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
@@ -132,10 +132,10 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         platform=platform.name, dtype=opts.dtype, kv_dtype=kv_dtype,
         tensor_parallel=layout.tp, pipeline_parallel=layout.pp, nodes=layout.nodes,
         devices_per_node=layout.tp, device_memory_gib=round(memory_gib, 2), device_memory_assumed=assumed,
-        memory_utilization=opts.gpu_memory_utilization if platform.name != "cpu" else 1.0,
+        memory_utilization=1.0 if platform.host_memory else opts.gpu_memory_utilization,
         weight_bytes_per_device=layout.weights_bytes, activation_reserve_bytes=layout.reserve_bytes,
         runtime_overhead_bytes=int(platform.runtime_overhead_gib * mem.GIB),
-        kv_pool_bytes=layout.pool_bytes, kv_pool_exact=platform.name == "cpu",
+        kv_pool_bytes=layout.pool_bytes, kv_pool_exact=platform.host_memory,
         kv_bytes_per_token=per_token, block_size=platform.block_size, kv_cache_blocks=blocks,
         kv_cache_tokens=int(concurrency * mml), max_model_len=mml,
         max_model_len_from="plan" if opts.max_model_len is None else "user", longest_max_model_len=longest,
@@ -145,7 +145,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         env_notes=penv.explain(platform.name, env),
         multinode=_multinode(spec, platform, opts, layout, argv["graph"]),
         warnings=_warnings(spec, opts, platform, assumed, concurrency, seqs),
-        layer_dump=msprobe_config.plan_entry(argv["eager"], env) if platform.name == "npu" else None,
+        layer_dump=msprobe_config.plan_entry(argv["eager"], env) if platform.layer_dump else None,
     )
 
 
@@ -172,7 +172,7 @@ def _check_options(spec: ModelSpec, opts: PlanOptions) -> None:
 def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
     if opts.device_memory_gib is not None:
         return opts.device_memory_gib, False
-    if platform.name == "cpu" and opts.host_available_gib is not None:
+    if platform.host_memory and opts.host_available_gib is not None:
         return opts.host_available_gib, False
     from llm_adapt.platforms import local_device_memory_gib
 
@@ -184,8 +184,8 @@ def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
 
 def _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched) -> _Layout:
     weights = opts.weights.bytes_at(opts.dtype) if opts.weights else mem.weight_bytes(params, opts.dtype)
-    if platform.name == "cpu":
-        return _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched)
+    if platform.host_memory:
+        return _host_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched)
     per_node = opts.devices_per_node or 8
     want_tokens = opts.max_model_len or min(spec.max_position_embeddings, MIN_USEFUL_CONTEXT)
     for pp in range(1, spec.num_layers + 1):
@@ -216,7 +216,7 @@ def _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batch
     return _Layout(tp, pp, pp, max(pool, 0), per_device_weights, reserve)
 
 
-def _cpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched) -> _Layout:
+def _host_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched) -> _Layout:
     """The KV space (whole GiB, as VLLM_CPU_KVCACHE_SPACE takes it) from the memory left after the rest."""
     reserve = mem.activation_reserve_bytes(spec, batched, seqs, "fp32")
     runtime = (platform.runtime_overhead_gib + CPU_ENGINE_PROCESSES_GIB) * mem.GIB
@@ -252,7 +252,7 @@ def _max_model_len(opts: PlanOptions, longest: int, spec: ModelSpec, pool: int, 
 
 def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, str]:
     env = dict(platform.env)
-    if platform.name == "cpu":
+    if platform.host_memory:  # vLLM's CPU build
         env["VLLM_CPU_KVCACHE_SPACE"] = str(layout.pool_bytes // mem.GIB)
         # vLLM-CPU's default ("auto") reserves a core for the frontend; bind all of them.
         env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{opts.cpu_cores - 1}" if opts.cpu_cores > 1 else "0"
@@ -275,7 +275,7 @@ def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> l
         argv += ["--pipeline-parallel-size", str(layout.pp), "--distributed-executor-backend", "ray"]
     if kv_dtype in KV_DTYPE_FLAGS:
         argv += ["--kv-cache-dtype", KV_DTYPE_FLAGS[kv_dtype]]
-    if platform.name != "cpu":
+    if not platform.host_memory:
         argv += ["--gpu-memory-utilization", f"{opts.gpu_memory_utilization:g}"]
     if opts.max_num_batched_tokens:
         argv += ["--max-num-batched-tokens", str(opts.max_num_batched_tokens)]
@@ -302,12 +302,18 @@ def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _
                graph_argv: list[str]) -> dict | None:
     """Both multi-node forms when the model needs several nodes or --nodes asks for more than one."""
     nodes = max(layout.nodes, opts.max_nodes or 1)
-    if nodes <= 1 or platform.name == "cpu":
+    if nodes <= 1 or not platform.multinode:
         return None
     per_node = opts.devices_per_node or 8
     topo = Topology(platform=platform.name, nodes=nodes, devices_per_node=per_node, tp=layout.tp, pp=layout.pp,
                     ray_tp=max(_tp_candidates(spec, per_node)), num_layers=spec.num_layers)
     return plan_multinode(topo, graph_argv)
+
+
+def _multinode_platforms() -> str:
+    from llm_adapt.platforms import PLATFORMS
+
+    return " and ".join(sorted(p.name for p in PLATFORMS.values() if p.multinode))
 
 
 def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
@@ -319,11 +325,12 @@ def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
         out.append("the model ships custom code (auto_map); it is not trusted unless you pass --trust-remote-code")
     if opts.trust_remote_code:
         out.append("--trust-remote-code is set: the model's own Python code will run")
-    if platform.name == "cpu" and (opts.max_nodes or 1) > 1:
-        out.append(f"--nodes {opts.max_nodes}: multi-node commands are planned for cuda and npu; the CPU plan is one node")
+    if not platform.multinode and (opts.max_nodes or 1) > 1:
+        out.append(f"--nodes {opts.max_nodes}: multi-node commands are planned for {_multinode_platforms()}; the "
+                   f"{platform.name.upper()} plan is one node")
     if opts.host not in ("127.0.0.1", "localhost", "::1"):
         out.append(f"the server listens on {opts.host}, reachable from other machines")
-    if platform.name == "cpu" and not opts.cpu_preload:
+    if platform.host_memory and not opts.cpu_preload:
         out.append("no LD_PRELOAD: tcmalloc (Debian's libtcmalloc-minimal4) or Intel OpenMP (libiomp5, from "
                    "vllm-cpu's dependencies) is missing here; vLLM's CPU installation guide preloads both")
     out += plan_warnings(spec.quant, platform.name)

@@ -1,4 +1,5 @@
-"""Ascend NPU facts read from the machine: npu-smi's query output and the CANN toolkit's version.
+"""The Ascend NPU platform (vLLM + vLLM-Ascend), and the NPU facts read from the machine: npu-smi's
+query output and the CANN toolkit's version.
 
 The parsers are pure functions on text, written to the formats in Huawei's published npu-smi
 reference (samples in tests/fixtures/npu_smi/, each with its source). The few functions that
@@ -14,7 +15,35 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_adapt.platforms.base import Platform
+
 MIB = 1024 * 1024
+
+
+def has_npu_device() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("torch_npu") is None:
+        return False
+    try:
+        import torch
+        import torch_npu  # noqa: F401  registers torch.npu
+
+        return bool(torch.npu.is_available())
+    except Exception:
+        return False
+
+
+PLATFORM = Platform(
+    name="npu", display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
+    block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
+    visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", assumed_device_memory_gib=64.0,
+    runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0}, layer_dump=True,
+    graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",
+                     ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
+    detect=has_npu_device,
+    torch_extension=("torch_npu", "install CANN and torch_npu (see vLLM-Ascend's installation guide)"),
+)
 
 
 @dataclass(frozen=True)

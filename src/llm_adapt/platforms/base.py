@@ -1,0 +1,42 @@
+"""What llm-adapt knows about one target platform: one `Platform` per module of this package."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# A device plan leaves this share of the KV blocks unused, so that the plan's own command starts
+# (vLLM's profiling run takes some of the pool on a GPU or an NPU).
+DEVICE_KV_MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One target platform: its engine, how its memory is planned and how its devices are seen.
+    Adding one is one module in this package with one of these, registered in __init__.py."""
+
+    name: str  # cpu | cuda | npu | ...
+    display: str
+    engine: str  # what serves it
+    torch_module: str | None  # torch.<module> that sees its devices (None: the host)
+    block_size: int  # vLLM's default KV block size on this platform
+    graph_mode: str  # what vLLM calls its graph/compiled mode here
+    visible_devices_env: str | None
+    assumed_device_memory_gib: float | None  # used when planning for a device not present
+    runtime_overhead_gib: float  # context, graph pools, allocator slack beside weights+activations
+    startup_prior_s: dict[str, float]  # engine start-up, eager / graph, before one is measured
+    # Weights and KV cache in host RAM: a whole-GiB KV space the engine allocates exactly, no share
+    # of device memory to give (--gpu-memory-utilization), one node.
+    host_memory: bool = False
+    multinode: bool = True  # the plan writes multi-node commands for it
+    layer_dump: bool = False  # msprobe's dump config is planned for it
+    default_max_num_seqs: int = 256
+    default_max_num_batched_tokens: int = 8192
+    kv_margin: float = DEVICE_KV_MARGIN
+    env: dict[str, str] = field(default_factory=dict)
+    # tune: graph-mode variants only this platform has: (name, knob, extra engine arguments)
+    graph_variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # whether this machine has one of its devices (imports torch lazily); None: never detected
+    detect: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
+    # the torch extension its devices need, and what to install when it is missing
+    torch_extension: tuple[str, str] | None = None

