@@ -187,7 +187,7 @@ def test_vllm_lacks_it_and_its_transformers_backend_refuses_it(odd_model, tmp_pa
     assert json.loads((tmp_path / "inspect.json").read_text())["strategy"] == strategy
 
 def test_the_reason_under_vllm_s_pydantic_wrapper_is_the_cause():
-    from llm_adapt.inspect.strategy import pydantic_reason
+    from llm_adapt.engines.backend_trial import pydantic_reason
 
     log = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
            "  Value error, The Transformers implementation of 'X' is not compatible with vLLM. [type=value_error, "
@@ -198,7 +198,7 @@ def test_the_reason_under_vllm_s_pydantic_wrapper_is_the_cause():
 
 def test_cli_try_backend_wiring_without_an_engine(odd_model, tmp_path, capsys, monkeypatch):
     """The same CLI path as the slow test, with the engine's answer stubbed: exit code, JSON and files."""
-    import llm_adapt.inspect.strategy as strategy_mod
+    import llm_adapt.engines.backend_trial as strategy_mod
     from llm_adapt.cli import main
 
     monkeypatch.setattr(strategy_mod, "try_transformers_backend",

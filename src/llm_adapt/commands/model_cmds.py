@@ -61,7 +61,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         result.plan["tuned"] = TuneResult.load(args.tuned).recommendation
     if args.try_backend:
         from llm_adapt.home import adapt_home
-        from llm_adapt.inspect.strategy import settle_strategy
+        from llm_adapt.engines.backend_trial import settle_strategy
 
         settle_strategy(result, args.out or adapt_home() / "plugins")
     if args.out:
