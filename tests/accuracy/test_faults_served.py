@@ -89,9 +89,10 @@ def measured(default_model, suite):
 def serve(model_dir, tmp_path, name="fault"):
     """One vLLM-CPU engine on `model_dir` at DTYPE, stopped on the way out."""
     source = resolve_model(str(model_dir))
-    plan = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name=name, kv_cache_space_gib=1,
-                                           max_model_len=SERVED_LEN, dtype=DTYPE), "cpu").plan
-    with ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log") as server:
+    inspected = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name=name,
+                                                kv_cache_space_gib=1, max_model_len=SERVED_LEN, dtype=DTYPE), "cpu")
+    inspected.save(tmp_path / "inspect.json")  # a run directory the report can render
+    with ManagedServer(vllm_launch(inspected.plan, port=free_port()), tmp_path / "engine.log") as server:
         yield server
 
 
@@ -146,3 +147,33 @@ def test_clean_server_passes_3_of_3(clean_server, measured, default_model, tmp_p
         statuses.append((result.verdict["status"], result.verdict["reasons"]))
     assert all(s == "PASS" for s, _ in statuses), statuses
     assert LONG_ID in result.verdict["skipped_prompts"]
+    assert result.diagnosis is None  # nothing out of line, nothing to explain
+
+
+# Faults planted inside the engine (engines/fault_plugin.py, a vLLM plugin that hooks vLLM's own model
+# code in the engine process), with the checkpoint and the config untouched: fault -> the signature
+# the diagnosis must name, alone.
+ENGINE_FAULTS = {
+    "decode-only": ("decode-only:5:1.05", "decode"),  # layer 5's branch 5% too large on decode tokens only
+    "rope-beyond": ("rope-beyond:32", "positions"),  # every position past 32 rotated 16 positions on
+    "attention-scale": ("attention-scale:3:1.5", "both"),  # layer 3's softmax scale 1.5x, every step
+}
+
+
+@pytest.mark.parametrize("name", list(ENGINE_FAULTS))
+def test_engine_fault_is_caught_and_its_kind_named(name, default_model, measured, tmp_path, monkeypatch):
+    from llm_adapt.report.render import render_report
+
+    fault, signature = ENGINE_FAULTS[name]
+    monkeypatch.setenv("LLM_ADAPT_ENGINE_FAULT", fault)
+    result, _ = judge_served(default_model.path, measured, tmp_path)
+    assert "planted" in (tmp_path / "engine.log").read_text(), "the fault plugin did not load in the engine"
+    assert result.verdict["status"] == "FAIL", (name, result.verdict["reasons"])
+    found = [c["signature"] for c in result.diagnosis["candidates"] if c["signature"] != "category"]
+    assert found == [signature], result.diagnosis
+    cause = next(c for c in result.diagnosis["candidates"] if c["signature"] == signature)
+    if signature == "positions":
+        assert cause["from_position"] <= 32 < cause["from_position"] + 32
+    for lang, words in (("en", "Likely cause"), ("zh", "可能原因")):
+        text = render_report(tmp_path, lang)[0].read_text()
+        assert words in text and cause["next"] in text

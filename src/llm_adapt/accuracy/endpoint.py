@@ -19,6 +19,7 @@ import torch
 
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.diagnosis import diagnose
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
@@ -61,6 +62,7 @@ class EndpointAccuracyResult(StageResult):
     settings: dict[str, Any]
     sections: dict[str, dict[str, Any]]  # name -> {"status": done | not run | unsupported, ...}
     verdict: dict[str, Any] | None = None
+    diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
 
 
 def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptions, floor: RunnerSpec | None,
@@ -106,8 +108,19 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
     result.settings["skipped_before_gold"] = gold.skipped
     result.verdict = judge_endpoint(result.sections, gold.skipped)
+    result.diagnosis = diagnose(result.sections, result.verdict, clean_kl_bound(result.sections))
     result.save(out / rundir.ENDPOINT_ACCURACY)
     return result
+
+
+def clean_kl_bound(sections: dict[str, dict[str, Any]]) -> float:
+    """The mean top-k KL a clean server stays under: the floor's times its allowed ratio, or at the
+    gold's dtype the same-dtype pass threshold. Pure."""
+    tf = sections.get("teacher_forced") or {}
+    floor = (tf.get("floor") or {}).get("kl_lb_mean")
+    if floor is None or not math.isfinite(floor):
+        return SAME_DTYPE_KL[0]
+    return floor * (tf.get("spread") or {}).get("allowed", 1.0)
 
 
 class _Unsupported(Exception):
@@ -243,7 +256,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
                 nonfinite += 1
                 continue
             top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
-            row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k)
+            row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k) | {"position": p}
             rows.append(row)
             t_sum += row["kl_lb"]
             if fl is not None and fl.logprobs[n] is not None:
@@ -255,6 +268,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
     if not rows and not nonfinite:
         raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
     return {"server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
+            "by_position": em.position_profile(rows),
             "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
             "nonfinite_positions": nonfinite, "skipped": skipped,
             "kl_note": "KL on the top-k support (coarse-grained): a lower bound on full-vocabulary KL"}
@@ -519,7 +533,11 @@ def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> lis
         out.append(check("decode-side top-k KL / noise floor", None if ratio is None else round(ratio, 4),
                          graded(ratio, allowed), f"<= {allowed:.3f} pass (the teacher-forced spread), twice that warn",
                          "the server's own decode log-probs against the gold on the shared prefix"))
-
-
+    elif s.get("positions") and greedy.get("floor_genuine") is None:  # at the gold's dtype: the gold itself
+        kl = s["kl_lb_mean"]
+        status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
+        out.append(check("decode-side top-k KL at the gold's dtype", f"{kl:.3g}", status if math.isfinite(kl) else "fail",
+                         f"<= {SAME_DTYPE_KL[0]:g} pass, <= {SAME_DTYPE_KL[1]:g} warn",
+                         "the server's own decode log-probs against the gold on the shared prefix"))
     out.append(stops_check(rows))
     return out

@@ -76,3 +76,26 @@ def summarize(rows: list[dict], tie_margin: float = TIE_MARGIN) -> dict:
             "tie_margin": tie_margin,
             "topk_agree": float(np.mean([r["topk_agree"] for r in rows])),
             "dlogprob_mean": float(np.nanmean(dlp)), "dlogprob_abs_mean": float(np.nanmean(np.abs(dlp)))}
+
+
+# Position bins of the teacher-forced profile: fine at the start (the chat template's first tokens),
+# doubling after, so that an error that starts past some position shows where.
+POSITION_EDGES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
+
+
+def position_profile(rows: list[dict]) -> list[dict]:
+    """Mean top-k KL and same-top-1 rate per position bin, from rows that carry their `position`. Pure."""
+    import bisect
+
+    bins: dict[int, list[dict]] = {}
+    for row in rows:
+        if "position" in row:
+            bins.setdefault(bisect.bisect_right(POSITION_EDGES, row["position"]) - 1, []).append(row)
+    out = []
+    for b in sorted(bins):
+        members = bins[b]
+        hi = POSITION_EDGES[b + 1] if b + 1 < len(POSITION_EDGES) else None
+        out.append({"from": POSITION_EDGES[b], "to": hi, "positions": len(members),
+                    "kl_lb_mean": float(np.mean([r["kl_lb"] for r in members])),
+                    "same_top1": float(np.mean([r["same_top1"] for r in members]))})
+    return out

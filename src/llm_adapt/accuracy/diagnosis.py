@@ -1,0 +1,133 @@
+"""From "out of line" to "what kind of bug": fault signatures computed from what endpoint accuracy
+already measured, and a small rule table from signatures to likely causes.
+
+Each signature is a pure function of a section's figures; it fires only with the figures that make
+it. Each rule names a cause, the signatures it needs, and the next command that tells more. A
+cause is never named without its figures, and no signature firing is a valid answer: "unknown".
+
+The rules, in order:
+- decode path: teacher-forced (prefill) log-probs within bounds while the server's own decode
+  log-probs are out of line. The prompt's tokens went through the prefill kernels and were right;
+  the tokens after them went through the decode step and the KV cache it reads. (Gemma4-E4B on
+  vLLM-Ascend: layers sharing another layer's KV read the wrong keys; decode-only kernel bugs.)
+- prefill path: the reverse, prefill out of line and decode clean.
+- positions past P: the teacher-forced error starts past a position, the bins before it in
+  bounds: rotary embedding variants and scaling (rope_theta, rope_scaling, partial rotary), a
+  sliding window, or a kernel path taken only for long sequences.
+- one prompt category: genuine greedy divergences in one category only (e.g. multi-turn, a chat
+  template; long context, as above).
+- everywhere: prefill and decode both out of line from the first positions on: a layer's weights
+  or a kernel every step runs (attention scale, a fused op); the layers stage places it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+ONSET_FACTOR = 10.0  # a signature's "out of line" side must exceed the in-bounds side this many times
+MIN_POSITIONS = 8  # a bin or side with fewer positions says nothing
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def prefill_vs_decode(prefill_kl: float | None, decode_kl: float | None, bound: float,
+                      prefill_positions: int = 0, decode_positions: int = 0) -> dict[str, Any] | None:
+    """Which path is out of line: 'decode' when prefill is within `bound` and decode exceeds both the
+    bound and ONSET_FACTOR x prefill; 'prefill' the reverse; 'both' when both exceed it; None when
+    neither does or a side is missing. Pure."""
+    if not (_finite(prefill_kl) and _finite(decode_kl)) or min(prefill_positions, decode_positions) < MIN_POSITIONS:
+        return None
+    figures = {"prefill_kl": prefill_kl, "decode_kl": decode_kl, "bound": bound,
+               "prefill_positions": prefill_positions, "decode_positions": decode_positions}
+    prefill_out, decode_out = prefill_kl > bound, decode_kl > bound
+    if decode_out and not prefill_out and decode_kl >= ONSET_FACTOR * max(prefill_kl, 1e-30):
+        return {"signature": "decode", **figures}
+    if prefill_out and not decode_out and prefill_kl >= ONSET_FACTOR * max(decode_kl, 1e-30):
+        return {"signature": "prefill", **figures}
+    if prefill_out and decode_out:
+        return {"signature": "both", **figures}
+    return None
+
+
+def position_onset(profile: list[dict[str, Any]], bound: float) -> dict[str, Any] | None:
+    """The first position bin out of line after at least one bin in bounds, with every bin from there
+    on out of line and above ONSET_FACTOR x the in-bounds bins' mean. Pure."""
+    bins = [b for b in profile if b.get("positions", 0) >= MIN_POSITIONS and _finite(b.get("kl_lb_mean"))]
+    for i in range(1, len(bins)):
+        before, after = bins[:i], bins[i:]
+        if all(b["kl_lb_mean"] <= bound for b in before) and all(b["kl_lb_mean"] > bound for b in after):
+            clean = sum(b["kl_lb_mean"] * b["positions"] for b in before) / sum(b["positions"] for b in before)
+            worst = min(b["kl_lb_mean"] for b in after)
+            if worst >= ONSET_FACTOR * max(clean, 1e-30):
+                return {"signature": "positions", "from_position": after[0]["from"], "kl_before": clean,
+                        "kl_after_min": worst, "bound": bound,
+                        "bins": [{"from": b["from"], "to": b["to"], "kl": b["kl_lb_mean"]} for b in bins]}
+    return None
+
+
+def category_concentration(by_category: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Genuine greedy divergences in exactly one prompt category, which has at least two of them,
+    while every other category (at least two others) has none. Pure."""
+    hit = {c: v.get("genuine", 0) for c, v in by_category.items() if v.get("genuine", 0) > 0}
+    if len(hit) != 1 or len(by_category) < 3:
+        return None
+    (category, count), = hit.items()
+    if count < 2:
+        return None
+    return {"signature": "category", "category": category, "genuine": count,
+            "prompts": by_category[category].get("prompts"),
+            "clean_categories": sorted(c for c in by_category if c != category)}
+
+
+# signature -> (cause, the command that tells more; the report gives the cause in its language)
+CAUSES = {
+    "decode": ("the decode path: the decode attention kernel, the KV cache it writes and reads (a layer reading "
+               "another layer's or stale KV), or a decode-only fused op; clean layers in the engine's prefill "
+               "capture confirm it",
+               "llm-adapt run MODEL --layers"),
+    "prefill": ("the prefill path: the prefill attention kernel, chunked prefill or prompt-side position handling; "
+                "the engine's prefill capture places the layer",
+                "llm-adapt run MODEL --layers"),
+    "positions": ("positions past the onset: the rotary embedding variant or its scaling (rope_theta, "
+                  "rope_scaling, partial rotary), a sliding window, or a kernel path only long sequences take; "
+                  "the config's rope and window settings and prompts that span the onset tell more",
+                  "llm-adapt inspect MODEL"),
+    "category": ("inputs of one kind only: for multi-turn a chat template, for long context the positions or "
+                 "window, for one language its tokenization; more prompts of that kind tell more",
+                 "llm-adapt compare MODEL --endpoint URL --prompts FILE"),
+    "both": ("every step: a layer's weights or a kernel both prefill and decode run (an attention scale, a fused "
+             "norm or activation); the engine's prefill capture places the layer",
+             "llm-adapt run MODEL --layers"),
+}
+
+
+def diagnose(sections: dict[str, dict[str, Any]], verdict: dict[str, Any], bound: float) -> dict[str, Any] | None:
+    """Likely causes of a served model that is out of line, from its endpoint sections; None for a
+    PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the
+    same-dtype pass threshold, or the floor's KL x the allowed ratio). Pure."""
+    if verdict.get("status") not in ("FAIL", "WARN"):
+        return None
+    tf, greedy = sections.get("teacher_forced") or {}, sections.get("greedy") or {}
+    found = []
+    if tf.get("status") == "done" and greedy.get("status") == "done":
+        s, d = tf.get("server") or {}, (greedy.get("decode") or {}).get("server") or {}
+        path = prefill_vs_decode(s.get("kl_lb_mean"), d.get("kl_lb_mean"), bound, s.get("positions", 0),
+                                 d.get("positions", 0))
+        if path:
+            found.append(path)
+    if tf.get("status") == "done":
+        onset = position_onset(tf.get("by_position") or [], bound)
+        if onset and not any(f["signature"] == "prefill" for f in found):
+            found.append(onset)
+    if greedy.get("status") == "done":
+        cat = category_concentration(greedy.get("by_category") or {})
+        if cat:
+            found.append(cat)
+    candidates = [{"cause": CAUSES[f["signature"]][0], "next": CAUSES[f["signature"]][1], **f} for f in found]
+    if any(c["signature"] == "positions" for c in candidates):  # an onset explains "both" better
+        candidates = [c for c in candidates if c["signature"] != "both"]
+    return {"candidates": candidates, "unknown": not candidates,
+            "rules": "accuracy/diagnosis.py: decode path, prefill path, positions past P, one category, everywhere"}
