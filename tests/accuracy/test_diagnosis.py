@@ -3,8 +3,13 @@ on other patterns; the diagnosis explains only what is out of line."""
 
 import pytest
 
-from llm_adapt.accuracy.diagnosis import (CAUSES, category_concentration, diagnose, position_onset,
-                                          prefill_vs_decode)
+from llm_adapt.accuracy.diagnosis import (
+    CAUSES,
+    category_concentration,
+    diagnose,
+    position_onset,
+    prefill_vs_decode,
+)
 from llm_adapt.accuracy.endpoint_metrics import position_profile
 
 BOUND = 1e-6

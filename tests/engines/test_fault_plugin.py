@@ -3,7 +3,12 @@
 import pytest
 import torch
 
-from llm_adapt.engines.fault_plugin import EngineFault, decode_mask, parse_fault, register
+from llm_adapt.engines.fault_plugin import (
+    EngineFault,
+    decode_mask,
+    parse_fault,
+    register,
+)
 
 
 def test_fault_syntax():

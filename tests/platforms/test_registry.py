@@ -7,7 +7,13 @@ import pytest
 from llm_adapt import platforms
 from llm_adapt.accuracy.runner import check_device
 from llm_adapt.errors import UsageError
-from llm_adapt.platforms import Platform, detect_platform, get_platform, register, unregister
+from llm_adapt.platforms import (
+    Platform,
+    detect_platform,
+    get_platform,
+    register,
+    unregister,
+)
 from tests.inspect.test_plan import plan_for
 
 XPU = Platform(name="xpu", display="Intel GPU (vLLM XPU)", engine="vLLM (xpu)", torch_module="xpu", block_size=64,

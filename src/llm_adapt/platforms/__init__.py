@@ -10,8 +10,18 @@ from llm_adapt.errors import UsageError
 from llm_adapt.platforms import cpu, cuda, npu
 from llm_adapt.platforms.base import DEVICE_KV_MARGIN, Platform
 from llm_adapt.platforms.cpu import (  # noqa: F401  the CPU facts other packages read
-    IOMP_NAME, NATIVE_BF16_FLAGS, SYSTEM_LIB_DIRS, TCMALLOC_NAMES, cpu_cores, cpu_flags, cpu_has_native_bf16,
-    cpu_model, cpu_preload_libs, native_bf16, parse_cpu_flags)
+    IOMP_NAME,
+    NATIVE_BF16_FLAGS,
+    SYSTEM_LIB_DIRS,
+    TCMALLOC_NAMES,
+    cpu_cores,
+    cpu_flags,
+    cpu_has_native_bf16,
+    cpu_model,
+    cpu_preload_libs,
+    native_bf16,
+    parse_cpu_flags,
+)
 
 __all__ = ["DEVICE_KV_MARGIN", "PLATFORMS", "Platform", "default_serving_dtype", "detect_platform", "get_platform",
            "local_device_count", "local_device_memory_gib", "register", "unregister"]

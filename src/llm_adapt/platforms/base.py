@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 # A device plan leaves this share of the KV blocks unused, so that the plan's own command starts
 # (vLLM's profiling run takes some of the pool on a GPU or an NPU).
