@@ -158,6 +158,15 @@ ENGINE_FAULTS = {
     "rope-beyond": ("rope-beyond:32", "positions"),  # every position past 32 rotated 16 positions on
     "attention-scale": ("attention-scale:3:1.5", "both"),  # layer 3's softmax scale 1.5x, every step
 }
+# Held out when the rules were written, and served with LLM_ADAPT_ALL_SERVED_FAULTS=1 (one engine each).
+# A prefill-only fault reads as "both": the prompt's KV cache it corrupts is what every decode step
+# attends to (the held-out run showed it; the rule table says so since).
+MORE_ENGINE_FAULTS = {
+    "prefill-only": ("prefill-only:5:1.05", "both"),
+    "scaled": ("scaled:20:1.05", "both"),  # layer 20's branch 5% too large on every token
+}
+if os.environ.get("LLM_ADAPT_ALL_SERVED_FAULTS") == "1":
+    ENGINE_FAULTS.update(MORE_ENGINE_FAULTS)
 
 
 @pytest.mark.parametrize("name", list(ENGINE_FAULTS))

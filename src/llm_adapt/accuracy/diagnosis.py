@@ -10,14 +10,18 @@ The rules, in order:
   log-probs are out of line. The prompt's tokens went through the prefill kernels and were right;
   the tokens after them went through the decode step and the KV cache it reads. (Gemma4-E4B on
   vLLM-Ascend: layers sharing another layer's KV read the wrong keys; decode-only kernel bugs.)
-- prefill path: the reverse, prefill out of line and decode clean.
+- prompt log-probs only: the reverse, prefill out of line and decode clean. Not a prefill kernel: a
+  prefill error corrupts the prompt's KV cache, which every decode step attends to, so it reads as
+  "everywhere" (a fault planted in one layer's prefill showed exactly that). What is left is the
+  path that computes prompt log-probs alone.
 - positions past P: the teacher-forced error starts past a position, the bins before it in
   bounds: rotary embedding variants and scaling (rope_theta, rope_scaling, partial rotary), a
   sliding window, or a kernel path taken only for long sequences.
 - one prompt category: genuine greedy divergences in one category only (e.g. multi-turn, a chat
   template; long context, as above).
-- everywhere: prefill and decode both out of line from the first positions on: a layer's weights
-  or a kernel every step runs (attention scale, a fused op); the layers stage places it.
+- everywhere: prefill and decode both out of line from the first positions on: a layer's weights,
+  a kernel every step runs (attention scale, a fused op), or the prefill path (through the KV cache
+  decode reads); the layers stage places it.
 """
 
 from __future__ import annotations
@@ -88,9 +92,9 @@ CAUSES = {
                "another layer's or stale KV), or a decode-only fused op; clean layers in the engine's prefill "
                "capture confirm it",
                "llm-adapt run MODEL --layers"),
-    "prefill": ("the prefill path: the prefill attention kernel, chunked prefill or prompt-side position handling; "
-                "the engine's prefill capture places the layer",
-                "llm-adapt run MODEL --layers"),
+    "prefill": ("the prompt log-probs path alone (decode, which attends to the same prompt KV cache, is clean): "
+                "how the engine computes or returns prompt_logprobs, not a prefill kernel",
+                "llm-adapt compare MODEL --endpoint URL"),
     "positions": ("positions past the onset: the rotary embedding variant or its scaling (rope_theta, "
                   "rope_scaling, partial rotary), a sliding window, or a kernel path only long sequences take; "
                   "the config's rope and window settings and prompts that span the onset tell more",
@@ -98,8 +102,9 @@ CAUSES = {
     "category": ("inputs of one kind only: for multi-turn a chat template, for long context the positions or "
                  "window, for one language its tokenization; more prompts of that kind tell more",
                  "llm-adapt compare MODEL --endpoint URL --prompts FILE"),
-    "both": ("every step: a layer's weights or a kernel both prefill and decode run (an attention scale, a fused "
-             "norm or activation); the engine's prefill capture places the layer",
+    "both": ("every step or the prefill path: a layer's weights, a kernel both prefill and decode run (an attention "
+             "scale, a fused norm or activation), or a prefill kernel, whose error reaches every decode step "
+             "through the KV cache; the engine's prefill capture places the layer",
              "llm-adapt run MODEL --layers"),
 }
 
