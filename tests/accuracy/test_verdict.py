@@ -137,6 +137,20 @@ def test_wrong_stop_positions_warn_at_least():
     assert stops_check(near)["status"] == "pass"
 
 
+def test_the_cosine_rule_reads_each_layer_s_own_output_where_it_was_measured():
+    rows = [{"name": f"layer {i}", "cos_min": 0.989, "local_cos_min": 0.9998} for i in range(3)]
+    from llm_adapt.accuracy.verdict import _cosine
+
+    assert _cosine({"layers": rows})["status"] == "pass"  # accumulated 0.989 over a long prompt, own 0.9998
+    rows[1]["local_cos_min"] = 0.95
+    assert _cosine({"layers": rows})["status"] == "warn"
+    rows[1]["local_cos_min"] = 0.5
+    assert _cosine({"layers": rows})["status"] == "fail"
+    served = [{"name": "layer 0", "cos_min": 0.989}]  # inside an engine: no local output, the full one
+    assert _cosine({"layers": served})["status"] == "warn"
+    assert _cosine({"layers": [{"name": "layer 0", "cos_min": 0.99, "local_cos_min": float("nan")}]})["status"] == "fail"
+
+
 def test_low_cosine_fails_and_a_nan_cosine_is_not_a_pass():
     target = runner()
     target["layers"][2]["cos_min"] = 0.5

@@ -119,13 +119,21 @@ def _nonfinite(t) -> dict:
 
 
 def _cosine(t) -> dict:
-    values = [row["cos_min"] for row in t["layers"]]
+    """msprobe's cosine rule where its premise holds: one module fed the same input in both runs.
+    In process that is each layer's own output on the reference's input (`local_cos_min`); the
+    accumulated error's cosine (`cos_min`) is judged only where no local one was measured (layers
+    captured inside a served engine). Over a 2,500-token prompt a clean bf16 target's accumulated
+    cosine reached 0.989 in a middle layer while its own cosine stayed at 0.9998 (the default model)."""
+    local = all("local_cos_min" in row for row in t["layers"]) and bool(t["layers"])
+    values = [row["local_cos_min" if local else "cos_min"] for row in t["layers"]]
     cos = min(values, default=float("nan"))
     if any(v is None or not math.isfinite(v) for v in values):
         cos = float("nan")
     status = "fail" if not cos >= 0.9 else "warn" if cos < 0.99 else "pass"
-    return check("lowest per-token cosine over all layers", _fmt(cos), status, ">= 0.99 pass, >= 0.9 warn",
-                 "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error")
+    name = "lowest per-token cosine of a layer's own output" if local else "lowest per-token cosine over all layers"
+    return check(name, _fmt(cos), status, ">= 0.99 pass, >= 0.9 warn",
+                 "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error"
+                 + (" (each layer on the reference's input, as msprobe compares one API)" if local else ""))
 
 
 def _localized(t, exact_expected: bool) -> dict:
