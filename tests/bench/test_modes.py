@@ -83,3 +83,29 @@ def test_prefix_len_with_a_dataset_is_a_usage_error():
     args = build_parser().parse_args(["bench", "--endpoint", "http://x/v1", "--prefix-len", "64", "--dataset", "d.json"])
     with pytest.raises(UsageError, match="--prefix-len"):
         bench_options_from(args, "serve")
+
+
+def test_sla_search_against_the_mock(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "5", "--itl-ms", "2") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="sla", slo={"ttft": 2000.0, "tpot": 1000.0},
+                       sla_max=4, num_prompts=4, output_len=4, warmup=0, repeats=2)
+    assert [r["label"] for r in result.runs] == ["c1", "c2", "c4"] and all(r["sla"]["met"] for r in result.runs)
+    assert result.sla["capacity"] == 4 and result.sla["first_failing"] is None and result.sla["repeats"] == 2
+    assert len(result.runs[-1]["repeats"]) == 2
+    assert json.loads((tmp_path / "bench.json").read_text())["sla"]["capacity"] == 4
+
+
+def test_sla_search_counts_failed_requests_as_a_violation(tmp_path, tokenizer):
+    with start_mock(tmp_path, "--ttft-ms", "5", "--itl-ms", "2", "--error-rate", "0.5", "--seed", "3") as server:
+        result = bench(server.endpoint, tokenizer, tmp_path, mode="sla", slo={"ttft": 2000.0}, sla_max=8,
+                       num_prompts=6, output_len=4, warmup=0, repeats=1)
+    assert result.sla["capacity"] == 0 and result.sla["first_failing"] == 1 and not result.runs[0]["sla"]["met"]
+    assert result.runs[0]["sla"]["runs"][0]["failed"] > 0
+
+
+def test_sla_needs_slos(capsys):
+    from llm_adapt.cli import main
+
+    assert main(["bench", "--endpoint", "http://127.0.0.1:9/v1", "--mode", "sla"]) != 0
+    err = capsys.readouterr().err
+    assert "--mode sla needs --slo" in err and "Traceback" not in err

@@ -53,6 +53,10 @@ class BenchOptions:
     prefix_len: int = 0  # a prefix-cache workload: groups of prefix_repeats requests share a prefix this long
     prefix_repeats: int = 1
     client_processes: int | None = None  # None: auto (1, more when one process passes half a core)
+    # mode sla: the highest concurrency whose every run meets `slo` (bench/sla.py)
+    sla_any: bool = False  # one SLO met is enough (else all)
+    sla_max: int = 64
+    sla_percentile: int = 99
 
 
 class BenchResult(StageResult):
@@ -64,6 +68,7 @@ class BenchResult(StageResult):
     settings: dict[str, Any]
     runs: list[dict[str, Any]] = []
     knee: dict[str, Any] | None = None
+    sla: dict[str, Any] | None = None  # mode sla: the capacity, its bracket and each point's figures
     interrupted: bool = False
     notes: list[str] = []
 
@@ -157,6 +162,8 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
     done: list[dict[str, Any]] = []
     plan, repeat = None, 0
     clients = opts.client_processes or 1
+    if opts.mode == "sla":
+        return _run_sla(endpoint, model, work, opts, out, result, pid, progress, name)
     try:
         for plan in plans(opts):
             done = []
@@ -177,6 +184,41 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
         result.interrupted = True
         if plan is not None:
             _keep_partial(result, opts, plan, done, records_path(out, opts, plan.label, repeat))
+        result.save(out / name)
+        raise
+    return result
+
+
+def _run_sla(endpoint, model, work, opts: BenchOptions, out: Path, result: BenchResult, pid, progress,
+             name: str) -> BenchResult:
+    """The SLA capacity search (bench/sla.py): each point `repeats` runs at one concurrency, fresh
+    prompts each, until the bracket is one level wide; the result is saved after every point."""
+    from llm_adapt.bench import sla
+
+    if not opts.slo:
+        from llm_adapt.errors import UsageError
+
+        raise UsageError("--mode sla needs --slo, e.g. --slo ttft=500,tpot=100 (milliseconds)")
+    history: dict[int, bool] = {}
+    clients = opts.client_processes or 1
+    try:
+        while (level := sla.search_next(history, opts.sla_max)) is not None:
+            plan = Plan(f"c{level}", level, max(opts.num_prompts, 2 * level), math.inf, level)
+            done = []
+            for repeat in range(opts.repeats):
+                specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
+                                    seed=derived_seed(opts, plan.label, repeat))
+                done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
+                                     level, pid, progress, plan.label, clients))
+            verdict = sla.point_meets([r["metrics"] for r in done], opts.slo, opts.sla_any, opts.sla_percentile)
+            history[level] = verdict["met"]
+            result.runs.append(_level(plan, done) | {"sla": verdict})
+            result.sla = sla.capacity(history, opts.sla_max) | {
+                "slo_ms": dict(opts.slo), "percentile": opts.sla_percentile, "any_of": opts.sla_any,
+                "repeats": opts.repeats, "probed": list(history)}
+            result.save(out / name)
+    except KeyboardInterrupt:
+        result.interrupted = True
         result.save(out / name)
         raise
     return result

@@ -56,6 +56,12 @@ def print_bench(result: BenchResult, console: Console) -> None:
         if "latency" in run:
             lat = run["latency"]
             console.print(f"latency: avg {lat['avg_latency']:.3f} s, p50 {lat['p50_latency']:.3f} s, p99 {lat['p99_latency']:.3f} s")
+    if result.sla:
+        sla = result.sla
+        met = ", ".join(f"c{r['load']} {'met' if r['sla']['met'] else 'missed'}" for r in result.runs if "sla" in r)
+        console.print(f"SLA (p{sla['percentile']} {', '.join(f'{k} <= {v:g} ms' for k, v in sla['slo_ms'].items())}"
+                      f"{', any' if sla['any_of'] else ''}; {sla['repeats']} runs a point, every request must succeed): "
+                      f"{sla['note']} [{met}]")
     if result.knee:
         console.print(f"knee: concurrency {result.knee['load']} reaches {result.knee['share_of_best']:.0%} of the best throughput")
     for note in result.notes:

@@ -34,6 +34,7 @@ EPILOG_BENCH = """examples:
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
   llm-adapt bench default --mode latency --input-len 128 --output-len 64 --iterations 10
   llm-adapt bench default --mode sweep --concurrencies 1,2,4,8 --slo ttft=500,tpot=100
+  llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode sla --slo ttft=500,tpot=100 --repeats 3
   llm-adapt bench --endpoint http://127.0.0.1:8000 --mode throughput --dataset sharegpt.json
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --max-concurrency 4 --repeats 3 --goodput ttft:500 tpot:100 --save-result
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --max-concurrency 1 --prefix-len 256 --prefix-repeats 8
@@ -56,7 +57,8 @@ def add_bench_parser(sub) -> None:
     add_endpoint_options(p)
     add_plan_options(p)
     add_engine_options(p)
-    p.add_argument("--mode", choices=["serve", "latency", "throughput", "sweep"], default="serve", help="benchmark mode (default serve)")
+    p.add_argument("--mode", choices=["serve", "latency", "throughput", "sweep", "sla"], default="serve",
+                   help="benchmark mode (default serve); sla: the highest concurrency meeting --slo")
     p.add_argument("--num-prompts", type=positive_int, default=32, metavar="N", help="measured requests (default 32)")
     p.add_argument("--input-len", type=positive_int, default=128, metavar="N", help="prompt tokens (default 128)")
     p.add_argument("--output-len", type=positive_int, default=64, metavar="N", help="output tokens, fixed with ignore_eos (default 64)")
@@ -67,13 +69,20 @@ def add_bench_parser(sub) -> None:
     p.add_argument("--warmup", type=int, default=2, metavar="N", help="warm-up requests, not measured (default 2)")
     p.add_argument("--iterations", type=positive_int, default=8, metavar="N", help="latency mode: requests (default 8)")
     p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
+    p.add_argument("--any", dest="sla_any", action="store_true",
+                   help="sla: one SLO met is enough (default: all of them)")
+    p.add_argument("--sla-max", type=positive_int, default=64, metavar="N",
+                   help="sla: the highest concurrency the search tries (default 64)")
+    p.add_argument("--sla-percentile", type=int, choices=[50, 90, 95, 99], default=99, metavar="P",
+                   help="sla: the percentile each SLO applies to (default 99)")
     p.add_argument("--dataset", metavar="FILE", help="ShareGPT-style JSON/JSONL instead of fixed-length prompts")
     p.add_argument("--prompts", dest="suite", metavar="SUITE", help="chat prompts from a suite (default, quick) or JSONL")
     p.add_argument("--tokenizer", metavar="DIR", help="tokenizer for prompt building (default: the model's, else the default model's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per-request timeout (default 600)")
-    p.add_argument("--repeats", type=positive_int, default=1, metavar="N",
-                   help="measured runs per level; the result gives each metric's median and spread (default 1)")
+    p.add_argument("--repeats", type=positive_int, default=None, metavar="N",
+                   help="measured runs per level; the result gives each metric's median and spread (default 1; "
+                        "3 for --mode sla)")
     p.add_argument("--reuse-prompts", action="store_true",
                    help="send the same prompts at every level and repeat (default: fresh prompts for each)")
     p.add_argument("--prefix-len", type=positive_int, metavar="N",
@@ -122,17 +131,21 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
     if args.prefix_len and (args.dataset or args.suite):
         raise UsageError("--prefix-len builds fixed-length prompts; drop --dataset / --prompts to use it")
     slo = dict(args.slo or {}) | dict(args.goodput or [])
+    if mode == "sla" and not slo:
+        raise UsageError("--mode sla needs --slo, e.g. --slo ttft=500,tpot=100 (milliseconds)")
     extra = {"percentile_metrics": args.percentile_metrics} if args.percentile_metrics else {}
     return BenchOptions(mode=mode, num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
                         request_rate=args.request_rate, burstiness=args.burstiness, max_concurrency=args.max_concurrency,
                         concurrencies=args.concurrencies, warmup=args.warmup, iterations=args.iterations, slo=slo or None,
                         dataset=args.dataset, suite=args.suite, seed=args.seed, timeout_s=args.timeout,
-                        repeats=args.repeats, reuse_prompts=args.reuse_prompts,
+                        repeats=args.repeats or (3 if mode == "sla" else 1), reuse_prompts=args.reuse_prompts,
                         percentiles=args.metric_percentiles or PERCENTILES, label=args.label,
                         metadata=tuple(args.metadata or ()), result_dir=args.result_dir,
                         result_filename=args.result_filename, tokenizer_id=args.tokenizer,
                         prefix_len=args.prefix_len or 0, prefix_repeats=args.prefix_repeats,
-                        client_processes=args.client_processes, **extra)
+                        client_processes=args.client_processes, sla_any=getattr(args, "sla_any", False),
+                        sla_max=getattr(args, "sla_max", 64), sla_percentile=getattr(args, "sla_percentile", 99),
+                        **extra)
 
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
