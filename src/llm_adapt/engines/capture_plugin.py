@@ -51,20 +51,27 @@ def register() -> bool:
     directory = os.environ.get(ENV_DIR)
     if not directory:
         return False  # off: nothing imported, nothing patched
+    after_model_load("_llm_adapt_capture",
+                     lambda model, vllm_config: attach(model, Path(directory), compile_refusal(vllm_config)))
+    return True
+
+
+def after_model_load(marker: str, hook) -> None:
+    """Wrap vLLM's model loader so that `hook(model, vllm_config)` runs on every model it loads in
+    this process; `marker` keeps a plugin that loads twice from wrapping twice."""
     from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
     original = BaseModelLoader.load_model
-    if getattr(original, "_llm_adapt_capture", False):
-        return True  # plugins may load more than once per process
+    if getattr(original, marker, False):
+        return  # plugins may load more than once per process
 
     def load_model(self, vllm_config, model_config, prefix: str = ""):
         model = original(self, vllm_config, model_config, prefix)
-        attach(model, Path(directory), compile_refusal(vllm_config))
+        hook(model, vllm_config)
         return model
 
-    load_model._llm_adapt_capture = True
+    setattr(load_model, marker, True)
     BaseModelLoader.load_model = load_model
-    return True
 
 
 def compile_refusal(vllm_config) -> str | None:

@@ -77,19 +77,9 @@ def register() -> bool:
     if not text:
         return False
     fault = parse_fault(text)
-    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+    from llm_adapt.engines.capture_plugin import after_model_load
 
-    original = BaseModelLoader.load_model
-    if getattr(original, "_llm_adapt_fault", False):
-        return True
-
-    def load_model(self, vllm_config, model_config, prefix: str = ""):
-        model = original(self, vllm_config, model_config, prefix)
-        plant(model, fault)
-        return model
-
-    load_model._llm_adapt_fault = True
-    BaseModelLoader.load_model = load_model
+    after_model_load("_llm_adapt_fault", lambda model, vllm_config: plant(model, fault))
     return True
 
 
