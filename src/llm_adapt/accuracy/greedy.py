@@ -11,6 +11,26 @@ if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import RefPrompt
 
 
+def greedy_from_teacher_forcing(argmax: list[int], gold: list[int], stops: list[int],
+                                max_new_tokens: int) -> tuple[list[int], bool]:
+    """A target's greedy tokens read off its teacher-forced pass over the gold's sequence, and whether
+    they are complete. Pure.
+
+    `argmax[k]` is the target's top-1 at the position that chose the gold's token k (the last entry
+    follows the gold's last token). Up to the first token where the target leaves the gold, every
+    position sees the same tokens greedy decoding would feed it, so its top-1 is its greedy token;
+    from the first departure on (a different token, or going past the gold's end) the target must be
+    decoded itself: (tokens so far, False). A stop token of the target's, or the token budget, ends it."""
+    out: list[int] = []
+    for k, token in enumerate(argmax[:max_new_tokens]):
+        out.append(token)
+        if token in stops:
+            return out, True
+        if k >= len(gold) or token != gold[k]:
+            return out, len(out) >= max_new_tokens
+    return out, len(out) >= max_new_tokens
+
+
 def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
                mutual: Callable[[int, int], bool | None], ref_stops: list[int],
                target_stops: list[int]) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """Measuring one runner against the gold: its teacher-forced pass (every layer's full error), each
-layer again on the gold's input (its local error), logits statistics on the same positions, free
-greedy decoding and corpus NLL. No judging here: compare.py judges what this measures.
+layer again on the gold's input (its local error), logits statistics on the same positions, greedy
+decoding and corpus NLL. The greedy tokens are read off the teacher-forced pass up to the first token
+where the target leaves the gold (each position sees what greedy decoding would feed it), and the
+target decodes itself only from there on: a target that follows the gold costs no decode loop. No judging here: compare.py judges what this measures.
 
 A noise floor is measured once per gold and kept (accuracy/store.py), with the view of it that
 endpoint accuracy needs (its log-probs on the gold's sequences) and its own spread on another
@@ -20,7 +22,7 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.greedy import by_category, greedy_row
+from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, greedy_row
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
 from llm_adapt.accuracy.result import RunnerReport
@@ -65,9 +67,9 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     full = [m.TensorAccumulator() for _ in gold.names]
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
-    greedy, logits_nonfinite = [], False
-    continuations = runner.generate_all([ref.input_ids for ref in gold.prompts], opts.max_new_tokens, stops,
-                                        progress=_steps(progress, f"{spec.label}: greedy"))
+    greedy: list[dict[str, Any] | None] = [None] * len(gold.prompts)
+    departed: dict[int, tuple[list[int], torch.Tensor]] = {}  # prompt -> greedy so far, logits of its gold part
+    logits_nonfinite = False
     for i, ref in enumerate(gold.prompts):
         progress(f"{spec.label}: layers and logits", i, len(gold.prompts))
         capture = runner.capture(ref.sequence, keep_kwargs=True)
@@ -77,10 +79,18 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
             local[j].add(ref.hidden[j], shadow[j])
         logits_nonfinite |= m.nonfinite(capture.logits)
         logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k)
-        greedy.append(_greedy_row(ref, continuations[i], capture.logits, tokenizer, opts, gold.eos_ids, stops))
+        start = len(ref.input_ids) - 1  # the position that chose the first generated token
+        tokens, complete = greedy_from_teacher_forcing(capture.logits[start:].argmax(-1).tolist(), ref.generated,
+                                                       stops, opts.max_new_tokens)
+        if complete:
+            greedy[i] = _greedy_row(ref, tokens, capture.logits, tokenizer, opts, gold.eos_ids, stops)
+        else:
+            departed[i] = (tokens, capture.logits[start:].clone())
         if keep is not None:
             keep.logprobs.append(logprobs)
     progress(f"{spec.label}: layers and logits", len(gold.prompts), len(gold.prompts))
+    for i, row in _decode_departed(runner, gold, departed, stops, opts, progress, tokenizer).items():
+        greedy[i] = row
     corpus_nll = []
     for w, window in enumerate(gold.corpus):
         progress(f"{spec.label}: corpus", w, len(gold.corpus))
@@ -167,10 +177,30 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
     return lq
 
 
+def _decode_departed(runner: Runner, gold: Gold, departed: dict[int, tuple[list[int], torch.Tensor]],
+                     stops: list[int], opts: CompareOptions, progress: Progress, tokenizer) -> dict[int, dict[str, Any]]:
+    """Greedy rows of the prompts whose target left the gold: decoded by the target itself from the
+    first token where it departed, batched, each within its own remaining budget."""
+    if not departed:
+        return {}
+    order = list(departed)
+    budget = {i: opts.max_new_tokens - len(departed[i][0]) for i in order}
+    rest = runner.generate_all([gold.prompts[i].input_ids + departed[i][0] for i in order], max(budget.values()),
+                               stops, progress=_steps(progress, f"{runner.spec.label}: greedy past the gold"))
+    rows = {}
+    for i, tail in zip(order, rest):
+        tokens, logits = departed[i]
+        ref = gold.prompts[i]
+        rows[i] = _greedy_row(ref, tokens + tail[: budget[i]], logits, tokenizer, opts, gold.eos_ids, stops,
+                              offset=len(ref.input_ids) - 1)
+    return rows
+
+
 def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts,
-                ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
+                ref_stops: list[int], target_stops: list[int], offset: int = 0) -> dict[str, Any]:
+    """`logits`: the target's teacher-forced logits from position `offset` of the gold's sequence on."""
     def mutual(k: int, pos: int) -> bool:
-        return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k)
+        return m.mutual_topk(ref.logits[pos], logits[pos - offset], ref.generated[k], generated[k], opts.top_k)
 
     return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, ref_stops, target_stops)
 
