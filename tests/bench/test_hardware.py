@@ -28,6 +28,21 @@ def test_matmul_limit_is_the_faster_dtype():
 
     limit = matmul_limit(("bf16", "fp32"), size=128, repeats=2)
     assert limit["tflops"] == max(limit["by_dtype"].values()) and limit["dtype"] in ("bf16", "fp32")
+    assert "left_out" not in limit
+
+
+def test_without_native_bf16_the_limit_times_fp32_only_and_says_so(monkeypatch):
+    from llm_adapt.bench import hardware
+
+    timed = []
+    real = hardware.matmul_rate
+    monkeypatch.setattr(hardware, "matmul_rate", lambda d, *a: timed.append(d) or real(d, *a))
+    limit = hardware.matmul_limit(("bf16", "fp32"), size=128, repeats=2, native_bf16=False)
+    assert timed == ["fp32"] and limit["dtype"] == "fp32" and limit["by_dtype"] == {"fp32": limit["tflops"], "bf16": None}
+    assert "no native bf16" in limit["left_out"]["bf16"] and "bf16" not in limit["source"]
+    timed.clear()
+    hardware.matmul_limit(("bf16", "fp32"), size=128, repeats=2, native_bf16=True)
+    assert timed == ["bf16", "fp32"]
 
 
 def test_batch_roofline_names_the_bound_that_binds():

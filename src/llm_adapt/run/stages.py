@@ -183,7 +183,9 @@ def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:
     from llm_adapt.environment import accelerators
 
     if platform == "cpu":
-        return copy_bandwidth(), matmul_limit()
+        from llm_adapt.platforms.cpu import cpu_has_native_bf16
+
+        return copy_bandwidth(), matmul_limit(native_bf16=cpu_has_native_bf16())
     names = [a["name"] for a in accelerators() if a.get("kind") == platform]
     published = published_limits(names[0]) if names else None
     if published is None:
