@@ -55,6 +55,17 @@ def test_budget_cutter_keeps_baseline_and_orders_by_value():
     assert skipped == [{"name": "graph", "knob": "g", "estimated_s": 260.0, "reason": "over the budget"}]
 
 
+def test_max_trials_keeps_the_most_promising_within_the_budget():
+    trials = [Trial("base", "baseline"), Trial("cheap-good", "a", prior=0.5), Trial("graph", "g", graph=True, prior=0.3),
+              Trial("cheap-meh", "b", prior=0.01)]
+    startup = {"eager": 60.0, "graph": 240.0}
+    chosen, skipped = cut_to_budget(trials, budget_s=3 * 80, startup_s=startup, run_s=10, repeats=2, max_trials=1)
+    assert [t.name for t in chosen] == ["base", "cheap-good"]
+    assert {s["name"]: s["reason"] for s in skipped} == {"graph": "over --max-trials 1", "cheap-meh": "over --max-trials 1"}
+    chosen, _ = cut_to_budget(trials, budget_s=3 * 80, startup_s=startup, run_s=10, repeats=2, max_trials=5)
+    assert [t.name for t in chosen] == ["base", "cheap-good", "cheap-meh"]  # the budget still binds
+
+
 def test_noise_rules():
     a, b = summary([52.0, 53.0]), summary([30.0, 31.0])
     ratio, err = ratio_with_uncertainty(a, b)

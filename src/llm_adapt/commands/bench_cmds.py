@@ -199,6 +199,9 @@ def add_tune_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     add_plan_options(p)
     p.add_argument("--budget", type=positive_float, default=20.0, metavar="MINUTES", help="time budget (default 20)")
+    p.add_argument("--max-trials", type=positive_int, metavar="N",
+                   help="try at most N settings besides the baseline, the most promising first (default: as many "
+                        "as the budget allows)")
     p.add_argument("--objective", choices=["throughput", "latency", "goodput"], default="throughput")
     p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
     p.add_argument("--repeats", type=positive_int, default=2, metavar="N", help="benchmark runs per setting (default 2)")
@@ -228,7 +231,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     require_vllm()
     source, inspected = inspect_for_engine(args)
     out = open_run_dir(args.out, source.name, f"tune-{inspected.platform['name']}")
-    options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, repeats=args.repeats,
+    options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, max_trials=args.max_trials,
+                          repeats=args.repeats,
                           num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
                           startup_timeout_s=args.startup_timeout, accuracy_check=not args.no_accuracy_check)
     with progress_bar() as report:

@@ -95,19 +95,23 @@ def trial_cost_s(trial: Trial, startup_s: dict[str, float], run_s: float, repeat
 
 
 def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, float], run_s: float,
-                  repeats: int) -> tuple[list[Trial], list[dict]]:
-    """Baseline first, then by expected gain per second, while the budget lasts; the rest is skipped."""
+                  repeats: int, max_trials: int | None = None) -> tuple[list[Trial], list[dict]]:
+    """Baseline first, then by expected gain per second, while the budget lasts and at most
+    `max_trials` settings besides the baseline; the rest is skipped, each with its reason."""
     baseline, rest = trials[0], trials[1:]
     order = sorted(rest, key=lambda t: t.prior / trial_cost_s(t, startup_s, run_s, repeats), reverse=True)
     chosen, skipped, spent = [baseline], [], trial_cost_s(baseline, startup_s, run_s, repeats)
     for trial in order:
         cost = trial_cost_s(trial, startup_s, run_s, repeats)
-        if spent + cost <= budget_s:
+        if max_trials is not None and len(chosen) > max_trials:
+            reason = f"over --max-trials {max_trials}"
+        elif spent + cost > budget_s:
+            reason = "over the budget"
+        else:
             chosen.append(trial)
             spent += cost
-        else:
-            skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1),
-                            "reason": "over the budget"})
+            continue
+        skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1), "reason": reason})
     return chosen, skipped
 
 

@@ -27,6 +27,7 @@ class TuneOptions:
     objective: str = "throughput"
     slo: dict[str, float] | None = None
     budget_minutes: float = 20.0
+    max_trials: int | None = None  # settings tried besides the baseline, at most
     repeats: int = 2
     num_prompts: int = 8
     input_len: int = 64
@@ -53,7 +54,7 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     metric, higher = OBJECTIVES[opts.objective]
     grid = build_grid(plan, platform, cores, devices)
     result = TuneResult(platform=platform, objective=opts.objective, metric=metric,
-                        settings={"budget_minutes": opts.budget_minutes, "repeats": opts.repeats,
+                        settings={"budget_minutes": opts.budget_minutes, "max_trials": opts.max_trials, "repeats": opts.repeats,
                                   "num_prompts": opts.num_prompts, "input_len": opts.input_len,
                                   "output_len": opts.output_len, "slo": opts.slo}, trials=[], skipped=[])
     # The gold of the accuracy check is measured once, before the budget's clock starts: the budget is
@@ -72,7 +73,7 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
     # The baseline runs again at the end, so drift over the session shows up as baseline spread.
     closing = _cost(grid[0], startup, run_s, opts)
     remaining = opts.budget_minutes * 60 - (time.monotonic() - started) - closing
-    chosen, result.skipped = cut_to_budget(grid, remaining + closing, startup, run_s, opts.repeats)
+    chosen, result.skipped = cut_to_budget(grid, remaining + closing, startup, run_s, opts.repeats, opts.max_trials)
     for trial in chosen[1:]:
         result.trials.append(_trial(trial, inspect_result, opts, out, progress, log, checker=checker))
         result.save(out / rundir.TUNE)
