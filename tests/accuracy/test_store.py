@@ -82,6 +82,31 @@ def test_the_floor_is_kept_with_its_endpoint_view(model):
     assert only.data.logprobs[0] is None and only.data.greedy[0] is None and only.data.logprobs[1] is not None
 
 
+def test_a_target_measured_before_as_a_floor_is_read_back_not_measured_again(model, monkeypatch):
+    from dataclasses import replace
+
+    from llm_adapt.accuracy import compare as compare_module
+
+    source, tokenizer = model
+    spec = RunnerSpec("cpu", "bf16", emulated=True)
+    floor = measure_floor(spec, source, gold_of(model), tokenizer, OPTS, quiet)
+    store.forget()
+    measured = []
+
+    def evaluate(spec, *args, **kwargs):
+        measured.append(spec.label)
+        raise LookupError("measured")
+
+    monkeypatch.setattr(compare_module, "evaluate", evaluate)
+    opts = replace(OPTS, targets=(spec,))
+    result = compare_module.compare(source, opts)
+    assert measured == [] and result.targets[0].layers == floor.report.layers
+    assert result.targets[0].reused.startswith("reused from llm-adapt's measurement cache")
+    with pytest.raises(LookupError):  # another runner is measured (here: the stub)
+        compare_module.compare(source, replace(OPTS, targets=(RunnerSpec("cpu", "fp16"),)))
+    assert measured == ["cpu:fp16"]
+
+
 def test_off_measures_afresh_and_writes_nothing(model, monkeypatch):
     monkeypatch.setenv(store.CACHE_ENV, "off")
     before = set(store.cache_root().iterdir())

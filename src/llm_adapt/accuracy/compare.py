@@ -68,7 +68,8 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     targets = []
     for target in opts.targets:
         if target not in done:
-            done[target] = evaluate(target, source, gold, tokenizer, opts, progress)
+            done[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
+                                                                            progress)
         targets.append(with_floor(done[target], floors.get(floor_of[target]), opts))
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
@@ -83,6 +84,17 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
                   "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
         verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
     )
+
+
+def measured_as_floor(target: RunnerSpec, gold, opts: CompareOptions) -> RunnerReport | None:
+    """The target's report where the same runner was measured on this gold as a floor before (an
+    endpoint stage's, say, kept in the measurement cache): the same measurement, not made twice."""
+    from llm_adapt.accuracy import store
+    from llm_adapt.accuracy.measure import floor_key, load_floor
+
+    key = floor_key(gold, target, opts)
+    cached = (store.recall("floor", key) or load_floor(key)) if key else None
+    return cached.report if cached is not None else None
 
 
 def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
