@@ -31,7 +31,7 @@ def compare_options(cfg: RunConfig, targets=()) -> "CompareOptions":
     from llm_adapt.accuracy.runner import RunnerSpec
 
     return CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=tuple(targets), prompts=cfg.sizes.prompts,
-                          max_new_tokens=cfg.sizes.max_new_tokens)
+                          max_new_tokens=cfg.sizes.max_new_tokens, corpus_tokens=cfg.sizes.corpus_tokens)
 
 
 def accuracy(cfg: RunConfig, state: RunState) -> None:
