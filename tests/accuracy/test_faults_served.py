@@ -158,7 +158,7 @@ ENGINE_FAULTS = {
     "rope-beyond": ("rope-beyond:32", "positions"),  # every position past 32 rotated 16 positions on
     "attention-scale": ("attention-scale:3:1.5", "both"),  # layer 3's softmax scale 1.5x, every step
 }
-# Held out when the rules were written, and served with LLM_ADAPT_ALL_SERVED_FAULTS=1 (one engine each).
+# Held out when the rules were written, and served with LLM_ADAPT_ALL_SERVED_FAULTS=1.
 # A prefill-only fault reads as "both": the prompt's KV cache it corrupts is what every decode step
 # attends to (the held-out run showed it; the rule table says so since).
 MORE_ENGINE_FAULTS = {
@@ -169,14 +169,48 @@ if os.environ.get("LLM_ADAPT_ALL_SERVED_FAULTS") == "1":
     ENGINE_FAULTS.update(MORE_ENGINE_FAULTS)
 
 
+@pytest.fixture(scope="module")
+def fault_engine(default_model, tmp_path_factory):
+    """One engine for every engine fault: the plugin reads the fault from a file before each forward,
+    and each test names its own there in turn. Prefix caching is off, so no KV block computed under
+    one fault (or none) serves a request under another."""
+    from llm_adapt.engines.fault_plugin import ENV_FAULT_FILE
+
+    root = tmp_path_factory.mktemp("engine-faults")
+    fault_file = root / "fault"
+    fault_file.write_text("")
+    inspected = run_inspect(default_model, PlanOptions(model_path=str(default_model.path), served_model_name="fault",
+                                                       kv_cache_space_gib=1, max_model_len=SERVED_LEN, dtype=DTYPE),
+                            "cpu")
+    spec = vllm_launch(inspected.plan, port=free_port(), extra_args=["--no-enable-prefix-caching"])
+    spec.env[ENV_FAULT_FILE] = str(fault_file)
+    with ManagedServer(spec, root / "engine.log") as server:
+        server.fault_file, server.inspected = fault_file, inspected
+        yield server
+
+
+@contextmanager
+def engine_fault(server, fault: str):
+    """`fault` on in the shared engine for the block, off again after it, whatever happens."""
+    server.fault_file.write_text(fault)
+    try:
+        yield
+    finally:
+        server.fault_file.write_text("")
+
+
 @pytest.mark.parametrize("name", list(ENGINE_FAULTS))
-def test_engine_fault_is_caught_and_its_kind_named(name, default_model, measured, tmp_path, monkeypatch):
+def test_engine_fault_is_caught_and_its_kind_named(name, fault_engine, measured, tmp_path):
     from llm_adapt.report.render import render_report
 
     fault, signature = ENGINE_FAULTS[name]
-    monkeypatch.setenv("LLM_ADAPT_ENGINE_FAULT", fault)
-    result, _ = judge_served(default_model.path, measured, tmp_path)
-    assert "planted" in (tmp_path / "engine.log").read_text(), "the fault plugin did not load in the engine"
+    opts, gold, floor, floor_data = measured
+    fault_engine.inspected.save(tmp_path / "inspect.json")  # a run directory the report can render
+    with engine_fault(fault_engine, fault):
+        result = compare_endpoint(resolve_model("default"), fault_engine.endpoint, opts, floor, tmp_path, gold=gold,
+                                  floor_data=floor_data)
+    log = fault_engine.log_path.read_text()
+    assert f"engine fault planted: {fault}" in log, "the fault plugin did not switch the fault on in the engine"
     assert result.verdict["status"] == "FAIL", (name, result.verdict["reasons"])
     found = [c["signature"] for c in result.diagnosis["candidates"] if c["signature"] != "category"]
     assert found == [signature], result.diagnosis
@@ -186,3 +220,11 @@ def test_engine_fault_is_caught_and_its_kind_named(name, default_model, measured
     for lang, words in (("en", "Likely cause"), ("zh", "可能原因")):
         text = render_report(tmp_path, lang)[0].read_text()
         assert words in text and cause["next"] in text
+
+
+def test_the_fault_engine_with_its_fault_off_passes(fault_engine, measured, tmp_path):
+    """The shared engine between faults is the clean model: nothing of a fault outlives its test."""
+    opts, gold, floor, floor_data = measured
+    result = compare_endpoint(resolve_model("default"), fault_engine.endpoint, opts, floor, tmp_path, gold=gold,
+                              floor_data=floor_data)
+    assert result.verdict["status"] == "PASS", result.verdict["reasons"]

@@ -31,3 +31,81 @@ def test_decode_tokens_are_the_short_runs_of_a_flat_batch():
 def test_off_without_the_variable(monkeypatch):
     monkeypatch.delenv("LLM_ADAPT_ENGINE_FAULT", raising=False)
     assert register() is False
+
+
+def test_a_fault_file_is_read_again_as_it_changes(tmp_path):
+    from llm_adapt.engines.fault_plugin import FaultFile
+
+    path = tmp_path / "fault"
+    source = FaultFile(str(path))
+    assert source.current() is None  # no file: no fault
+    path.write_text("decode-only:5:1.5\n")
+    assert source.current() == EngineFault("decode-only", 5, 1.5)
+    path.write_text("rope-beyond:32")
+    assert source.current() == EngineFault("rope-beyond", None, 32.0)
+    path.write_text("")
+    assert source.current() is None
+    path.write_text("sideways:1:2")
+    with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
+        source.current()
+
+
+class _Impl:
+    scale = 0.125
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.Module()
+        self.attn.impl = _Impl()
+        self.seen = []
+
+    def forward(self, positions, hidden_states):
+        self.seen.append((positions.tolist(), self.attn.impl.scale))
+        return hidden_states
+
+
+class _Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attn = _Attention()
+
+    def forward(self, positions, hidden_states, residual):
+        return self.self_attn(positions, hidden_states) + 1.0, residual
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(_Layer() for _ in range(n))
+
+    def forward(self, positions, hidden):
+        residual = None
+        for layer in self.layers:
+            hidden, residual = layer(positions, hidden, residual)
+        return hidden
+
+
+def test_one_planted_engine_serves_each_fault_of_the_file_in_turn(tmp_path):
+    """vLLM's module shapes in miniature: a switched fault acts on its layer only, and switching it
+    off gives the clean output back."""
+    from llm_adapt.engines.fault_plugin import FaultFile, plant
+
+    model = torch.nn.Module()
+    model.model = _Inner(3)
+    path = tmp_path / "fault"
+    plant(model, FaultFile(str(path)))
+    positions, hidden = torch.arange(40, 44), torch.zeros(4, 2)
+    clean = model.model(positions, hidden)
+    path.write_text("scaled:2:3")
+    assert torch.equal(model.model(positions, hidden), torch.full((4, 2), 3.0 * 3))  # layer 2's 3 -> 9
+    path.write_text("attention-scale:1:2")
+    model.model(positions, hidden)
+    assert [s for _, s in (layer.self_attn.seen[-1] for layer in model.model.layers)] == [0.125, 0.25, 0.125]
+    path.write_text("rope-beyond:41")
+    model.model(positions, hidden)
+    assert model.model.layers[0].self_attn.seen[-1] == ([40, 41, 58, 59], 0.125)
+    path.write_text("")
+    assert torch.equal(model.model(positions, hidden), clean)
+    assert model.model.layers[0].self_attn.seen[-1][0] == [40, 41, 42, 43]

@@ -2,7 +2,9 @@
 kernels, its positions, its prefill and decode paths), with the checkpoint and the config untouched.
 
 A vLLM general plugin like capture_plugin.py, loaded in every engine process and off unless
-LLM_ADAPT_ENGINE_FAULT names a fault; never set it on a deployment. Faults:
+LLM_ADAPT_ENGINE_FAULT names a fault, or LLM_ADAPT_ENGINE_FAULT_FILE names a file that names one
+(switched while the engine runs; serve with prefix caching off); never set either on a deployment.
+Faults:
 
   decode-only:L:S      decoder layer L's branch output (before the residual add) times S, on decode
                        tokens only
@@ -24,6 +26,7 @@ import os
 from dataclasses import dataclass
 
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
+ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
 KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond")
 ROPE_SHIFT = 16
 DECODE_RUN = 2  # runs of consecutive positions up to this long are decode tokens
@@ -72,42 +75,91 @@ def decode_mask(positions):
 
 
 def register() -> bool:
-    """The entry point vLLM calls in each of its processes. True when a fault was planted."""
-    text = os.environ.get(ENV_FAULT)
-    if not text:
+    """The entry point vLLM calls in each of its processes. True when a fault was planted, or made
+    switchable through a file."""
+    text, path = os.environ.get(ENV_FAULT), os.environ.get(ENV_FAULT_FILE)
+    if not text and not path:
         return False
-    fault = parse_fault(text)
+    source = FaultFile(path) if path else FixedFault(parse_fault(text))
     from llm_adapt.engines.capture_plugin import after_model_load
 
-    after_model_load("_llm_adapt_fault", lambda model, vllm_config: plant(model, fault))
+    after_model_load("_llm_adapt_fault", lambda model, vllm_config: plant(model, source))
     return True
 
 
-def plant(model, fault: EngineFault) -> None:
-    """Hooks on vLLM's own modules that make `fault` happen in every forward."""
+class FixedFault:
+    """The fault named at start-up, for the engine's whole life."""
+
+    def __init__(self, fault: EngineFault):
+        self.fault = fault
+
+    def current(self) -> EngineFault | None:
+        return self.fault
+
+
+class FaultFile:
+    """The fault named in a file, read again before every model forward (a few bytes): one engine
+    serves several faults in turn, and none while the file is empty or absent. Serve it with prefix
+    caching off, so no KV block computed under one fault serves a request under another."""
+
+    def __init__(self, path: str):
+        self.path, self.text, self.fault = path, "", None
+
+    def current(self) -> EngineFault | None:
+        try:
+            with open(self.path) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            text = ""
+        if text != self.text:
+            self.text, self.fault = text, parse_fault(text) if text else None
+        return self.fault
+
+
+def plant(model, source) -> None:
+    """Hooks on vLLM's own modules that make the source's current fault happen in every forward: the
+    fault is read once per forward, and each hook acts only where the fault names its layer."""
     import sys
 
-    print(f"llm-adapt: engine fault planted: {fault.label}", file=sys.stderr, flush=True)  # the tests look for it
     inner = model.model
-    if fault.kind == "rope-beyond":
-        def shift(module, args, kwargs):
-            positions = kwargs.get("positions", args[0] if args else None)  # forward(positions, hidden_states)
-            if positions is None:
-                return None
-            moved = positions + ROPE_SHIFT * (positions > int(fault.value)).to(positions.dtype)
-            if "positions" in kwargs:
-                return args, {**kwargs, "positions": moved}
-            return (moved, *args[1:]), kwargs
+    state = {"fault": None}
 
-        for layer in inner.layers:
-            layer.self_attn.register_forward_pre_hook(shift, with_kwargs=True)
-        return
-    layer = inner.layers[fault.layer]
-    if fault.kind == "attention-scale":
-        layer.self_attn.attn.impl.scale = float(layer.self_attn.attn.impl.scale) * fault.value
-        return
+    def refresh(module, args, kwargs):
+        fault = source.current()
+        if fault != state["fault"] and fault is not None:
+            print(f"llm-adapt: engine fault planted: {fault.label}", file=sys.stderr, flush=True)  # the tests look for it
+        state["fault"] = fault
+
+    # read once per forward, before the first layer: the model's own forward may not run nn.Module's
+    # hooks (vLLM wraps it for torch.compile), its layers do
+    inner.layers[0].register_forward_pre_hook(refresh, with_kwargs=True)
+    for index, layer in enumerate(inner.layers):
+        _hook_layer(index, layer, state)
+    refresh(None, (), {})  # a fixed fault is announced at load
+
+
+def _hook_layer(index: int, layer, state: dict) -> None:
+    attn = layer.self_attn
+    base_scale = float(attn.attn.impl.scale)
+
+    def before_attention(module, args, kwargs):
+        fault = state["fault"]
+        attn.attn.impl.scale = base_scale * (fault.value if fault and fault.kind == "attention-scale"
+                                             and fault.layer == index else 1.0)
+        if not (fault and fault.kind == "rope-beyond"):
+            return None
+        positions = kwargs.get("positions", args[0] if args else None)  # forward(positions, hidden_states)
+        if positions is None:
+            return None
+        moved = positions + ROPE_SHIFT * (positions > int(fault.value)).to(positions.dtype)
+        if "positions" in kwargs:
+            return args, {**kwargs, "positions": moved}
+        return (moved, *args[1:]), kwargs
 
     def scale_output(module, args, kwargs, output):
+        fault = state["fault"]
+        if not (fault and fault.layer == index and fault.kind in ("scaled", "decode-only", "prefill-only")):
+            return None
         positions = kwargs.get("positions", args[0] if args else None)
         hidden, residual = output if isinstance(output, tuple) else (output, None)
         if fault.kind == "scaled" or positions is None:
@@ -116,10 +168,10 @@ def plant(model, fault: EngineFault) -> None:
             rows = decode_mask(positions)
             if fault.kind == "prefill-only":
                 rows = ~rows
-            factor = torch_where(rows, fault.value, hidden)
-            hidden = hidden * factor
+            hidden = hidden * torch_where(rows, fault.value, hidden)
         return (hidden, residual) if isinstance(output, tuple) else hidden
 
+    attn.register_forward_pre_hook(before_attention, with_kwargs=True)
     layer.register_forward_hook(scale_output, with_kwargs=True)
 
 
