@@ -11,6 +11,44 @@ if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import RefPrompt
 
 
+def token_text(tokenizer, token_id: int) -> str:
+    """One token as text; a token that is part of a UTF-8 sequence (a piece of a Chinese character,
+    say) decodes to U+FFFD alone, so it is shown as its bytes and id instead: two different tokens
+    never print the same."""
+    text = tokenizer.decode([token_id])
+    if "\ufffd" not in text:
+        return text
+    raw = token_bytes(tokenizer.convert_ids_to_tokens(token_id))
+    return f"<{' '.join(f'{b:02x}' for b in raw)}> (id {token_id})" if raw else f"<id {token_id}>"
+
+
+def token_bytes(piece: str | None) -> bytes | None:
+    """The bytes a vocabulary piece stands for: sentencepiece's byte pieces ('<0xE5>') or a byte-level
+    BPE piece (GPT-2's byte-to-character alphabet); None for anything else. Pure."""
+    import re
+
+    if not piece:
+        return None
+    if match := re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece):
+        return bytes([int(match[1], 16)])
+    back = _byte_level_alphabet()
+    return bytes(back[c] for c in piece) if all(c in back for c in piece) else None
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet, character -> byte: printable bytes stand for themselves, the
+    others are shifted past 255 (the mapping every byte-level tokenizer shares)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), ord("\xff") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
 def greedy_from_teacher_forcing(argmax: list[int], gold: list[int], stops: list[int],
                                 max_new_tokens: int) -> tuple[list[int], bool]:
     """A target's greedy tokens read off its teacher-forced pass over the gold's sequence, and whether
@@ -54,7 +92,8 @@ def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: floa
     pos = len(ref.input_ids) + k - 1  # the position whose logits chose token k
     if k < len(ref.generated) and k < len(generated):
         ref_tok, tgt_tok = ref.generated[k], generated[k]
-        row.update(ref_token=tokenizer.decode([ref_tok]), target_token=tokenizer.decode([tgt_tok]))
+        row.update(ref_token=token_text(tokenizer, ref_tok), target_token=token_text(tokenizer, tgt_tok),
+                   ref_token_id=ref_tok, target_token_id=tgt_tok)
         if ref_tok in ref_stops or tgt_tok in target_stops:
             ref_stopped = ref_tok in ref_stops
             margin = m.stop_margin(ref.logits[pos], ref_tok, [ref_tok] if ref_stopped else [tgt_tok], ref_stopped)
