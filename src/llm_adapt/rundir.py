@@ -31,7 +31,7 @@ PLOTS = "plots"
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
            "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
            "layers": LAYERS, "adaptation": ADAPTATION}
-BENCH_MODES = ("latency", "throughput", "sweep", "serve")
+BENCH_MODES = ("latency", "throughput", "sweep", "serve", "sla")
 
 
 def bench(mode: str | None = None) -> str:

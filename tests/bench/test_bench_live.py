@@ -85,3 +85,7 @@ def test_sla_search_on_vllm(vllm_server, tmp_path, tokenizer):
     assert result.runs[0]["label"] == "c1" and result.runs[0]["sla"]["met"], result.runs[0]["sla"]
     assert 1 <= sla["capacity"] < 4 and sla["first_failing"] == sla["capacity"] + 1, sla
     assert all(len(r["repeats"]) == 2 for r in result.runs)
+    from .test_modes import report_of
+
+    low, high = sla["capacity"], sla["first_failing"]
+    assert f"**concurrency {low}** (between {low}, which met, and {high}, which did not)" in report_of(tmp_path, "en")

@@ -93,6 +93,24 @@ def test_sla_search_against_the_mock(tmp_path, tokenizer):
     assert result.sla["capacity"] == 4 and result.sla["first_failing"] is None and result.sla["repeats"] == 2
     assert len(result.runs[-1]["repeats"]) == 2
     assert json.loads((tmp_path / "bench.json").read_text())["sla"]["capacity"] == 4
+    text = report_of(tmp_path, "en")
+    assert "SLA capacity (every request of every run meets the SLOs): **concurrency 4**" in text
+    assert "(at least that: every point up to 4 met)" in text
+    assert "ttft p99 ≤ 2000 ms and tpot p99 ≤ 1000 ms; 2 runs at each concurrency probed: 1, 2, 4" in text
+    assert "直到 4 的每个点都满足" in report_of(tmp_path, "zh")
+
+
+def report_of(run_dir, lang: str) -> str:
+    """`bench --mode sla --out RUN_DIR`: the run's report shows the capacity beside the sweep, in its language."""
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.report.render import render_report
+
+    source = resolve_model("default")
+    if not (run_dir / "inspect.json").exists():
+        run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="m"), "cpu").save(run_dir / "inspect.json")
+    return render_report(run_dir, lang)[0].read_text()
 
 
 def test_sla_search_counts_failed_requests_as_a_violation(tmp_path, tokenizer):

@@ -33,6 +33,8 @@ def load_run(run_dir: Path) -> RunData:
         _read(data, mode, run_dir / rundir.bench(mode), data.bench)
     if "bench" not in data.bench and (run_dir / rundir.bench()).exists():
         _read(data, "bench", run_dir / rundir.bench(), data.bench)
+        if (data.bench.get("bench") or {}).get("mode") == "sla":  # `bench --mode sla --out RUN_DIR`: beside the sweep
+            data.bench.setdefault("sla", data.bench.pop("bench"))
     if not data.parts.get("inspect") and not data.parts.get("status"):
         raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
     return data
