@@ -102,9 +102,10 @@ def test_a_target_measured_before_as_a_floor_is_read_back_not_measured_again(mod
     result = compare_module.compare(source, opts)
     assert measured == [] and result.targets[0].layers == floor.report.layers
     assert result.targets[0].reused.startswith("reused from llm-adapt's measurement cache")
+    other = RunnerSpec("cpu", "fp32", quant="int8-channel")  # never a floor of this gold
     with pytest.raises(LookupError):  # another runner is measured (here: the stub)
-        compare_module.compare(source, replace(OPTS, targets=(RunnerSpec("cpu", "fp16"),)))
-    assert measured == ["cpu:fp16"]
+        compare_module.compare(source, replace(OPTS, targets=(other,)))
+    assert measured == [other.label]
 
 
 def test_off_measures_afresh_and_writes_nothing(model, monkeypatch):
