@@ -172,7 +172,8 @@ def _hook_layer(index: int, layer, state: dict) -> None:
         return (hidden, residual) if isinstance(output, tuple) else hidden
 
     attn.register_forward_pre_hook(before_attention, with_kwargs=True)
-    layer.register_forward_hook(scale_output, with_kwargs=True)
+    # first among the layer's hooks: the layer capture (capture_plugin.py) records the faulty output
+    layer.register_forward_hook(scale_output, with_kwargs=True, prepend=True)
 
 
 def torch_where(rows, value: float, like):
