@@ -449,25 +449,61 @@ def run_parts(tmp_path, **cfg):
     return config, RunState(status=new_status(config))
 
 
-def test_layers_stage_is_opt_in(tmp_path):
+def _endpoint_verdict(tmp_path, status):
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
+
+    EndpointAccuracyResult(model="m", endpoint={}, reference="cpu:fp32", floor=None, settings={}, sections={},
+                           verdict={"status": status, "reasons": []}).save(tmp_path / "endpoint_accuracy.json")
+
+
+def test_layers_stage_escalates_only_from_a_fail_or_warn(tmp_path):
     from llm_adapt.run.pipeline import _run_stage
 
+    vllm = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     cfg, state = run_parts(tmp_path)
-    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran without --layers"))
-    assert state.status.stages["layers"] == {"status": "skipped", "reason": "opt-in: --layers"}
+    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran with no verdict"))
+    assert state.status.stages["layers"]["status"] == "skipped"
+    assert "no endpoint accuracy verdict" in state.status.stages["layers"]["reason"]
+    _endpoint_verdict(tmp_path, "PASS")
+    state.server = vllm
+    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran on a PASS"))
+    assert state.status.stages["layers"] == {"status": "skipped", "reason":
+                                             "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"}
+    ran = []
+    for status in ("FAIL", "WARN"):
+        _endpoint_verdict(tmp_path, status)
+        _run_stage(cfg, state, "layers", lambda c, s: ran.append(status))
+        assert state.status.stages["layers"]["status"] == "done"
+    assert ran == ["FAIL", "WARN"]
+    off, off_state = run_parts(tmp_path, layers="off")
+    off_state.server = vllm
+    _run_stage(off, off_state, "layers", lambda c, s: pytest.fail("ran with --no-escalate"))
+    assert off_state.status.stages["layers"]["reason"].startswith("turned off: --no-escalate")
+    # an escalation the run cannot make (an external endpoint) is skipped with why, not a failure
+    cfg, state = run_parts(tmp_path)
+    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran against an external endpoint"))
+    assert state.status.stages["layers"]["status"] == "skipped"
+    assert "no escalation: the layers stage needs the vLLM engine this run starts" in state.status.stages["layers"]["reason"]
+
+
+def test_layers_and_no_escalate_contradict(capsys):
+    from llm_adapt.cli import main
+
+    assert main(["run", "default", "--layers", "--no-escalate"]) == 2
+    assert "--layers and --no-escalate" in capsys.readouterr().err
 
 
 def test_layers_stage_needs_the_eager_vllm_engine_of_the_run(tmp_path):
     from llm_adapt.run.pipeline import _run_stage
     from llm_adapt.run.stages import layers_blocked
 
-    cfg, state = run_parts(tmp_path, layers=True)
+    cfg, state = run_parts(tmp_path, layers="on")
     assert "not an external endpoint" in layers_blocked(cfg, state)
     state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="transformers"))
     assert "vLLM engine" in layers_blocked(cfg, state)
     state.server.spec.engine = "vllm"
     assert layers_blocked(cfg, state) is None
-    graph, _ = run_parts(tmp_path, layers=True, graph=True)
+    graph, _ = run_parts(tmp_path, layers="on", graph=True)
     assert "--accept-eager" in layers_blocked(graph, state)
     _run_stage(graph, state, "layers", lambda c, s: pytest.fail("ran in graph mode"))
     assert state.status.stages["layers"]["status"] == "not run"
@@ -478,7 +514,7 @@ def test_run_engine_gets_the_capture_directory_only_in_a_copy(tmp_path):
 
     inspected = types.SimpleNamespace(plan={"env": {"A": "1"}, "dtype": "bf16"},
                                       model_copy=lambda update: types.SimpleNamespace(**update))
-    plan = with_capture(run_parts(tmp_path, layers=True)[0], inspected).plan
+    plan = with_capture(run_parts(tmp_path, layers="on")[0], inspected).plan
     assert plan["env"] == {"A": "1", plugin.ENV_DIR: str((tmp_path / "capture").resolve())}
     assert inspected.plan["env"] == {"A": "1"}
 

@@ -27,8 +27,12 @@ def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, default_model)
     rows = {r["name"]: r["status"] for r in json.loads((dummy / "probes.json").read_text())["rows"]}
     assert rows["chat completion"] == "supported" and rows["stop sequences"] == "not applicable"
     assert "Dummy-weight verification" in (dummy / "report.md").read_text()
-    real = {k: v["status"] for k, v in json.loads((out / "status.json").read_text())["stages"].items()}
+    real_stages = json.loads((out / "status.json").read_text())["stages"]
+    real = {k: v["status"] for k, v in real_stages.items()}
     assert real["endpoint_accuracy"] == real["adaptation"] == "done" and real["accuracy"] == "skipped"
+    # a clean engine does not escalate to a capture inside it
+    assert real_stages["layers"] == {"status": "skipped",
+                                     "reason": "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"}
     assert not json.loads((out / "serve.json").read_text())["dummy_weights"]
     matrix = {r["row"]: r for r in json.loads((out / "adaptation.json").read_text())["stages"]["rows"]}
     assert matrix["engine starts"]["dummy"] is True and matrix["engine starts"]["real"] is True

@@ -53,7 +53,11 @@ def add_run_parser(sub) -> None:
                    help="opt-in task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith")
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
     p.add_argument("--layers", action="store_true",
-                   help="opt-in: capture every layer inside the started vLLM engine (eager) and compare with the gold")
+                   help="capture every layer inside the started vLLM engine (eager) and compare with the gold; "
+                        "without it this happens only when endpoint accuracy is FAIL or WARN (the engine is "
+                        "restarted with the capture plugin)")
+    p.add_argument("--no-escalate", action="store_true",
+                   help="never capture inside the engine on a FAIL or WARN")
     p.add_argument("--stages", type=stage_list, default=("real",), metavar="LIST",
                    help="weight stages in order: real (default), dummy, or dummy,real: vLLM-Ascend's two-stage gate, a "
                         "dummy-weight smoke (start, first request, content-free probes) into OUT/dummy, then the real run")
@@ -80,6 +84,12 @@ def pipeline_skippable() -> tuple[str, ...]:
     from llm_adapt.run.config import SKIPPABLE
 
     return SKIPPABLE
+
+
+def layers_mode(args: argparse.Namespace) -> str:
+    if args.layers and args.no_escalate:
+        raise UsageError("--layers and --no-escalate contradict each other; give one")
+    return "on" if args.layers else "off" if args.no_escalate else "auto"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -127,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                         graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
-                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=args.layers,
+                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=layers_mode(args),
                         progress=report, log=lambda m: print(m, file=sys.stderr))
         if two_stage:  # Stage A: the engine, the first request and the API on random weights; bench is not its job
             from llm_adapt.upstream.adaptation import DUMMY_DIR

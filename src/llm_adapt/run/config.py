@@ -59,7 +59,9 @@ class RunConfig:
     offline: bool = False
     tasks: tuple[str, ...] = ()  # lm-eval tasks for the opt-in eval stage
     eval_limit: int | None = None  # items per task
-    layers: bool = False  # the opt-in layers stage: capture inside the engine this run starts
+    # the layers stage, capture inside the engine this run starts: "on" (--layers), "auto" (when endpoint
+    # accuracy is FAIL or WARN: the escalation), "off" (--no-escalate)
+    layers: str = "auto"
     # where progress and one-line messages go (I/O hooks, not settings)
     progress: Callable[[str, int, int], None] = lambda what, done, total: None
     log: Callable[[str], None] = print

@@ -94,14 +94,16 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
         return _mark(cfg, state, stage, "skipped", reason="--skip " + stage)
     if stage == "eval" and not cfg.tasks:
         return _mark(cfg, state, stage, "skipped", reason="opt-in: --tasks TASK,...")
-    if stage == "layers" and not cfg.layers:
-        return _mark(cfg, state, stage, "skipped", reason="opt-in: --layers")
+    if stage == "layers" and (why := stages.layers_not_wanted(cfg, state)):
+        return _mark(cfg, state, stage, "skipped", reason=why)
     if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "layers", "eval"):
         return _mark(cfg, state, stage, "not applicable", reason="dummy-weight verification: the weights are random")
     previous = state.status.stages.get(stage, {})
     if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
         cfg.log(f"{stage}: done in an earlier run, kept")
         return
+    if stage == "layers" and cfg.layers == "auto" and (why := _escalation_blocked(cfg, state)):
+        return _mark(cfg, state, stage, "skipped", reason=why)
     blocked = _blocked_by(cfg, state, stage)
     if blocked:
         return _mark(cfg, state, stage, "not run", reason=blocked)
@@ -139,6 +141,12 @@ def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
 
         return layers_blocked(cfg, state)
     return None
+
+
+def _escalation_blocked(cfg: RunConfig, state: RunState) -> str | None:
+    """An escalation that cannot run here is skipped, not a failure: it was not asked for."""
+    blocked = _blocked_by(cfg, state, "layers")
+    return f"no escalation: the layers stage {blocked}" if blocked else None
 
 
 def _serve(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:

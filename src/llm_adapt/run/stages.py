@@ -50,14 +50,23 @@ def accuracy(cfg: RunConfig, state: RunState) -> None:
 
 def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
     """The engine of the plan, kept running in `scope` until the measuring stages are done."""
-    from llm_adapt.engines.session import choose_engine, started_engine
+    from llm_adapt.engines.session import choose_engine
 
     engine = choose_engine(cfg.engine)
     cfg.log(f"serve: starting {engine} ...")
-    inspected = with_capture(cfg, state.inspect) if cfg.layers and engine == "vllm" and not cfg.graph else state.inspect
-    server, _ = scope.enter_context(started_engine(inspected, engine, cfg.out, mode="graph" if cfg.graph else "eager",
-                                                   startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
-    state.server = server
+    capture = cfg.layers == "on" and engine == "vllm" and not cfg.graph
+    _start_into(cfg, state, scope, engine, with_capture(cfg, state.inspect) if capture else state.inspect)
+
+
+def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, engine: str, inspected) -> None:
+    """One engine in its own stack inside the run's scope: the escalation can stop it and start
+    another before the run ends."""
+    from llm_adapt.engines.session import started_engine
+
+    own = scope.enter_context(contextlib.ExitStack())
+    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode="graph" if cfg.graph else "eager",
+                                                 startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
+    state.server, state.engine_stack, state.engine_scope = server, own, scope
 
 
 def with_capture(cfg: RunConfig, inspected):
@@ -77,11 +86,45 @@ def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
     return None
 
 
+ESCALATE_ON = ("FAIL", "WARN")
+
+
+def layers_not_wanted(cfg: RunConfig, state: RunState) -> str | None:
+    """Why the layers stage is skipped: turned off, or (escalation) nothing out of line to localize.
+    It escalates on the endpoint accuracy verdict the stage before wrote to disk."""
+    if cfg.layers == "on":
+        return None
+    if cfg.layers == "off":
+        return "turned off: --no-escalate (--layers captures anyway)"
+    verdict = endpoint_verdict(cfg.out)
+    if verdict is None:
+        return "no endpoint accuracy verdict to escalate from (--layers captures anyway)"
+    if verdict not in ESCALATE_ON:
+        return f"endpoint accuracy {verdict}: nothing to localize (--layers captures anyway)"
+    return None
+
+
+def endpoint_verdict(out: Path) -> str | None:
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
+
+    path = out / rundir.ENDPOINT_ACCURACY
+    return EndpointAccuracyResult.load(path).verdict.get("status") if path.exists() else None
+
+
 def layers(cfg: RunConfig, state: RunState) -> None:
-    """Every layer's output captured inside the served engine, against the gold of the accuracy stage."""
+    """Every layer's output captured inside the served engine, against the gold of the accuracy stage.
+    Escalated from a FAIL or WARN: the engine is restarted with the capture plugin first (it is not
+    loaded on a run that did not ask, so the benchmarks measure the deployment as planned)."""
     from llm_adapt.accuracy.layers_served import run_layers
+    from llm_adapt.engines.capture_plugin import ENV_DIR
 
     capture = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
+    if ENV_DIR not in state.server.spec.env:
+        verdict = endpoint_verdict(cfg.out)
+        cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine with the layer capture plugin")
+        state.engine_stack.close()
+        _start_into(cfg, state, state.engine_scope, state.server.spec.engine, with_capture(cfg, state.inspect))
+        capture["escalated_from"] = f"endpoint accuracy {verdict}"
     result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
                         state.inspect.plan["dtype"], capture, cfg.progress, gold=state.gold)
     result.save(cfg.out / rundir.LAYERS)

@@ -32,3 +32,5 @@ class RunState:
     inspect: "InspectResult | None" = None
     gold: "Gold | None" = None  # the reference measured in-process, reused by endpoint accuracy
     server: "ManagedServer | None" = None  # the engine this run started
+    engine_stack: Any = None  # the ExitStack that stops it (the escalation restarts it with capture)
+    engine_scope: Any = None  # the run's scope the engine's stack lives in
