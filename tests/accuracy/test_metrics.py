@@ -104,6 +104,7 @@ def test_accumulator_matches_direct_metrics():
     assert s["rel_l2"] == pytest.approx(m.rel_l2(a, b))
     assert s["max_abs"] == pytest.approx(float((b - a).abs().max()))
     assert s["cos_min"] == pytest.approx(float(m.token_cosines(a, b).min()))
+    assert s["max_rel"] == pytest.approx(float(((b - a).abs() / a.abs()).max()))
     assert not s["nan_mismatch"]
     acc.add(a[:1], torch.full_like(a[:1], float("nan")))
     assert acc.summary()["nan_mismatch"]

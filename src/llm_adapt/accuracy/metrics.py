@@ -57,6 +57,9 @@ def msprobe_rule(cos_min: float, max_abs: float, nan_mismatch: bool) -> str:
     return "pass"
 
 
+# A zero reference element's relative error: |diff| / float32's eps, as msprobe divides it
+# (get_relative_err: eps of the float32 it computes in, added to both sides where the bench is 0).
+ZERO_REFERENCE = float(np.finfo(np.float32).eps)
 SHARE_TOLERANCES = (1e-2, 1e-3, 1e-4)  # msprobe's "two hundredths / thousandths / ten-thousandths"
 
 
@@ -67,6 +70,7 @@ class TensorAccumulator:
     diff_sq: float = 0.0
     ref_sq: float = 0.0
     max_abs: float = 0.0
+    max_rel: float = 0.0  # msprobe's MaxRelativeErr
     within: float = 0.0
     elements: int = 0
     cosines: list[np.ndarray] = field(default_factory=list)
@@ -95,7 +99,8 @@ class TensorAccumulator:
         self.tgt_sq += float((t**2).sum())
         self.dot += float((r * t).sum())
         self.max_abs = max(self.max_abs, float(diff.abs().max()))
-        rel = diff.abs() / r.abs().clamp_min(EPS)
+        rel = diff.abs() / torch.where(r == 0, ZERO_REFERENCE, r.abs())
+        self.max_rel = max(self.max_rel, float(rel.max()))
         self.within += float((rel <= 1e-3).sum())
         for tol in self.over:
             self.over[tol] += float((rel > tol).sum())
@@ -107,7 +112,7 @@ class TensorAccumulator:
         rel = math.sqrt(self.diff_sq) / max(math.sqrt(self.ref_sq), EPS)
         return {
             "rel_l2": rel, "cos_mean": float(np.mean(cos)), "cos_min": float(np.min(cos)),
-            "max_abs": self.max_abs, "thousandth_ratio": self.within / max(self.elements, 1),
+            "max_abs": self.max_abs, "max_rel": self.max_rel, "thousandth_ratio": self.within / max(self.elements, 1),
             "sqnr_db": math.inf if self.diff_sq == 0 else 10 * math.log10(max(self.ref_sq, EPS) / self.diff_sq),
             "nan_mismatch": self.ref_nonfinite != self.tgt_nonfinite or self.tgt_nonfinite,
             "cos_tensor": self.dot / max(math.sqrt(self.ref_sq * self.tgt_sq), EPS),
