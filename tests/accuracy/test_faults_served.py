@@ -157,6 +157,9 @@ ENGINE_FAULTS = {
     "decode-only": ("decode-only:5:1.05", "decode"),  # layer 5's branch 5% too large on decode tokens only
     "rope-beyond": ("rope-beyond:32", "positions"),  # every position past 32 rotated 16 positions on
     "attention-scale": ("attention-scale:3:1.5", "both"),  # layer 3's softmax scale 1.5x, every step
+    # layer 5 writes and reads layer 3's KV cache (the shared-KV bug class): in one prefill both run on the
+    # fresh keys they just wrote, at decode layer 3 reads layer 5's keys; held out when the rules were written
+    "foreign-kv": ("foreign-kv:5:3", "decode"),
 }
 # Held out when the rules were written, and served with LLM_ADAPT_ALL_SERVED_FAULTS=1.
 # A prefill-only fault reads as "both": the prompt's KV cache it corrupts is what every decode step

@@ -15,7 +15,8 @@ def test_fault_syntax():
     assert parse_fault("decode-only:5:1.5") == EngineFault("decode-only", 5, 1.5)
     assert parse_fault("rope-beyond:40") == EngineFault("rope-beyond", None, 40.0)
     assert parse_fault("attention-scale:3:2").label == "attention-scale:3:2"
-    for bad in ("decode-only:5", "rope-beyond:x", "sideways:1:2", "scaled:one:2"):
+    assert parse_fault("foreign-kv:5:3") == EngineFault("foreign-kv", 5, 3.0)
+    for bad in ("decode-only:5", "rope-beyond:x", "sideways:1:2", "scaled:one:2", "foreign-kv:5:x", "foreign-kv:5"):
         with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
             parse_fault(bad)
 
@@ -54,16 +55,28 @@ class _Impl:
     scale = 0.125
 
 
+class _Attn(torch.nn.Module):
+    def __init__(self, cache):
+        super().__init__()
+        self.impl = _Impl()
+        self.kv_cache = cache
+
+
 class _Attention(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.attn = torch.nn.Module()
-        self.attn.impl = _Impl()
+        self.attn = _Attn(torch.tensor([float(len(_CACHES))]))
+        _CACHES.append(self.attn.kv_cache)
         self.seen = []
+        self.caches = []
 
     def forward(self, positions, hidden_states):
         self.seen.append((positions.tolist(), self.attn.impl.scale))
+        self.caches.append(int(self.attn.kv_cache))
         return hidden_states
+
+
+_CACHES: list = []
 
 
 class _Layer(torch.nn.Module):
@@ -109,6 +122,11 @@ def test_one_planted_engine_serves_each_fault_of_the_file_in_turn(tmp_path):
     path.write_text("rope-beyond:41")
     model.model(positions, hidden)
     assert model.model.layers[0].self_attn.seen[-1] == ([40, 41, 58, 59], 0.125)
+    path.write_text("foreign-kv:2:0")
+    model.model(positions, hidden)
+    own = [layer.self_attn.attn.kv_cache for layer in model.model.layers]
+    assert [layer.self_attn.caches[-1] for layer in model.model.layers] == [int(own[0]), int(own[1]), int(own[0])]
+    assert own[2] is not own[0] and int(own[2]) != int(own[0])  # layer 2 ran on layer 0's cache, its own is back
     path.write_text("")
     assert torch.equal(model.model(positions, hidden), clean)
     assert model.model.layers[0].self_attn.seen[-1][0] == [40, 41, 42, 43]

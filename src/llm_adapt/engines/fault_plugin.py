@@ -12,6 +12,8 @@ Faults:
   scaled:L:S           the same on every token, every step
   attention-scale:L:S  layer L's attention softmax scale times S
   rope-beyond:P        every position past P rotated as if 16 positions further on (all layers)
+  foreign-kv:L:M       layer L's attention writes and reads layer M's KV cache instead of its own,
+                       as layers that share another's KV cache did in vLLM-Ascend's Gemma4 bug
 
 Prefill against decode: V1 packs every scheduled request's tokens into one flat batch whose
 positions run up by one within a request. A run of one or two consecutive positions is a decode
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
-KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond")
+KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv")
 ROPE_SHIFT = 16
 DECODE_RUN = 2  # runs of consecutive positions up to this long are decode tokens
 
@@ -52,11 +54,14 @@ def parse_fault(text: str) -> EngineFault:
     try:
         if kind == "rope-beyond" and len(parts) == 2:
             return EngineFault(kind, None, float(int(parts[1])))
-        if kind != "rope-beyond" and len(parts) == 3:
+        if kind == "foreign-kv" and len(parts) == 3:
+            return EngineFault(kind, int(parts[1]), float(int(parts[2])))
+        if kind not in ("rope-beyond", "foreign-kv") and len(parts) == 3:
             return EngineFault(kind, int(parts[1]), float(parts[2]))
     except ValueError:
         pass
-    form = "rope-beyond:POSITION" if kind == "rope-beyond" else f"{kind}:LAYER:FACTOR"
+    form = {"rope-beyond": "rope-beyond:POSITION", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER"}.get(
+        kind, f"{kind}:LAYER:FACTOR")
     raise ValueError(f"{ENV_FAULT}={text!r}: expected {form}")
 
 
@@ -133,8 +138,10 @@ def plant(model, source) -> None:
     # read once per forward, before the first layer: the model's own forward may not run nn.Module's
     # hooks (vLLM wraps it for torch.compile), its layers do
     inner.layers[0].register_forward_pre_hook(refresh, with_kwargs=True)
+    attentions = [layer.self_attn.attn for layer in inner.layers]
     for index, layer in enumerate(inner.layers):
         _hook_layer(index, layer, state)
+        _hook_kv_cache(index, layer.self_attn, attentions, state)
     refresh(None, (), {})  # a fixed fault is announced at load
 
 
@@ -174,6 +181,27 @@ def _hook_layer(index: int, layer, state: dict) -> None:
     attn.register_forward_pre_hook(before_attention, with_kwargs=True)
     # first among the layer's hooks: the layer capture (capture_plugin.py) records the faulty output
     layer.register_forward_hook(scale_output, with_kwargs=True, prepend=True)
+
+
+def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> None:
+    """foreign-kv: for the attention call of layer `index` only, its KV cache is another layer's
+    (vLLM's attention reads `kv_cache` off the Attention module at call time); its own comes back
+    after the call, so the other layer keeps running on the entries this one wrote over."""
+    own = attentions[index]
+    kept = {}
+
+    def swap(module, args, kwargs):
+        fault = state["fault"]
+        if fault and fault.kind == "foreign-kv" and fault.layer == index:
+            kept["cache"] = own.kv_cache
+            own.kv_cache = attentions[int(fault.value)].kv_cache
+
+    def restore(module, args, kwargs, output):
+        if "cache" in kept:
+            own.kv_cache = kept.pop("cache")
+
+    attn_block.register_forward_pre_hook(swap, with_kwargs=True)
+    attn_block.register_forward_hook(restore, with_kwargs=True)
 
 
 def torch_where(rows, value: float, like):
