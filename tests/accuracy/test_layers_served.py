@@ -532,3 +532,29 @@ def test_bad_layers_input_is_one_line(argv, words, capsys):
     assert main(["layers", "default", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_endpoint(tmp_path, monkeypatch):
+    import contextlib
+
+    from llm_adapt.engines import session
+    from llm_adapt.errors import AdaptError
+    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.stages import layers
+
+    def refuse(*args, **kwargs):
+        raise AdaptError("vllm exited with code 1 during start-up")
+
+    monkeypatch.setattr(session, "started_engine", refuse)
+    cfg, state = run_parts(tmp_path)
+    _endpoint_verdict(tmp_path, "FAIL")
+    stopped = []
+    state.engine_scope, state.engine_stack = contextlib.ExitStack(), contextlib.ExitStack()
+    state.engine_stack.callback(lambda: stopped.append(True))
+    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
+    state.inspect = types.SimpleNamespace(plan={"env": {}}, model_copy=lambda update: types.SimpleNamespace(**update))
+    _run_stage(cfg, state, "layers", layers)
+    assert stopped == [True] and state.server is None
+    assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]
+    _run_stage(cfg, state, "bench", lambda c, s: pytest.fail("ran without an engine"))
+    assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]

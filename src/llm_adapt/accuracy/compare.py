@@ -89,11 +89,9 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
 def measured_as_floor(target: RunnerSpec, gold, opts: CompareOptions) -> RunnerReport | None:
     """The target's report where the same runner was measured on this gold as a floor before (an
     endpoint stage's, say, kept in the measurement cache): the same measurement, not made twice."""
-    from llm_adapt.accuracy import store
-    from llm_adapt.accuracy.measure import floor_key, load_floor
+    from llm_adapt.accuracy.measure import cached_floor
 
-    key = floor_key(gold, target, opts)
-    cached = (store.recall("floor", key) or load_floor(key)) if key else None
+    cached = cached_floor(gold, target, opts)
     return cached.report if cached is not None else None
 
 

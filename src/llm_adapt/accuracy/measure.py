@@ -277,9 +277,8 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
     from llm_adapt.accuracy import store
 
     key = floor_key(gold, spec, opts)
-    cached = (store.recall("floor", key) or load_floor(key)) if key else None
+    cached = cached_floor(gold, spec, opts)
     if cached is not None:
-        store.remember("floor", key, cached)
         progress(f"floor {spec.label} (cached)", 1, 1)
         return cached if fits is None else _only(cached, [fits(p) for p in gold.prompts])
     mask = [fits(p) for p in gold.prompts] if fits is not None else None
@@ -298,6 +297,17 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
         save_floor(key, floor)
         store.remember("floor", key, floor)
     return floor
+
+
+def cached_floor(gold: Gold, spec: RunnerSpec, opts: CompareOptions) -> MeasuredFloor | None:
+    """The floor of `spec` on this gold from the measurement cache (memory, then disk), or None."""
+    from llm_adapt.accuracy import store
+
+    key = floor_key(gold, spec, opts)
+    cached = (store.recall("floor", key) or load_floor(key)) if key else None
+    if cached is not None:
+        store.remember("floor", key, cached)
+    return cached
 
 
 def _only(floor: MeasuredFloor, mask: list[bool], spread_out: bool = False) -> MeasuredFloor:

@@ -122,8 +122,10 @@ def layers(cfg: RunConfig, state: RunState) -> None:
     if ENV_DIR not in state.server.spec.env:
         verdict = endpoint_verdict(cfg.out)
         cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine with the layer capture plugin")
+        engine = state.server.spec.engine
         state.engine_stack.close()
-        _start_into(cfg, state, state.engine_scope, state.server.spec.engine, with_capture(cfg, state.inspect))
+        state.server = None  # a restart that fails leaves the later stages "no endpoint", not a dead one
+        _start_into(cfg, state, state.engine_scope, engine, with_capture(cfg, state.inspect))
         capture["escalated_from"] = f"endpoint accuracy {verdict}"
     result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
                         state.inspect.plan["dtype"], capture, cfg.progress, gold=state.gold)
