@@ -76,6 +76,25 @@ def test_report_rerenders_in_chinese_from_json_alone(quick_run, tmp_path):
     assert (copy / "report.zh.html").read_text().startswith("<!DOCTYPE html>")
 
 
+def test_a_located_part_reaches_both_reports(quick_run, tmp_path):
+    """The part pass's result as compare writes it (layer, part, the parts table), rendered from the JSON."""
+    _, out = quick_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    accuracy = json.loads((copy / "accuracy.json").read_text())
+    parts = [{"name": "input norm", "rel_l2": 3.3e-3, "floor_rel_l2": 3.3e-3, "ratio": 1.0, "allowed": 1.1,
+              "basis": "noise floor", "excess": False, "cos_min": 0.99999, "max_abs": 0.01},
+             {"name": "attention", "rel_l2": 0.54, "floor_rel_l2": 4.0e-3, "ratio": 135.8, "allowed": 1.1,
+              "basis": "noise floor", "excess": True, "cos_min": 0.84, "max_abs": 2.5}]
+    accuracy["targets"][0]["first_local_excess"] = {"name": "layer 2", "local_rel_l2": 0.3, "ratio": 60.3,
+                                                    "basis": "noise floor", "part": "attention", "parts": parts}
+    (copy / "accuracy.json").write_text(json.dumps(accuracy))
+    assert main(["report", str(copy)]) == 0 and main(["report", str(copy), "--lang", "zh"]) == 0
+    en, zh = (copy / "report.md").read_text(), (copy / "report.zh.md").read_text()
+    assert "**layer 2, attention**" in en and "| attention | 54.000% |" in en and "| **yes** |" in en
+    assert "**layer 2, 注意力**" in zh and "| 注意力 | 54.000% |" in zh and "| 输入归一化 |" in zh
+
+
 def test_html_in_a_real_browser(quick_run, tmp_path):
     chromium = shutil.which("chromium")
     if chromium is None:

@@ -67,6 +67,25 @@ def test_each_planted_fault_is_caught(judged, name):
         assert any(layer in r for r in target.verdict["reasons"])
 
 
+# fault -> the parts of the located layer that must be out of line (each on the reference's input), the
+# worst of them first: weights of one part, a config value only one kind of part reads, all linears
+PARTS = {
+    "qk-permutation": ["attention"],
+    "perturbed-fp32": ["MLP"],  # mlp.down_proj
+    "rope-theta": ["attention"],  # the rotary embedding is applied inside the attention
+    "rms-norm-eps": ["input norm", "post-attention norm"],
+    "int8-one-layer": ["attention", "MLP"],
+}
+
+
+@pytest.mark.parametrize("name", list(PARTS))
+def test_the_located_layer_names_the_part_the_fault_sits_in(judged, name):
+    where = judged[name].first_local_excess
+    out_of_line = [r["name"] for r in where["parts"] if r["excess"]]
+    assert sorted(out_of_line) == sorted(PARTS[name]), where["parts"]
+    assert where["part"] in PARTS[name]
+
+
 def test_stop_faults_are_named_as_early_and_late_stops(judged):
     early = [g for g in judged["extra-eos"].greedy if g["stop"] == "early"]
     late = [g for g in judged["missing-eos"].greedy if g["stop"] == "late"]

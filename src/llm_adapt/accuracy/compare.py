@@ -1,7 +1,8 @@
 """In-process accuracy: the gold reference against targets, each judged against its noise floor.
 
 One way through: measure (the reference, reference.py; then each floor and each target once,
-measure.py) -> judge each target against its floor (here, with the rules of verdict.py) -> result.
+measure.py) -> locate against its floor (the layer, then the part of it, sublayer.py) -> judge
+(with the rules of verdict.py) -> result.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.reference import measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
-from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, judge, overall
+from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
+from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, find_first_local_excess, judge, locate_part, overall
 from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
@@ -65,12 +67,16 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     for floor in dict.fromkeys(f for f in floor_of.values() if f is not None):
         floors[floor] = measure_floor(floor, source, gold, tokenizer, opts, progress).report
     done = dict(floors)
+    parts = PartsPass(source, gold, opts.reference, progress)
     targets = []
     for target in opts.targets:
         if target not in done:
             done[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
                                                                             progress)
-        targets.append(with_floor(done[target], floors.get(floor_of[target]), opts))
+        floor = floors.get(floor_of[target])
+        located = located_in_parts(located_against(done[target], floor, opts), parts, target,
+                                   floor_of[target] if floor else None, opts)
+        targets.append(judged(located, floor, opts))
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
         reference=gold.report, floors=[with_floor(f, None, opts) for f in floors.values()], targets=targets,
@@ -96,8 +102,13 @@ def measured_as_floor(target: RunnerSpec, gold, opts: CompareOptions) -> RunnerR
 
 
 def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
-    """A copy of `report` judged against its noise floor: per-layer ratios and the ratio each may
-    reach given the floor's measured spread, where to look first, verdict."""
+    """A copy of `report` judged against its noise floor (see located_against and judged)."""
+    return judged(located_against(report, floor, opts), floor, opts)
+
+
+def located_against(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
+    """A copy of `report` with per-layer ratios to its noise floor, the ratio each may reach given
+    the floor's measured spread, the KL against the floor's, and where to look first."""
     out = report.model_copy(deep=True)
     floor_rows = {row["name"]: row for row in floor.layers} if floor else {}
     spread = (floor.spread or {}) if floor else {}
@@ -108,13 +119,35 @@ def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOp
                        ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
                        local_ratio=m.ratio_or_none(row["local_rel_l2"], f["local_rel_l2"]),
                        allowed=allowed_ratio(m.combined_spread(
-                           ratio_spread_from_squares(row.get("diff_sq_by_prompt"), f.get("diff_sq_by_prompt")),
+                           m.ratio_spread_from_squares(row.get("diff_sq_by_prompt"), f.get("diff_sq_by_prompt")),
                            spread.get("layers", {}).get(row["name"]))),
-                       local_allowed=allowed_ratio(ratio_spread_from_squares(row.get("local_diff_sq_by_prompt"),
-                                                            f.get("local_diff_sq_by_prompt"))))
+                       local_allowed=allowed_ratio(m.ratio_spread_from_squares(row.get("local_diff_sq_by_prompt"),
+                                                                               f.get("local_diff_sq_by_prompt"))))
     out.floor = floor.label if floor else None
     out.vs_floor = _vs_floor(out, floor) if floor else None
     out.first_local_excess = find_first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
+    return out
+
+
+def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec, floor: RunnerSpec | None,
+                     opts: CompareOptions) -> RunnerReport:
+    """The located layer's parts (norms, attention, MLP), each on the reference's input, judged
+    against the floor's same part: `first_local_excess` gains "part" and "parts"."""
+    where = report.first_local_excess
+    index = layer_index(where["name"]) if where else None
+    if index is None:
+        return report
+    if parts.refusal:
+        report.first_local_excess = {**where, "part": None, "parts": [], "parts_skipped": parts.refusal}
+        return report
+    mine, floors = parts.measure(target, floor, index)
+    located = locate_part(part_rows(mine, floors), opts.local_factor, floors is not None, report.dtype)
+    report.first_local_excess = {**where, **located}
+    return report
+
+
+def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
+    """`out` (from located_against) with its verdict."""
     ref = opts.reference
     ckpt_quant = load_spec(Path(out.model_path)).quant if out.model_path else None  # a pre-quantized --target-model
     exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant and ckpt_quant is None
@@ -122,15 +155,6 @@ def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOp
     if ckpt_quant is not None:
         out.verdict = with_measures(out.verdict, ckpt_quant, out.dtype, out.floor)
     return out
-
-
-def ratio_spread_from_squares(target: list[float] | None, floor: list[float] | None) -> float:
-    """Relative spread of a rel-L2 ratio from the prompts' squared errors (half that of the squares')."""
-    if not target or not floor:
-        return float("nan")
-    ratio_sq = m.ratio_or_none(sum(target), sum(floor))
-    sd = m.bootstrap_ratio_sd(np.array(target), np.array(floor))
-    return 0.5 * sd / ratio_sq if ratio_sq and np.isfinite(ratio_sq) else float("nan")
 
 
 def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
@@ -144,28 +168,6 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
     spread = m.combined_spread(boot_rel, kernel)
     return {"kl_ratio": ratio, "kl_allowed": allowed_ratio(spread), "kl_spread": spread,
             "kl_spread_bootstrap": boot_rel, "kl_spread_kernel": kernel, "k": K_SPREAD}
-
-
-# Unit roundoff of each dtype: the local error one rounding step per value would give.
-UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
-ROUNDOFF_FACTOR = 4.0  # without a measured floor, a layer may lose this many rounding steps
-
-
-def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
-    """The first layer whose own (local) error is out of line: above `factor` x its measured noise
-    floor, or, with no floor, above a few unit roundoffs of the runner's dtype."""
-    for row in layers:
-        value = row["local_rel_l2"]
-        if have_floor:
-            ratio, basis = row.get("local_ratio"), "noise floor"
-            excess = ratio is not None and ratio > factor * row.get("local_allowed", 1.0)
-        else:
-            bound = ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype]
-            ratio, basis = value / bound, f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff"
-            excess = ratio > 1
-        if excess or not np.isfinite(value):
-            return {"name": row["name"], "local_rel_l2": value, "ratio": ratio, "basis": basis}
-    return None
 
 
 def check_same_family(reference_dir: Path, target_dir: Path) -> None:

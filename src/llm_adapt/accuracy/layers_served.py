@@ -25,13 +25,12 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.compare import find_first_local_excess, ratio_spread_from_squares
 from llm_adapt.accuracy.measure import relative_change
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, judge_layers
+from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, find_first_local_excess, judge_layers
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient
 from llm_adapt.errors import AdaptError
@@ -186,7 +185,7 @@ def sampling_spread(row: dict[str, Any], floor: dict[str, Any],
     prefixes counted once). The bootstrap misses the second when one position carries the error;
     the larger is used. (A bootstrap over positions is not used: where the floor's error rests on
     one position, resamples without it leave a denominator near zero.)"""
-    out = {"prompts": ratio_spread_from_squares(row["diff_sq_by_prompt"], floor["diff_sq_by_prompt"]),
+    out = {"prompts": m.ratio_spread_from_squares(row["diff_sq_by_prompt"], floor["diff_sq_by_prompt"]),
            "elements": float("nan"), "effective_positions": float("nan"), "effective_elements": float("nan"),
            "floor_effective_elements": float("nan")}
     if units is not None and row.get("diff_sq_by_position") and floor.get("diff_sq_by_position"):

@@ -309,3 +309,12 @@ def msprobe_dtype_rule(cos: float, max_abs: float, share_over: dict[str, float],
     if share_over.get(f"{soft:g}", 1.0) >= soft:
         return "warning"
     return "pass"
+
+
+def ratio_spread_from_squares(target: list[float] | None, floor: list[float] | None) -> float:
+    """Relative spread of a rel-L2 ratio from the prompts' squared errors (half that of the squares')."""
+    if not target or not floor:
+        return float("nan")
+    ratio_sq = ratio_or_none(sum(target), sum(floor))
+    sd = bootstrap_ratio_sd(np.array(target), np.array(floor))
+    return 0.5 * sd / ratio_sq if ratio_sq and np.isfinite(ratio_sq) else float("nan")

@@ -44,6 +44,12 @@ def _print_target(t: RunnerReport, console: Console) -> None:
         e = t.first_local_excess
         console.print(f"  look first at [bold]{e['name']}[/bold]: its own error {e['local_rel_l2']:.3e} "
                       f"is {e['ratio']:.1f}x its {e['basis']}")
+        for part in e.get("parts") or []:
+            mark = "[red]out of line[/red]" if part["excess"] else "in line"
+            console.print(f"    {part['name']:20s} on the reference's input: {part['rel_l2']:.3e}, "
+                          f"{part['ratio']:.1f}x its {part['basis']}  {mark}")
+        if e.get("parts_skipped"):
+            console.print(f"    parts not measured: {e['parts_skipped']}")
     fit = t.depth_fit
     console.print(f"  error over depth: slope {fit['slope']:.2e} per layer, R² {fit['r2']:.2f}")
     for category, c in sorted(t.greedy_by_category.items()):

@@ -141,11 +141,17 @@ def _localized(t, exact_expected: bool) -> dict:
     if not where:
         return check("a layer's own error out of line", "none", "pass", "no layer above its basis",
                      "shadow (local) error, torch numeric suite's idea")
-    value = f"{where['name']}: {_fmt(where.get('ratio'))}x its {where['basis']}"
+    value = f"{where['name']}: {_fmt(where.get('ratio'))}x its {where['basis']}" + _part_text(where)
     status = "fail" if exact_expected else "warn"
     return check("a layer's own error out of line", value, status,
                  "FAIL on the reference's device and dtype (must match to rounding), else WARN",
                  "shadow (local) error against the measured floor or the dtype's unit roundoff")
+
+
+def _part_text(where: dict[str, Any]) -> str:
+    """'; in it the MLP: 41.2x its noise floor' where the part pass named one, else ''."""
+    part = next((r for r in where.get("parts") or [] if r["name"] == where.get("part")), None)
+    return f"; in it the {part['name']}: {_fmt(part['ratio'])}x its {part['basis']}" if part else ""
 
 
 def _layer_ratio(t, f) -> dict:
@@ -272,3 +278,45 @@ def _fmt(value) -> str | float | None:
 def overall(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     status = worst([v["status"].lower() for v in verdicts])
     return {"status": status}
+
+
+# Unit roundoff of each dtype: the local error one rounding step per value would give.
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
+ROUNDOFF_FACTOR = 4.0  # without a measured floor, a layer may lose this many rounding steps
+
+
+def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
+    """The first layer whose own (local) error is out of line: above `factor` x its measured noise
+    floor, or, with no floor, above a few unit roundoffs of the runner's dtype."""
+    for row in layers:
+        value = row["local_rel_l2"]
+        if have_floor:
+            ratio, basis = row.get("local_ratio"), "noise floor"
+            excess = ratio is not None and ratio > factor * row.get("local_allowed", 1.0)
+        else:
+            bound = ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype]
+            ratio, basis = value / bound, f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff"
+            excess = ratio > 1
+        if excess or not math.isfinite(value):
+            return {"name": row["name"], "local_rel_l2": value, "ratio": ratio, "basis": basis}
+    return None
+
+
+def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dtype: str) -> dict[str, Any]:
+    """Which part of a located layer is out of line, each part fed the reference's input: above
+    `factor` x the ratio to the floor's same part its prompts' spread allows, or, with no floor, above
+    a few unit roundoffs of the runner's dtype. rows: [{"name", "rel_l2", "ratio"?, "allowed"?}] in
+    forward order. Returns {"part": the worst part out of line or None, "parts": rows, each marked}. Pure."""
+    marked = []
+    for row in rows:
+        value = row["rel_l2"]
+        if have_floor:
+            ratio, basis = row.get("ratio"), "noise floor"
+            excess = ratio is not None and ratio > factor * row.get("allowed", 1.0)
+        else:
+            ratio = value / (ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype])
+            basis, excess = f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff", ratio > 1
+        marked.append({**row, "ratio": ratio, "basis": basis, "excess": bool(excess or not math.isfinite(value))})
+    out = [r for r in marked if r["excess"]]
+    worst_part = max(out, key=lambda r: _num(r["ratio"]) if math.isfinite(r["rel_l2"]) else math.inf) if out else None
+    return {"part": worst_part["name"] if worst_part else None, "parts": marked}

@@ -96,6 +96,7 @@ TEXT = {
         "skipped": "{n} prompt(s) did not fit the served or model context and were skipped: {ids}.",
         "quant": "Weight-only {quant}: KL {kl:.2e}{ratio}{where} ({status}; informational, not part of the verdict).",
         "ratio": ", {ratio:.1f}x its {floor} floor", "where": ", first out of line at {name}",
+        "in_part": "{name} (its {part})", "parts": {},
         "tput": "Throughput with {n} requests at once: {tps:.1f} output tok/s, TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms.",
     },
     "zh": {
@@ -112,9 +113,18 @@ TEXT = {
         "skipped": "{n} 条提示词超出服务或模型的上下文长度而被跳过：{ids}。",
         "quant": "int8 权重量化 {quant}：KL {kl:.2e}{ratio}{where}（{status}；仅供参考，不计入结论）。",
         "ratio": "，为 {floor} 基线的 {ratio:.1f} 倍", "where": "，首个超标层为 {name}",
+        "in_part": "{name}（其{part}）",
+        "parts": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
+                  "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"},
         "tput": "{n} 个请求同时发送时吞吐 {tps:.1f} 输出 tok/s，TTFT p50 {ttft:.0f} ms，TPOT p50 {tpot:.1f} ms。",
     },
 }
+
+
+def _located(where: dict, T: dict) -> str:
+    """'layer 7' or 'layer 7 (its MLP)' where the part pass named a part."""
+    part = where.get("part")
+    return T["in_part"].format(name=where["name"], part=T["parts"].get(part, part)) if part else where["name"]
 
 
 def findings(run: RunData, lang: str = "en") -> list[str]:
@@ -146,14 +156,14 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     if target:
         where = target.get("first_local_excess")
         basis = T["floor_basis"] if target.get("floor") else T["roundoff_basis"].format(dtype=target["dtype"])
-        loc = T["loc"].format(name=where["name"]) if where else T["noloc"].format(basis=basis)
+        loc = T["loc"].format(name=_located(where, T)) if where else T["noloc"].format(basis=basis)
         out.append((1 if target["verdict"]["status"] != "PASS" else 3,
                     T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
                                        kl=target["logits"]["kl_mean"], loc=loc)))
     for q in quant_targets(acc):
         ratio = next((c["value"] for c in q["verdict"]["checks"] if c["name"].startswith("mean KL")), None)
         ratio_text = T["ratio"].format(ratio=ratio, floor=q["floor"]) if isinstance(ratio, (int, float)) else ""
-        where = T["where"].format(name=q["first_local_excess"]["name"]) if q.get("first_local_excess") else ""
+        where = T["where"].format(name=_located(q["first_local_excess"], T)) if q.get("first_local_excess") else ""
         out.append((2, T["quant"].format(quant=q["quant"], kl=q["logits"]["kl_mean"], ratio=ratio_text, where=where,
                                          status=q["verdict"]["status"])))
     out += [(1, text) for text in _stop_findings(run, T)]

@@ -1,0 +1,192 @@
+"""Which part of a located layer: its norms, its attention or its MLP, each fed the reference's input.
+
+The layer-level shadow pass names a layer by its own error (the layer run on the reference's input).
+Inside that layer each part gets the same treatment. One teacher-forced forward of the reference
+records each part's input and output; one forward of the target (and one of its floor) swaps each
+part's input for the reference's with a pre-hook, and keeps what the part makes of it. The target's
+own keyword arguments stay (its position embeddings, its mask), so a wrong rope_theta shows in its
+attention, as it does in its layer. Forwards stop after the layer: nothing later is needed.
+
+The parts are the decoder-layer attributes transformers' Llama, Qwen, Mistral, Gemma and DeepSeek
+classes share; a layer without one of them simply has fewer parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from llm_adapt.accuracy import metrics as m
+
+# (the name the report uses, the decoder layer's attribute), in the order a forward reaches them
+PARTS = (
+    ("input norm", "input_layernorm"),
+    ("attention", "self_attn"),
+    ("post-attention norm", "post_attention_layernorm"),
+    ("pre-MLP norm", "pre_feedforward_layernorm"),
+    ("MLP", "mlp"),
+    ("post-MLP norm", "post_feedforward_layernorm"),
+)
+
+
+class _Stop(Exception):
+    """Raised after the layer of interest: the rest of the forward is not needed."""
+
+
+def layer_parts(layer: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    """{report name: module} for the parts this decoder layer has."""
+    return {name: getattr(layer, attr) for name, attr in PARTS if isinstance(getattr(layer, attr, None), torch.nn.Module)}
+
+
+def _main_input(args: tuple, kwargs: dict) -> torch.Tensor:
+    return args[0] if args else kwargs["hidden_states"]
+
+
+def _main_output(out) -> torch.Tensor:
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def _fp32_cpu(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().to("cpu", torch.float32)
+
+
+@dataclass
+class PartRecord:
+    """The reference's input and output of each part of one layer, for one sequence."""
+
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    outputs: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def _forward_to(runner, index: int, sequence: list[int], hooks: list) -> None:
+    """One teacher-forced forward of `runner` that stops after layer `index`; `hooks` are removed after."""
+    hooks.append(runner.layers[index].register_forward_hook(lambda mod, a, o: (_ for _ in ()).throw(_Stop())))
+    try:
+        ids = torch.tensor([sequence], device=runner.input_device)
+        with runner.numerics():
+            runner.model(ids, use_cache=False)
+    except _Stop:
+        pass
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+@torch.no_grad()
+def record_reference(runner, index: int, sequences: list[list[int]]) -> list[PartRecord]:
+    """The reference runner's parts of layer `index`: input and output of each, per sequence."""
+    records = []
+    for sequence in sequences:
+        record = PartRecord()
+        hooks = []
+        for name, module in layer_parts(runner.layers[index]).items():
+            hooks.append(module.register_forward_pre_hook(
+                lambda mod, a, kw, name=name, record=record: record.inputs.__setitem__(name, _fp32_cpu(_main_input(a, kw))),
+                with_kwargs=True))
+            hooks.append(module.register_forward_hook(
+                lambda mod, a, o, name=name, record=record: record.outputs.__setitem__(name, _fp32_cpu(_main_output(o)))))
+        _forward_to(runner, index, sequence, hooks)
+        records.append(record)
+    return records
+
+
+@torch.no_grad()
+def part_errors(runner, index: int, sequences: list[list[int]], reference: list[PartRecord]) -> dict[str, dict[str, Any]]:
+    """Each part of the runner's layer `index` on the reference's input to it, against the
+    reference's output of it: {part: accumulator summary (rel_l2, cos_min, max_abs, per-prompt squares)}."""
+    acc: dict[str, m.TensorAccumulator] = {}
+    for sequence, record in zip(sequences, reference):
+        hooks = []
+        for name, module in layer_parts(runner.layers[index]).items():
+            if name not in record.inputs:
+                continue  # the reference's layer never called it
+            acc.setdefault(name, m.TensorAccumulator())
+
+            def swap(mod, args, kwargs, name=name, record=record):
+                own = _main_input(args, kwargs)
+                theirs = record.inputs[name].to(own.device, own.dtype)
+                if args:
+                    return (theirs, *args[1:]), kwargs
+                return args, {**kwargs, "hidden_states": theirs}
+
+            def keep(mod, args, out, name=name, record=record):
+                acc[name].add(record.outputs[name], _fp32_cpu(_main_output(out)))
+
+            hooks.append(module.register_forward_pre_hook(swap, with_kwargs=True))
+            hooks.append(module.register_forward_hook(keep))
+        _forward_to(runner, index, sequence, hooks)
+    return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt} for name, a in acc.items()}
+
+
+def layer_index(name: str) -> int | None:
+    """'layer 7' -> 7; None for the embeddings or the final norm. Pure."""
+    head, _, tail = name.partition(" ")
+    return int(tail) if head == "layer" and tail.isdigit() else None
+
+
+class PartsPass:
+    """The sub-layer pass of one comparison: the reference's records of a layer, and each floor's
+    part errors in it, measured once however many targets name that layer."""
+
+    def __init__(self, source, gold, reference_spec, progress):
+        self.source, self.gold, self.reference_spec, self.progress = source, gold, reference_spec, progress
+        self._records: dict[int, list[PartRecord]] = {}
+        self._floors: dict[tuple, dict[str, dict[str, Any]]] = {}
+
+    @property
+    def refusal(self) -> str | None:
+        """Why this comparison cannot look inside a layer (None when it can)."""
+        if self.gold.report.streaming:
+            return "the reference streams one layer at a time from the shards; the parts need it in memory"
+        return None
+
+    def measure(self, target, floor, index: int) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]] | None]:
+        """(the target's part errors in layer `index`, its floor's or None)."""
+        if floor is not None and (floor, index) not in self._floors:
+            self._floors[(floor, index)] = self._errors(floor, index)
+        return self._errors(target, index), self._floors.get((floor, index)) if floor is not None else None
+
+    def _sequences(self) -> list[list[int]]:
+        return [p.sequence for p in self.gold.prompts]
+
+    def _reference(self, index: int) -> list[PartRecord]:
+        from llm_adapt.accuracy.runner import Runner
+
+        if index not in self._records:
+            self.progress(f"{self.reference_spec.label}: parts of layer {index}", 0, 1)
+            runner = Runner(self.reference_spec, self.source.path)
+            try:
+                self._records[index] = record_reference(runner, index, self._sequences())
+            finally:
+                runner.close()
+        return self._records[index]
+
+    def _errors(self, spec, index: int) -> dict[str, dict[str, Any]]:
+        from llm_adapt.accuracy.runner import Runner
+
+        records = self._reference(index)
+        self.progress(f"{spec.label}: parts of layer {index}", 0, 1)
+        runner = Runner(spec, self.source.path)
+        try:
+            return part_errors(runner, index, self._sequences(), records)
+        finally:
+            runner.close()
+            self.progress(f"{spec.label}: parts of layer {index}", 1, 1)
+
+
+def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each part's own error, beside its floor's and the ratio the prompts' spread allows. Pure."""
+    from llm_adapt.accuracy.verdict import allowed_ratio
+
+    rows = []
+    for name, t in target.items():
+        row = {"name": name, "rel_l2": t["rel_l2"], "cos_min": t["cos_min"], "max_abs": t["max_abs"]}
+        f = (floor or {}).get(name)
+        if f is not None:
+            row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(t["rel_l2"], f["rel_l2"]),
+                       allowed=allowed_ratio(m.ratio_spread_from_squares(t.get("diff_sq_by_prompt"),
+                                                                         f.get("diff_sq_by_prompt"))))
+        rows.append(row)
+    return rows

@@ -1,0 +1,116 @@
+"""Which part of a located layer: the rule on plain data, and real planted faults on a tiny Llama, each
+in one part of one layer, named by that part (the layer's norms, attention, MLP)."""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from llm_adapt.accuracy.runner import RunnerSpec
+from llm_adapt.accuracy.sublayer import layer_index, part_rows
+from llm_adapt.accuracy.verdict import locate_part
+
+from .test_compare import perturbed_copy, run, tiny4, prompts_file  # noqa: F401 (fixtures)
+
+
+def rows(**ratios):
+    """Plain part rows with a floor: {name: (ratio, allowed)}."""
+    return [{"name": name.replace("_", " "), "rel_l2": 0.01 * ratio, "ratio": ratio, "allowed": allowed}
+            for name, (ratio, allowed) in ratios.items()]
+
+
+def test_the_part_far_above_its_floor_is_named():
+    located = locate_part(rows(attention=(41.0, 1.2), MLP=(1.05, 1.2)), factor=2.0, have_floor=True, dtype="bf16")
+    assert located["part"] == "attention"
+    assert [r["excess"] for r in located["parts"]] == [True, False]
+
+
+def test_parts_within_their_floor_name_nothing():
+    located = locate_part(rows(input_norm=(1.0, 1.1), attention=(1.3, 1.2), MLP=(2.3, 1.2)), factor=2.0,
+                          have_floor=True, dtype="bf16")
+    assert located["part"] is None and not any(r["excess"] for r in located["parts"])
+
+
+def test_two_parts_out_of_line_name_the_worse_and_mark_both():
+    located = locate_part(rows(attention=(5.0, 1.2), MLP=(30.0, 1.2)), factor=2.0, have_floor=True, dtype="bf16")
+    assert located["part"] == "MLP" and all(r["excess"] for r in located["parts"])
+
+
+def test_a_non_finite_part_is_named_before_any_ratio():
+    parts = rows(attention=(500.0, 1.2)) + [{"name": "MLP", "rel_l2": float("nan"), "ratio": None, "allowed": 1.2}]
+    assert locate_part(parts, factor=2.0, have_floor=True, dtype="bf16")["part"] == "MLP"
+
+
+def test_without_a_floor_a_part_may_lose_a_few_roundoffs():
+    parts = [{"name": "attention", "rel_l2": 0.0}, {"name": "MLP", "rel_l2": 1e-7}, {"name": "input norm", "rel_l2": 1e-3}]
+    located = locate_part(parts, factor=2.0, have_floor=False, dtype="fp32")
+    assert located["part"] == "input norm"
+    assert [r["excess"] for r in located["parts"]] == [False, False, True]
+    assert located["parts"][0]["basis"] == "4 x fp32 unit roundoff"
+
+
+def test_part_rows_put_each_part_beside_its_floor():
+    target = {"attention": {"rel_l2": 0.4, "cos_min": 0.9, "max_abs": 1.0, "diff_sq_by_prompt": [4.0, 4.0]},
+              "MLP": {"rel_l2": 0.01, "cos_min": 1.0, "max_abs": 0.1, "diff_sq_by_prompt": [1.0, 1.0]}}
+    floor = {"attention": {"rel_l2": 0.01, "diff_sq_by_prompt": [1.0, 1.0]},
+             "MLP": {"rel_l2": 0.01, "diff_sq_by_prompt": [1.0, 1.0]}}
+    out = {r["name"]: r for r in part_rows(target, floor)}
+    assert out["attention"]["ratio"] == pytest.approx(40.0) and out["MLP"]["ratio"] == pytest.approx(1.0)
+    assert out["attention"]["allowed"] >= 1.0
+    assert "ratio" not in part_rows(target, None)[0]
+
+
+def test_layer_index_reads_decoder_layers_only():
+    assert layer_index("layer 7") == 7
+    assert layer_index("embeddings") is None and layer_index("final norm") is None
+
+
+def _noise(key: str, scale: float = 0.5):
+    def mutate(w):
+        w[key] = w[key] + scale * w[key].std().clamp_min(0.05) * torch.randn_like(w[key])
+    return mutate
+
+
+@pytest.mark.parametrize("weight, part", [
+    ("self_attn.o_proj.weight", "attention"),
+    ("self_attn.k_proj.weight", "attention"),
+    ("mlp.down_proj.weight", "MLP"),
+    ("mlp.gate_proj.weight", "MLP"),
+    ("post_attention_layernorm.weight", "post-attention norm"),
+    ("input_layernorm.weight", "input norm"),
+])
+def test_a_fault_in_one_part_names_that_part(tiny4, prompts_file, tmp_path, weight, part):
+    broken = perturbed_copy(tiny4, tmp_path / "broken", _noise(f"model.layers.2.{weight}"))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0]
+    where = target.first_local_excess
+    assert where["name"] == "layer 2" and where["part"] == part, where["parts"]
+    assert [r["name"] for r in where["parts"] if r["excess"]] == [part]  # the parts before and after it are exact
+    assert any(f"in it the {part}:" in r for r in target.verdict["reasons"]), target.verdict["reasons"]
+
+
+def test_a_wrong_rope_theta_is_named_in_the_attention(tiny4, prompts_file, tmp_path):
+    wrong = tmp_path / "rope"
+    shutil.copytree(tiny4, wrong)
+    cfg = json.loads((wrong / "config.json").read_text())
+    for holder in (cfg, cfg.get("rope_parameters") or {}):
+        if "rope_theta" in holder:
+            holder["rope_theta"] = 500000.0
+    (wrong / "config.json").write_text(json.dumps(cfg))
+    where = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=wrong)).targets[0].first_local_excess
+    assert where["name"] == "layer 0" and where["part"] == "attention", where["parts"]
+
+
+def test_a_bf16_target_is_judged_part_by_part_against_its_floor(tiny4, prompts_file, tmp_path):
+    broken = perturbed_copy(tiny4, tmp_path / "broken", _noise("model.layers.1.mlp.up_proj.weight", 0.3))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "bf16", model_path=broken)).targets[0]
+    where = target.first_local_excess
+    assert target.floor and where["name"] == "layer 1" and where["part"] == "MLP", where
+    by_name = {r["name"]: r for r in where["parts"]}
+    assert by_name["MLP"]["basis"] == "noise floor" and by_name["MLP"]["floor_rel_l2"] > 0
+    assert not by_name["attention"]["excess"] and not by_name["input norm"]["excess"]
+
+
+def test_a_clean_target_has_no_parts_to_name(tiny4, prompts_file):
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "bf16")).targets[0]
+    assert target.first_local_excess is None and target.verdict["status"] == "PASS"
