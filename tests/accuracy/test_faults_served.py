@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from llm_adapt.accuracy.layers_served import capture_modes
 from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.reference import measure_reference
 from llm_adapt.accuracy.endpoint import compare_endpoint
@@ -227,7 +228,7 @@ def test_engine_fault_is_caught_and_its_kind_named(name, fault_engine, measured,
         assert words in text and cause["next"] in text
 
 
-EAGER = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
+EAGER = capture_modes(graph=False, accept_eager=False)
 # Faults the prefill sees, at several depths and sizes: the layer capture inside the engine must name
 # the planted layer itself (the error curve's first step up), not a later one its error spread to.
 LOCALIZED = ["prefill-only:5:1.3", "scaled:12:1.1", "scaled:22:1.05"]

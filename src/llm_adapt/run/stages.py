@@ -4,6 +4,7 @@ JSON result into the run directory, and leaves what later stages need in the sta
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llm_adapt.errors import AdaptError
@@ -115,10 +116,10 @@ def layers(cfg: RunConfig, state: RunState) -> None:
     """Every layer's output captured inside the served engine, against the gold of the accuracy stage.
     Escalated from a FAIL or WARN: the engine is restarted with the capture plugin first (it is not
     loaded on a run that did not ask, so the benchmarks measure the deployment as planned)."""
-    from llm_adapt.accuracy.layers_served import run_layers
+    from llm_adapt.accuracy.layers_served import capture_modes, run_layers
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
-    capture = {"mode": "eager", "deploy_mode": "eager", "eager_for_graph": False}
+    capture = capture_modes(graph=False, accept_eager=False)
     if ENV_DIR not in state.server.spec.env:
         verdict = endpoint_verdict(cfg.out)
         cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine with the layer capture plugin")
