@@ -75,14 +75,18 @@ def test_perturbed_layer_is_localized(tiny4, prompts_file, tmp_path):
     assert target.layers[5]["rel_l2"] > 0  # the error is inherited downstream
 
 
-def test_wrong_rope_theta_is_caught_at_the_first_layer(tiny4, prompts_file, tmp_path):
-    wrong = tmp_path / "rope"
-    shutil.copytree(tiny4, wrong)
-    cfg = json.loads((wrong / "config.json").read_text())
+def wrong_rope_copy(src, dst, theta: float = 500000.0):
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
     for holder in (cfg, cfg.get("rope_parameters") or {}):
         if "rope_theta" in holder:
-            holder["rope_theta"] = 500000.0
-    (wrong / "config.json").write_text(json.dumps(cfg))
+            holder["rope_theta"] = theta
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
+
+
+def test_wrong_rope_theta_is_caught_at_the_first_layer(tiny4, prompts_file, tmp_path):
+    wrong = wrong_rope_copy(tiny4, tmp_path / "rope")
     target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=wrong)).targets[0]
     assert target.first_local_excess["name"] == "layer 0"
 

@@ -1,9 +1,6 @@
 """Which part of a located layer: the rule on plain data, and real planted faults on a tiny Llama, each
 in one part of one layer, named by that part (the layer's norms, attention, MLP)."""
 
-import json
-import shutil
-
 import pytest
 import torch
 
@@ -11,7 +8,7 @@ from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.accuracy.sublayer import layer_index, part_rows
 from llm_adapt.accuracy.verdict import locate_part
 
-from .test_compare import perturbed_copy, run, tiny4, prompts_file  # noqa: F401 (fixtures)
+from .test_compare import perturbed_copy, prompts_file, run, tiny4, wrong_rope_copy  # noqa: F401 (fixtures)
 
 
 def rows(**ratios):
@@ -90,13 +87,7 @@ def test_a_fault_in_one_part_names_that_part(tiny4, prompts_file, tmp_path, weig
 
 
 def test_a_wrong_rope_theta_is_named_in_the_attention(tiny4, prompts_file, tmp_path):
-    wrong = tmp_path / "rope"
-    shutil.copytree(tiny4, wrong)
-    cfg = json.loads((wrong / "config.json").read_text())
-    for holder in (cfg, cfg.get("rope_parameters") or {}):
-        if "rope_theta" in holder:
-            holder["rope_theta"] = 500000.0
-    (wrong / "config.json").write_text(json.dumps(cfg))
+    wrong = wrong_rope_copy(tiny4, tmp_path / "rope")
     where = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=wrong)).targets[0].first_local_excess
     assert where["name"] == "layer 0" and where["part"] == "attention", where["parts"]
 

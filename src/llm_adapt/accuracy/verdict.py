@@ -285,38 +285,39 @@ UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
 ROUNDOFF_FACTOR = 4.0  # without a measured floor, a layer may lose this many rounding steps
 
 
+def own_error_excess(value: float, ratio: float | None, allowed: float, factor: float, have_floor: bool,
+                     dtype: str) -> tuple[float | None, str, bool]:
+    """One module's own error (fed the reference's input) against its basis: above `factor` x the
+    ratio to its floor that the spread allows, or, with no floor, above a few unit roundoffs of the
+    dtype; non-finite is always out of line. (ratio, basis, out of line). Pure."""
+    if have_floor:
+        excess = ratio is not None and ratio > factor * allowed
+        return ratio, "noise floor", bool(excess or not math.isfinite(value))
+    ratio = value / (ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype])
+    return ratio, f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff", bool(ratio > 1 or not math.isfinite(value))
+
+
 def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str) -> dict[str, Any] | None:
-    """The first layer whose own (local) error is out of line: above `factor` x its measured noise
-    floor, or, with no floor, above a few unit roundoffs of the runner's dtype."""
+    """The first layer whose own (local) error is out of line (own_error_excess)."""
     for row in layers:
         value = row["local_rel_l2"]
-        if have_floor:
-            ratio, basis = row.get("local_ratio"), "noise floor"
-            excess = ratio is not None and ratio > factor * row.get("local_allowed", 1.0)
-        else:
-            bound = ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype]
-            ratio, basis = value / bound, f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff"
-            excess = ratio > 1
-        if excess or not math.isfinite(value):
+        ratio, basis, excess = own_error_excess(value, row.get("local_ratio"), row.get("local_allowed", 1.0), factor,
+                                                have_floor, dtype)
+        if excess:
             return {"name": row["name"], "local_rel_l2": value, "ratio": ratio, "basis": basis}
     return None
 
 
 def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dtype: str) -> dict[str, Any]:
-    """Which part of a located layer is out of line, each part fed the reference's input: above
-    `factor` x the ratio to the floor's same part its prompts' spread allows, or, with no floor, above
-    a few unit roundoffs of the runner's dtype. rows: [{"name", "rel_l2", "ratio"?, "allowed"?}] in
-    forward order. Returns {"part": the worst part out of line or None, "parts": rows, each marked}. Pure."""
+    """Which part of a located layer is out of line, each part fed the reference's input, by the
+    rule layers are judged by (own_error_excess). rows: [{"name", "rel_l2", "ratio"?, "allowed"?}]
+    in forward order. Returns {"part": the worst part out of line or None, "parts": rows, each
+    marked}. Pure."""
     marked = []
     for row in rows:
-        value = row["rel_l2"]
-        if have_floor:
-            ratio, basis = row.get("ratio"), "noise floor"
-            excess = ratio is not None and ratio > factor * row.get("allowed", 1.0)
-        else:
-            ratio = value / (ROUNDOFF_FACTOR * UNIT_ROUNDOFF[dtype])
-            basis, excess = f"{ROUNDOFF_FACTOR:g} x {dtype} unit roundoff", ratio > 1
-        marked.append({**row, "ratio": ratio, "basis": basis, "excess": bool(excess or not math.isfinite(value))})
+        ratio, basis, excess = own_error_excess(row["rel_l2"], row.get("ratio"), row.get("allowed", 1.0), factor,
+                                                have_floor, dtype)
+        marked.append({**row, "ratio": ratio, "basis": basis, "excess": excess})
     out = [r for r in marked if r["excess"]]
     worst_part = max(out, key=lambda r: _num(r["ratio"]) if math.isfinite(r["rel_l2"]) else math.inf) if out else None
     return {"part": worst_part["name"] if worst_part else None, "parts": marked}
