@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from llm_adapt.accuracy.runner import RunnerSpec
-from llm_adapt.accuracy.sublayer import layer_index, part_rows
+from llm_adapt.accuracy.sublayer import channel_concentration, layer_index, part_rows, relative_channel_error
 from llm_adapt.accuracy.verdict import locate_part
 
 from .test_compare import perturbed_copy, prompts_file, run, tiny4, wrong_rope_copy  # noqa: F401 (fixtures)
@@ -105,3 +105,52 @@ def test_a_bf16_target_is_judged_part_by_part_against_its_floor(tiny4, prompts_f
 def test_a_clean_target_has_no_parts_to_name(tiny4, prompts_file):
     target = run(tiny4, prompts_file, RunnerSpec("cpu", "bf16")).targets[0]
     assert target.first_local_excess is None and target.verdict["status"] == "PASS"
+
+
+def test_error_spread_over_every_channel_is_not_concentrated():
+    spread = channel_concentration([1.0] * 576)
+    assert spread["count"] == 5 and spread["share"] == pytest.approx(5 / 576) and not spread["concentrated"]
+    assert not channel_concentration([0.0] * 64)["concentrated"]  # no error at all
+
+
+def test_error_in_a_few_channels_is_concentrated_and_named():
+    diff = [0.01] * 576
+    diff[17], diff[300] = 40.0, 30.0
+    found = channel_concentration(diff)
+    assert found["concentrated"] and found["top"][:2] == [17, 300] and found["share"] > 0.9
+    nan = [0.01] * 64
+    nan[9] = float("nan")
+    assert channel_concentration(nan)["top"] == [9]  # a non-finite channel is the worst
+
+
+def _scaled_row(key: str, row: int, factor: float):
+    def mutate(w):
+        w[key][row] = w[key][row] * factor
+    return mutate
+
+
+@pytest.mark.parametrize("weight, part", [("self_attn.o_proj.weight", "attention"), ("mlp.down_proj.weight", "MLP")])
+def test_one_wrong_output_row_is_named_by_its_channel(tiny4, prompts_file, tmp_path, weight, part):
+    """One output row of a weight scaled (a per-channel scale loaded wrong): the part's error sits in that channel."""
+    broken = perturbed_copy(tiny4, tmp_path / "row", _scaled_row(f"model.layers.2.{weight}", 5, 4.0))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0]
+    where = target.first_local_excess
+    named = next(r for r in where["parts"] if r["name"] == part)
+    assert where["part"] == part and named["channels"]["concentrated"] and named["channels"]["top"][0] == 5, named
+    assert any("output channels (5" in r for r in target.verdict["reasons"]), target.verdict["reasons"]
+
+
+def test_noise_over_a_whole_weight_is_not_called_concentrated(tiny4, prompts_file, tmp_path):
+    broken = perturbed_copy(tiny4, tmp_path / "noise", _noise("model.layers.2.mlp.down_proj.weight"))
+    where = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0].first_local_excess
+    mlp = next(r for r in where["parts"] if r["name"] == "MLP")
+    assert where["part"] == "MLP" and not mlp["channels"]["concentrated"], mlp["channels"]
+
+
+def test_an_error_relative_to_the_value_is_not_concentrated_in_massive_channels():
+    """Every channel off by the same relative amount, two of them with massive activations: spread."""
+    ref_sq = torch.ones(576, dtype=torch.float64)
+    ref_sq[[3, 200]] = 1e6
+    found = channel_concentration(relative_channel_error(1e-4 * ref_sq, ref_sq).tolist())
+    assert not found["concentrated"], found
+    assert channel_concentration((1e-4 * ref_sq).tolist())["concentrated"]  # as absolute error it would read so

@@ -97,6 +97,8 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
     """Each part of the runner's layer `index` on the reference's input to it, against the
     reference's output of it: {part: accumulator summary (rel_l2, cos_min, max_abs, per-prompt squares)}."""
     acc: dict[str, m.TensorAccumulator] = {}
+    channels: dict[str, torch.Tensor] = {}  # per output channel: squared error summed over tokens
+    energy: dict[str, torch.Tensor] = {}  # per output channel: the reference's squared output
     for sequence, record in zip(sequences, reference):
         hooks = []
         for name, module in layer_parts(runner.layers[index]).items():
@@ -112,12 +114,46 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
                 return args, {**kwargs, "hidden_states": theirs}
 
             def keep(mod, args, out, name=name, record=record):
-                acc[name].add(record.outputs[name], _fp32_cpu(_main_output(out)))
+                ref, mine = record.outputs[name], _fp32_cpu(_main_output(out))
+                acc[name].add(ref, mine)
+                diff_sq = (mine.double() - ref.double()).pow(2).reshape(-1, ref.shape[-1]).sum(0)
+                ref_sq = ref.double().pow(2).reshape(-1, ref.shape[-1]).sum(0)
+                channels[name] = channels[name] + diff_sq if name in channels else diff_sq
+                energy[name] = energy[name] + ref_sq if name in energy else ref_sq
 
             hooks.append(module.register_forward_pre_hook(swap, with_kwargs=True))
             hooks.append(module.register_forward_hook(keep))
         _forward_to(runner, index, sequence, hooks)
-    return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt} for name, a in acc.items()}
+    return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
+                   "channels": channel_concentration(relative_channel_error(channels[name], energy[name]).tolist())
+                   if name in channels else None}
+            for name, a in acc.items()}
+
+
+def relative_channel_error(diff_sq: torch.Tensor, ref_sq: torch.Tensor) -> torch.Tensor:
+    """Each channel's squared error over its own reference energy plus the median channel's: the few
+    channels with massive activations do not look concentrated for an error relative to the value
+    (a wrong norm epsilon, rounding), and near-silent channels are not blown up. Pure."""
+    return diff_sq / (ref_sq + ref_sq.median().clamp_min(1e-30))
+
+
+TOP_CHANNELS = 0.01  # the share of a part's output channels a concentrated error sits in (at least one)
+CONCENTRATED = 0.5  # ... holding at least this share of the part's squared error
+
+
+def channel_concentration(diff_sq: list[float], top: float = TOP_CHANNELS, at_least: float = CONCENTRATED,
+                          listed: int = 8) -> dict[str, Any]:
+    """How much of a part's (relative) squared error its worst channels hold: the top `top` share of
+    channels (at least one), their share of the error, and whether that is `at_least` (concentrated: a few
+    rows of a weight, a scale, a slice loaded wrong, rather than noise spread over every channel).
+    Uniform error over n channels gives a share near `top`. Pure."""
+    n = len(diff_sq)
+    total = sum(v for v in diff_sq if v == v)
+    k = max(1, int(n * top))
+    order = sorted(range(n), key=lambda i: diff_sq[i] if diff_sq[i] == diff_sq[i] else float("inf"), reverse=True)
+    share = (sum(diff_sq[i] for i in order[:k]) / total) if total > 0 else 0.0
+    return {"count": k, "of": n, "share": share, "concentrated": bool(total > 0 and share >= at_least),
+            "top": order[:min(k, listed)]}
 
 
 def layer_index(name: str) -> int | None:
@@ -182,7 +218,8 @@ def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]
 
     rows = []
     for name, t in target.items():
-        row = {"name": name, "rel_l2": t["rel_l2"], "cos_min": t["cos_min"], "max_abs": t["max_abs"]}
+        row = {"name": name, "rel_l2": t["rel_l2"], "cos_min": t["cos_min"], "max_abs": t["max_abs"],
+               "channels": t.get("channels")}
         f = (floor or {}).get(name)
         if f is not None:
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(t["rel_l2"], f["rel_l2"]),

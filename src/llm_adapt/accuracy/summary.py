@@ -46,6 +46,9 @@ def _print_target(t: RunnerReport, console: Console) -> None:
                       f"is {e['ratio']:.1f}x its {e['basis']}")
         for part in e.get("parts") or []:
             mark = "[red]out of line[/red]" if part["excess"] else "in line"
+            channels = part.get("channels") or {}
+            if channels.get("concentrated"):
+                mark += f", {channels['share']:.0%} of it in channels {', '.join(map(str, channels['top']))}"
             console.print(f"    {part['name']:20s} on the reference's input: {part['rel_l2']:.3e}, "
                           f"{part['ratio']:.1f}x its {part['basis']}  {mark}")
         if e.get("parts_skipped"):

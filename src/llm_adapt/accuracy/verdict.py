@@ -151,7 +151,14 @@ def _localized(t, exact_expected: bool) -> dict:
 def _part_text(where: dict[str, Any]) -> str:
     """'; in it the MLP: 41.2x its noise floor' where the part pass named one, else ''."""
     part = next((r for r in where.get("parts") or [] if r["name"] == where.get("part")), None)
-    return f"; in it the {part['name']}: {_fmt(part['ratio'])}x its {part['basis']}" if part else ""
+    if not part:
+        return ""
+    text = f"; in it the {part['name']}: {_fmt(part['ratio'])}x its {part['basis']}"
+    channels = part.get("channels") or {}
+    if channels.get("concentrated"):
+        text += (f", {channels['share']:.0%} of its error in {channels['count']} of {channels['of']} output channels"
+                 f" ({', '.join(map(str, channels['top']))})")
+    return text
 
 
 def _layer_ratio(t, f) -> dict:
