@@ -154,3 +154,17 @@ def test_an_error_relative_to_the_value_is_not_concentrated_in_massive_channels(
     found = channel_concentration(relative_channel_error(1e-4 * ref_sq, ref_sq).tolist())
     assert not found["concentrated"], found
     assert channel_concentration((1e-4 * ref_sq).tolist())["concentrated"]  # as absolute error it would read so
+
+
+def test_a_part_pass_that_breaks_keeps_the_layer_and_every_measurement(tiny4, prompts_file, tmp_path, monkeypatch):
+    from llm_adapt.accuracy.sublayer import PartsPass
+
+    def broken(self, target, floor, index):
+        raise RuntimeError("hook failed on this layer class")
+
+    monkeypatch.setattr(PartsPass, "measure", broken)
+    bad = perturbed_copy(tiny4, tmp_path / "b", _noise("model.layers.2.mlp.down_proj.weight"))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=bad)).targets[0]
+    where = target.first_local_excess
+    assert where["name"] == "layer 2" and where["part"] is None and where["parts"] == []
+    assert "hook failed" in where["parts_skipped"] and target.verdict["status"] == "FAIL"

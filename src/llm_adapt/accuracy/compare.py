@@ -140,7 +140,13 @@ def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec,
     if parts.refusal:
         report.first_local_excess = {**where, "part": None, "parts": [], "parts_skipped": parts.refusal}
         return report
-    mine, floors = parts.measure(target, floor, index)
+    try:
+        mine, floors = parts.measure(target, floor, index)
+    except (RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:  # an unusual layer: the layer's
+        # location and every measurement before it stand; only the look inside it is missing
+        report.first_local_excess = {**where, "part": None, "parts": [],
+                                     "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}
+        return report
     located = locate_part(part_rows(mine, floors), opts.local_factor, floors is not None, report.dtype)
     report.first_local_excess = {**where, **located}
     return report

@@ -62,13 +62,13 @@ class CaptureDump:
         return match_record(self.records, sequence)
 
 
-
 def capture_modes(graph: bool, accept_eager: bool) -> dict:
     """The capture runs eager; a graph-mode deployment is judged by it only when the user says so."""
     if graph and not accept_eager:
         raise UsageError("the deployment runs graph mode but layer capture needs eager mode (hooks do not run inside "
                          "a compiled graph); add --accept-eager to judge it by an eager capture anyway")
     return {"mode": "eager", "deploy_mode": "graph" if graph else "eager", "eager_for_graph": graph}
+
 
 def match_record(records: list[dict[str, Any]], sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
     """The tensors of this exact token sequence at positions 0..n-1: from the record that opens

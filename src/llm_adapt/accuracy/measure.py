@@ -277,7 +277,7 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
     from llm_adapt.accuracy import store
 
     key = floor_key(gold, spec, opts)
-    cached = cached_floor(gold, spec, opts)
+    cached = _cached_floor(key)
     if cached is not None:
         progress(f"floor {spec.label} (cached)", 1, 1)
         return cached if fits is None else _only(cached, [fits(p) for p in gold.prompts])
@@ -301,9 +301,12 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
 
 def cached_floor(gold: Gold, spec: RunnerSpec, opts: CompareOptions) -> MeasuredFloor | None:
     """The floor of `spec` on this gold from the measurement cache (memory, then disk), or None."""
+    return _cached_floor(floor_key(gold, spec, opts))
+
+
+def _cached_floor(key: str | None) -> MeasuredFloor | None:
     from llm_adapt.accuracy import store
 
-    key = floor_key(gold, spec, opts)
     cached = (store.recall("floor", key) or load_floor(key)) if key else None
     if cached is not None:
         store.remember("floor", key, cached)

@@ -60,9 +60,13 @@ class PartRecord:
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+def _stop(module, args, output) -> None:
+    raise _Stop()
+
+
 def _forward_to(runner, index: int, sequence: list[int], hooks: list) -> None:
     """One teacher-forced forward of `runner` that stops after layer `index`; `hooks` are removed after."""
-    hooks.append(runner.layers[index].register_forward_hook(lambda mod, a, o: (_ for _ in ()).throw(_Stop())))
+    hooks.append(runner.layers[index].register_forward_hook(_stop))
     try:
         ids = torch.tensor([sequence], device=runner.input_device)
         with runner.numerics():
@@ -197,6 +201,7 @@ class PartsPass:
                 self._records[index] = record_reference(runner, index, self._sequences())
             finally:
                 runner.close()
+            self.progress(f"{self.reference_spec.label}: parts of layer {index}", 1, 1)
         return self._records[index]
 
     def _errors(self, spec, index: int) -> dict[str, dict[str, Any]]:

@@ -121,6 +121,11 @@ TEXT = {
 }
 
 
+def part_name(part: str, lang: str) -> str:
+    """A layer part's name (accuracy/sublayer.py) in the report's language."""
+    return TEXT[lang]["parts"].get(part, part)
+
+
 def _located(where: dict, T: dict) -> str:
     """'layer 7' or 'layer 7 (its MLP)' where the part pass named a part."""
     part = where.get("part")

@@ -12,7 +12,8 @@ import jinja2
 
 from llm_adapt.errors import UsageError
 from llm_adapt.report.data import RunData, load_run
-from llm_adapt.report.findings import findings, main_target, notes, overall_verdict, quant_targets, recommendation
+from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
+                                      recommendation)
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
@@ -61,7 +62,7 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy")),
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
-            "why": lambda stage: _why(run, stage)}
+            "why": lambda stage: _why(run, stage), "part_name": lambda part: part_name(part, lang)}
 
 
 def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
