@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from llm_adapt.engines import warm_start
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
 from llm_adapt.errors import AdaptError
@@ -130,12 +131,24 @@ class ManagedServer:
         env = {k: v for k, v in os.environ.items() if k not in self.spec.unset_env} | self.spec.env
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent(os.getpid()))
+            self.proc = self._forked_warm(env, log) or subprocess.Popen(
+                self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
         self.watchdog = start_watchdog(self.proc.pid)
         self._wait_ready(started)
         self.startup_seconds = round(time.monotonic() - started, 2)
+
+    def _forked_warm(self, env: dict[str, str], log):
+        """The tests' vLLM servers, forked from a process that has imported vLLM (engines/warm_start.py)."""
+        directory = env.get(warm_start.ENV_DIR)
+        if not directory or self.spec.engine != "vllm" or warm_start.module_of(self.spec.argv) is None:
+            return None
+        try:
+            return warm_start.launch(directory, self.spec.argv, env, log.fileno())
+        except warm_start.Refused as why:
+            log.write(f"[llm-adapt] started the ordinary way, not from a warm process: {why}\n".encode())
+            log.flush()
+            return None
 
     def _wait_ready(self, started: float) -> None:
         deadline = started + self.spec.startup_timeout_s
