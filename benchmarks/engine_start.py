@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -82,6 +83,7 @@ def main() -> None:
         ratios = [v / s for v, s in zip(values, ready["serve"])]
         print(f"{name:12s} {statistics.median(values):9.1f} {min(values):6.1f}-{max(values):<6.1f} "
               f"{statistics.median(ratios):12.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+    shutil.rmtree(LAYOUTS["warm"]["LLM_ADAPT_WARM_VLLM"], ignore_errors=True)  # its warm process ended with us
 
 
 if __name__ == "__main__":

@@ -45,11 +45,19 @@ def engines_in_the_fast_layout():
     warm_dir = tempfile.mkdtemp(prefix="llm-adapt-warm-")  # short: a unix socket path has 107 bytes
     os.environ.setdefault(WARM_VLLM, warm_dir)
     yield
-    for pid_file in Path(warm_dir).glob("*.pid"):
+    stop_warm_processes(warm_dir, signal.SIGTERM)
+
+
+def stop_warm_processes(directory: str, sig: int) -> None:
+    """Signal the warm processes started in `directory` (their servers die with them), then remove it."""
+    import shutil
+
+    for pid_file in Path(directory).glob("*.pid"):
         try:
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            os.kill(int(pid_file.read_text()), sig)
         except ProcessLookupError:
             pass
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

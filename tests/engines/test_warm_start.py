@@ -43,16 +43,14 @@ def test_each_module_and_set_of_load_time_variables_has_its_own_warm_process():
 
 
 @pytest.fixture()
-def warm_dir(tmp_path_factory):
+def warm_dir():
     import tempfile
+
+    from tests.conftest import stop_warm_processes
 
     directory = tempfile.mkdtemp(prefix="llm-adapt-warm-")
     yield directory
-    for pid_file in __import__("pathlib").Path(directory).glob("*.pid"):
-        try:
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    stop_warm_processes(directory, signal.SIGKILL)
 
 
 def gone(pid: int) -> bool:
