@@ -21,7 +21,6 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 LAYOUTS = {

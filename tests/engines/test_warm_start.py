@@ -131,3 +131,19 @@ def test_a_launch_that_cannot_be_forked_is_refused_before_any_warm_process_start
     with pytest.raises(warm_start.Refused):
         warm_start.launch(warm_dir, ["/bin/echo", "hi"], {}, 1)
     assert os.listdir(warm_dir) == []
+
+
+def test_a_server_started_from_a_thread_that_ends_keeps_running(warm_dir):
+    """The warm process lives as long as the process that started it, not the thread."""
+    import threading
+
+    started = []
+    thread = threading.Thread(target=lambda: started.append(warm_start.launch(
+        warm_dir, [PY, "-m", "http.server", "--bind", "127.0.0.1", str(free_port())], dict(os.environ), 1)))
+    thread.start()
+    thread.join()
+    (proc,) = started
+    time.sleep(1.5)
+    assert proc.poll() is None and not gone(proc.pid)
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=10) == -signal.SIGTERM

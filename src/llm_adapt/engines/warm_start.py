@@ -15,7 +15,7 @@ spawned server. The warm process reaps it and sends its exit status down the con
 connection closes (the starter died), it stops the child's group.
 
 `python -m llm_adapt.engines.warm_start SOCKET MODULE` runs one (for vLLM's API server it imports the
-engine too); it exits with the process that started it.
+engine too); it stops its servers and exits when the process that started it is gone.
 """
 
 from __future__ import annotations
@@ -161,7 +161,9 @@ def _recv_line(conn: socket.socket) -> bytes:
 # ---- the warm process -------------------------------------------------------------------------------
 
 def serve_forever(path: str, module: str) -> None:
-    _die_with_parent()
+    # Tied to the process that started it, not to its thread (PR_SET_PDEATHSIG's unit): a server
+    # started from a worker thread must not take the warm process and every other server along.
+    parent = os.getppid()
     launched_with = dict(os.environ)  # before the imports, which set some variables of their own
     for name in PRE_IMPORTS if module == API_SERVER_MODULE else (module,):
         __import__(name)
@@ -171,7 +173,7 @@ def serve_forever(path: str, module: str) -> None:
     Path(path + ".pid").write_text(str(os.getpid()))
     Path(path + ".ready").touch()
     children: dict[socket.socket, int] = {}  # the connection each child was started over
-    while True:
+    while os.getppid() == parent:
         readable = select.select([listener, *children], [], [], 0.2)[0]
         for conn in readable:
             if conn is listener:
@@ -180,6 +182,8 @@ def serve_forever(path: str, module: str) -> None:
                 _stop_group(children.pop(conn))
                 conn.close()
         _reap(children)
+    for pid in children.values():  # the starter is gone: so are the servers it started
+        _stop_group(pid)
 
 
 def _accept(listener: socket.socket, children: dict[socket.socket, int], module: str,
