@@ -44,7 +44,6 @@ PRE_IMPORTS = ("vllm.entrypoints.launchers.api_server.entry",
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 STOP_GRACE_S = 20.0
 READY_TIMEOUT_S = 300.0
-PR_SET_PDEATHSIG = 1
 
 
 class Refused(Exception):
@@ -231,7 +230,9 @@ def _run_child(module: str, request: dict, log_fd: int, in_session: int) -> None
     try:
         os.setsid()
         os.close(in_session)
-        _die_with_parent()
+        from llm_adapt.engines.server import _die_with_parent  # the spawned servers' own death signal
+
+        _die_with_parent(os.getppid())()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -288,13 +289,6 @@ def _stop_group(pid: int) -> None:
             except ChildProcessError:
                 return
             time.sleep(0.2)
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 if __name__ == "__main__":
