@@ -130,3 +130,30 @@ def test_a_signal_after_the_stop_waits_for_the_report():
     finally:
         interrupts.received = None
         restore()
+
+
+def test_the_report_after_a_stop_is_drawn_in_a_fresh_interpreter(tiny_llama, tmp_path, monkeypatch):
+    """An interrupt inside an import leaves that module half-initialised in the run's interpreter (seen:
+    numpy, then "module 'numpy' has no attribute 'minimum'" in the plots): the report after the stop must
+    not depend on it. Here the run's own renderer is broken; the report must still be drawn."""
+    import llm_adapt.report.render as render
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.run.config import RunConfig
+    from llm_adapt.run.pipeline import _report_after_stop, new_status
+    from llm_adapt.run.state import RunState
+
+    source = resolve_model(str(tiny_llama))
+    run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="tiny"), "cpu").save(tmp_path / "inspect.json")
+    cfg = RunConfig(out=tmp_path, model_arg=str(tiny_llama), plan_options_for=lambda s: None, log=lambda m: None)
+    state = RunState(status=new_status(cfg))
+
+    def poisoned(*args, **kwargs):
+        raise AttributeError("module 'numpy' has no attribute 'minimum'")
+
+    monkeypatch.setattr(render, "render_report", poisoned)
+    _report_after_stop(cfg, state, KeyboardInterrupt())
+    assert state.status.stages["report"]["status"] == "done", state.status.stages["report"]
+    assert (tmp_path / "report.md").exists() and (tmp_path / "report.html").exists()
+    assert "Ctrl-C" in state.status.stages["bench"]["reason"]

@@ -56,11 +56,8 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
-    try:
-        with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a second
-            _run_stage(cfg, state, "report", stages.report)
-    except Exception:  # the stop's own message matters more than a report that could not be drawn
-        pass
+    with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a few seconds
+        _run_stage(cfg, state, "report", stages.report_in_a_fresh_process)
 
 
 def interrupt_reason(exc: BaseException) -> str:

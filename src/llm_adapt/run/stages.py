@@ -254,5 +254,22 @@ def report(cfg: RunConfig, state: RunState) -> None:
         cfg.log(f"report: {path}")
 
 
+def report_in_a_fresh_process(cfg: RunConfig, state: RunState) -> None:
+    """The report after a stop, drawn by `llm-adapt report` in a new interpreter: an interrupt that landed
+    inside an import (numpy's, say) leaves that module half-initialised in this one, and the plots then
+    fail with it (seen: "module 'numpy' has no attribute 'minimum'"). Its own session, so a second Ctrl-C
+    at the terminal reaches only this process, which waits for the report."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "llm_adapt.cli", "report", str(cfg.out), "--lang", cfg.lang]
+    done = subprocess.run(argv, capture_output=True, text=True, start_new_session=True, timeout=300)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit code {done.returncode}"]
+        raise AdaptError(f"the report could not be drawn: {lines[-1]}")
+    for path in done.stdout.split():
+        cfg.log(f"report: {path}")
+
+
 MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
              "layers": layers, "eval": task_accuracy, "bench": bench, "adaptation": adaptation}
