@@ -145,7 +145,8 @@ def test_the_report_after_a_stop_is_drawn_in_a_fresh_interpreter(tiny_llama, tmp
     from llm_adapt.run.state import RunState
 
     source = resolve_model(str(tiny_llama))
-    run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="tiny"), "cpu").save(tmp_path / "inspect.json")
+    plan = PlanOptions(model_path=str(source.path), served_model_name="tiny")
+    run_inspect(source, plan, "cpu").save(tmp_path / "inspect.json")
     cfg = RunConfig(out=tmp_path, model_arg=str(tiny_llama), plan_options_for=lambda s: None, log=lambda m: None)
     state = RunState(status=new_status(cfg))
 

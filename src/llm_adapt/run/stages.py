@@ -267,7 +267,7 @@ def report_in_a_fresh_process(cfg: RunConfig, state: RunState) -> None:
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit code {done.returncode}"]
         raise AdaptError(f"the report could not be drawn: {lines[-1]}")
-    for path in done.stdout.split():
+    for path in done.stdout.splitlines():  # `report` prints one path a line
         cfg.log(f"report: {path}")
 
 
