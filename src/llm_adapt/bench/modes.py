@@ -160,30 +160,22 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
         result.notes.append("a prompt suite repeats its prompts across levels; the server's prefix cache may "
                             "flatter later levels' TTFT")
     done: list[dict[str, Any]] = []
-    plan, repeat = None, 0
+    plan = None
     clients = opts.client_processes or 1
     if opts.mode == "sla":
         return _run_sla(endpoint, model, work, opts, out, result, pid, progress, name)
     try:
         for plan in plans(opts):
             done = []
-            for repeat in range(opts.repeats):
-                specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
-                                    seed=derived_seed(opts, plan.label, repeat))
-                done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
-                                     plan.concurrency, pid, progress, plan.label, clients))
-                if opts.client_processes is None:  # auto: spread the next runs when one process got busy
-                    cpu = done[-1]["server"].get("cpu") or {}
-                    clients = processes_for(cpu.get("client_cores_per_process"), clients, os.cpu_count() or 1)
-                done[-1]["vllm_result"] = str(_save_vllm_result(opts, plan, repeat, model, specs, done[-1], out))
+            clients = _repeats(endpoint, model, work, opts, plan, out, pid, progress, clients, done, vllm_files=True)
             result.runs.append(_level(plan, done))
             if opts.mode == "sweep":
                 result.knee = stats.knee([{"load": r["load"], **r["metrics"]} for r in result.runs])
             result.save(out / name)
     except KeyboardInterrupt:
         result.interrupted = True
-        if plan is not None:
-            _keep_partial(result, opts, plan, done, records_path(out, opts, plan.label, repeat))
+        if plan is not None:  # the repeat that was running: the one after those done
+            _keep_partial(result, opts, plan, done, records_path(out, opts, plan.label, len(done)))
         result.save(out / name)
         raise
     return result
@@ -204,12 +196,8 @@ def _run_sla(endpoint, model, work, opts: BenchOptions, out: Path, result: Bench
     try:
         while (level := sla.search_next(history, opts.sla_max)) is not None:
             plan = Plan(f"c{level}", level, max(opts.num_prompts, 2 * level), math.inf, level)
-            done = []
-            for repeat in range(opts.repeats):
-                specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
-                                    seed=derived_seed(opts, plan.label, repeat))
-                done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
-                                     level, pid, progress, plan.label, clients))
+            done: list[dict[str, Any]] = []
+            clients = _repeats(endpoint, model, work, opts, plan, out, pid, progress, clients, done, vllm_files=False)
             verdict = sla.point_meets([r["metrics"] for r in done], opts.slo, opts.sla_any, opts.sla_percentile)
             history[level] = verdict["met"]
             result.runs.append(_level(plan, done) | {"sla": verdict})
@@ -222,6 +210,24 @@ def _run_sla(endpoint, model, work, opts: BenchOptions, out: Path, result: Bench
         result.save(out / name)
         raise
     return result
+
+
+def _repeats(endpoint, model, work, opts: BenchOptions, plan: Plan, out: Path, pid, progress, clients: int,
+             done: list[dict[str, Any]], vllm_files: bool) -> int:
+    """`opts.repeats` runs at one level, fresh prompts each, appended to `done` as each ends (an interrupt
+    keeps those); `vllm_files`: each also saved in `vllm bench serve`'s result format. Returns the
+    client processes for the next run: with --client-processes unset, spread when one got busy."""
+    for repeat in range(opts.repeats):
+        specs = build_specs(opts, work, plan.n, rate=plan.rate, warmup=warmup_count(opts, plan, repeat),
+                            seed=derived_seed(opts, plan.label, repeat))
+        done.append(_one_run(endpoint, model, work, opts, specs, records_path(out, opts, plan.label, repeat),
+                             plan.concurrency, pid, progress, plan.label, clients))
+        if opts.client_processes is None:
+            cpu = done[-1]["server"].get("cpu") or {}
+            clients = processes_for(cpu.get("client_cores_per_process"), clients, os.cpu_count() or 1)
+        if vllm_files:
+            done[-1]["vllm_result"] = str(_save_vllm_result(opts, plan, repeat, model, specs, done[-1], out))
+    return clients
 
 
 def _save_vllm_result(opts: BenchOptions, plan: Plan, repeat: int, model: str, specs: list[RequestSpec],
