@@ -108,3 +108,15 @@ def test_accumulator_matches_direct_metrics():
     assert not s["nan_mismatch"]
     acc.add(a[:1], torch.full_like(a[:1], float("nan")))
     assert acc.summary()["nan_mismatch"]
+
+
+def test_position_blocks_cut_long_prompts_and_keep_short_ones_whole():
+    short = [(1.0, 2.0)] * 50
+    long = [(float(i), 1.0) for i in range(2500)]
+    t, f = m.position_blocks([short, [], long], size=128)
+    assert len(t) == 1 + 20  # 50 positions: one unit; 2,500: round(19.5) = 20 runs of 125; empty: none
+    assert t[0] == 50.0 and f[0] == 100.0
+    assert t.sum() == 50.0 + sum(range(2500)) and f.sum() == 100.0 + 2500.0
+    assert t[1] == sum(range(125)) and t[-1] == sum(range(2375, 2500))  # consecutive positions stay together
+    assert m.position_blocks([[(1.0, 1.0)] * 300], size=128)[0].tolist() == [150.0, 150.0]
+

@@ -231,7 +231,7 @@ def _fits(ref, tokens: int, served_len: int | None) -> str | None:
 def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
                     progress=None) -> dict[str, Any]:
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
-    per_prompt: list[tuple[float, float]] = []
+    per_prompt: list[list[tuple[float, float]]] = []  # (server, floor) KL of each position the floor has
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
     answers = dict(zip(map(id, fitting), in_flight(lambda ref: _prompt_logprobs(client, ref.sequence, k), fitting,
                                                        progress=progress)))
@@ -249,7 +249,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             nonfinite += len(ref.sequence) - 1  # every position of this prompt is unusable
             continue
         ref_lp = m.log_softmax64(ref.logits)
-        t_sum = f_sum = 0.0
+        pairs: list[tuple[float, float]] = []
         for p in range(1, len(ref.sequence)):
             known = {t: v["logprob"] for t, v in server[p].items()}
             if not all(math.isfinite(v) for v in known.values()):
@@ -258,13 +258,12 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
             row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k) | {"position": p}
             rows.append(row)
-            t_sum += row["kl_lb"]
             if fl is not None and fl.logprobs[n] is not None:
                 frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
                 floor_rows.append(frow)
-                f_sum += frow["kl_lb"]
+                pairs.append((row["kl_lb"], frow["kl_lb"]))
                 variant_rows.append(_floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k))
-        per_prompt.append((t_sum, f_sum))
+        per_prompt.append(pairs)
     if not rows and not nonfinite:
         raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
     return {"server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
@@ -279,20 +278,29 @@ def _floor_view(ref_lp: torch.Tensor, lp: torch.Tensor, actual: int, k: int) -> 
     return em.position_stats(ref_lp, actual, view, top1, k)
 
 
-def _spread(per_prompt: list[tuple[float, float]], floor_rows: list[dict], variant_rows: list[dict]) -> dict[str, Any]:
-    """The relative spread the server/floor KL ratio shows by chance: prompts resampled, and the floor
-    on another kernel path; `allowed` is the ratio a clean server may reach."""
-    t = np.array([a for a, _ in per_prompt])
-    f = np.array([b for _, b in per_prompt])
-    ratio = m.ratio_or_none(float(t.sum()), float(f.sum()))
-    boot = m.bootstrap_ratio_sd(t, f)
-    boot_rel = boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
+def _spread(per_prompt: list[list[tuple[float, float]]], floor_rows: list[dict],
+            variant_rows: list[dict]) -> dict[str, Any]:
+    """The relative spread the server/floor KL ratio shows by chance: runs of positions within each
+    prompt resampled (metrics.position_blocks: one long prompt does not make the allowance), and the
+    floor on another kernel path; `allowed` is the ratio a clean server may reach. The whole-prompt
+    bootstrap is kept beside it for the record."""
+    t, f = m.position_blocks(per_prompt)
+    boot_rel = _relative_sd(t, f)
+    by_prompt = _relative_sd(np.array([sum(a for a, _ in p) for p in per_prompt if p]),
+                             np.array([sum(b for _, b in p) for p in per_prompt if p]))
     f_kl = float(np.mean([r["kl_lb"] for r in floor_rows]))
     v_kl = float(np.mean([r["kl_lb"] for r in variant_rows]))
     kernel = abs(v_kl / f_kl - 1) if f_kl > 1e-12 else 0.0
     spread = m.combined_spread(boot_rel, kernel)
-    return {"bootstrap": boot_rel, "kernel": kernel, "variant_kl_lb_mean": v_kl, "relative": spread,
-            "allowed": allowed_ratio(spread), "k": K_SPREAD}
+    return {"bootstrap": boot_rel, "bootstrap_units": len(t), "bootstrap_by_prompt": by_prompt, "kernel": kernel,
+            "variant_kl_lb_mean": v_kl, "relative": spread, "allowed": allowed_ratio(spread), "k": K_SPREAD}
+
+
+def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
+    """The bootstrap sd of sum(t) / sum(f) over resampled units, relative to that ratio (NaN where unknown)."""
+    ratio = m.ratio_or_none(float(t.sum()), float(f.sum()))
+    boot = m.bootstrap_ratio_sd(t, f)
+    return boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
 
 
 def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> dict[str, Any]:

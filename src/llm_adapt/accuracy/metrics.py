@@ -271,6 +271,29 @@ def bootstrap_ratio_sd(target: np.ndarray, floor: np.ndarray, weights: np.ndarra
     return float(np.std(t[idx].sum(1)[ok] / ft[ok], ddof=1))
 
 
+# A resampling unit of the served KL spread: about this many consecutive positions of one prompt. With
+# whole prompts as units, one 2,500-token prompt among 16 (2,500 of 3,629 positions) made the prompt
+# bootstrap's relative spread 0.52 and the allowed ratio 2.6x the floor: a fault that doubled the KL passed.
+BLOCK_POSITIONS = 128
+
+
+def position_blocks(per_prompt: list[list[tuple[float, float]]],
+                    size: int = BLOCK_POSITIONS) -> tuple[np.ndarray, np.ndarray]:
+    """(target, floor) sums per block: each prompt's positions cut into round(n / size) runs of near-equal
+    length (at least one), so that no unit holds much more of the suite than another while positions
+    next to each other, whose errors move together, stay in one unit. Pure."""
+    t_blocks: list[float] = []
+    f_blocks: list[float] = []
+    for pairs in per_prompt:
+        if not pairs:
+            continue
+        values = np.asarray(pairs, dtype=float).reshape(-1, 2)
+        for block in np.array_split(values, max(1, round(len(values) / size))):
+            t_blocks.append(float(block[:, 0].sum()))
+            f_blocks.append(float(block[:, 1].sum()))
+    return np.array(t_blocks), np.array(f_blocks)
+
+
 def combined_spread(*relative_sds: float) -> float:
     """Independent relative spreads added in quadrature (NaN parts ignored)."""
     parts = [s for s in relative_sds if s is not None and math.isfinite(s)]
