@@ -120,3 +120,23 @@ def test_position_blocks_cut_long_prompts_and_keep_short_ones_whole():
     assert t[1] == sum(range(125)) and t[-1] == sum(range(2375, 2500))  # consecutive positions stay together
     assert m.position_blocks([[(1.0, 1.0)] * 300], size=128)[0].tolist() == [150.0, 150.0]
 
+
+def test_position_stats_in_blocks_equal_the_whole_array_functions():
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(37, 101, generator=g) * 4
+    tgt = ref + 0.05 * torch.randn(37, 101, generator=g)
+    tgt[5] = ref[5]  # one identical position: KL 0, cosine 1
+    nxt = torch.randint(0, 101, (36,), generator=g)
+    for rows in (1, 4, 16, 64):
+        stats, kept = m.position_stats(ref, tgt, nxt, 5, keep_logprobs=True, rows=rows)
+        np.testing.assert_allclose(stats["kl"], m.kl_per_token(ref, tgt), rtol=1e-10, atol=1e-15)
+        np.testing.assert_allclose(stats["cos"], m.token_cosines(ref, tgt).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(stats["dp"], m.delta_p(ref[:-1], tgt[:-1], nxt), rtol=1e-10, atol=1e-15)
+        assert stats["max_abs"][0] == float((tgt - ref).abs().max())
+        assert (stats["same_top1"] == (ref.argmax(-1) == tgt.argmax(-1)).numpy()).all()
+        np.testing.assert_array_equal(stats["topk"], m.topk_overlap(ref, tgt, 5))
+        assert torch.equal(kept, m.log_softmax64(tgt))
+        assert stats["kl"][5] == 0.0 and abs(stats["cos"][5] - 1) < 1e-12
+        kl, none = m.kl_rows(ref, tgt, rows=rows)
+        assert none is None and np.array_equal(kl, stats["kl"])
+    assert m.position_stats(ref[:1], tgt[:1], nxt[:0], 5)[0]["dp"].shape == (0,)

@@ -78,7 +78,7 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
             full[j].add(ref.hidden[j], capture.hidden[j])
             local[j].add(ref.hidden[j], shadow[j])
         logits_nonfinite |= m.nonfinite(capture.logits)
-        logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k)
+        logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k, keep=keep is not None)
         start = len(ref.input_ids) - 1  # the position that chose the first generated token
         tokens, complete = greedy_from_teacher_forcing(capture.logits[start:].argmax(-1).tolist(), ref.generated,
                                                        stops, opts.max_new_tokens)
@@ -142,8 +142,8 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
         capture = runner.capture(ref.sequence)
         for j in range(len(gold.names)):
             acc[j].add(ref.hidden[j], capture.hidden[j])
-        logprobs = m.log_softmax64(capture.logits)
-        kls.append(m.kl_from_logprobs(m.log_softmax64(ref.logits), logprobs))
+        kl, logprobs = m.kl_rows(ref.logits, capture.logits, keep_logprobs=keep is not None)
+        kls.append(kl)
         if keep is not None:
             keep.logprobs.append(logprobs)
     progress(f"floor spread {variant.label}", len(gold.prompts), len(gold.prompts))
@@ -162,19 +162,14 @@ def relative_change(value: float, base: float) -> float:
     return abs(value / base - 1)
 
 
-def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.ndarray]], k: int) -> torch.Tensor:
-    """The position statistics of one prompt into `out`; returns the target's log-probs (float64),
-    each vocabulary-wide log-softmax computed once."""
-    r, t = ref.logits, logits
-    lp, lq = m.log_softmax64(r), m.log_softmax64(t)
-    nxt = torch.tensor(ref.sequence[1:])
-    out["kl"].append(m.kl_from_logprobs(lp, lq))
-    out["same_top1"].append((r.argmax(-1) == t.argmax(-1)).numpy())
-    out["topk"].append(m.topk_overlap(r, t, k))
-    out["dp"].append(m.delta_p_from_logprobs(lp[:-1], lq[:-1], nxt))
-    out["max_abs"].append(np.array([float((t - r).abs().max())]))
-    out["cos"].append(m.token_cosines(r, t).numpy())
-    return lq
+def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.ndarray]], k: int,
+                 keep: bool = False) -> torch.Tensor | None:
+    """The position statistics of one prompt into `out`; returns the target's log-probs (float64) when
+    `keep` (a floor's endpoint view needs them)."""
+    stats, logprobs = m.position_stats(ref.logits, logits, torch.tensor(ref.sequence[1:]), k, keep_logprobs=keep)
+    for name, values in stats.items():
+        out[name].append(values)
+    return logprobs
 
 
 def _decode_departed(runner: Runner, gold: Gold, departed: dict[int, tuple[list[int], torch.Tensor]],
@@ -290,7 +285,8 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
     report.spread = kernel_spread(spec, report, source, gold, progress, keep=variant)
     data = FloorData(kept.logprobs, kept.corpus_nll, list(report.greedy),
                      {"method": f"the floor rerun as {report.spread['variant']} (eager attention, 1 thread), through "
-                                "the same top-k view; and the prompts resampled (bootstrap)",
+                                f"the same top-k view; and runs of about {m.BLOCK_POSITIONS} positions within each "
+                                "prompt resampled (block bootstrap)",
                       "variant": report.spread["variant"]}, variant.logprobs)
     floor = MeasuredFloor(report, data)
     if key:
