@@ -2,7 +2,7 @@
 
 For each model: the fp32 gold, then the bf16 noise floor twice, natively (torch's bf16 kernels) and
 emulated (accuracy/bf16_emulation.py: bf16 storage, fp32 matmuls), each with its kernel-spread
-rerun (eager attention, one thread), as `compare` and `run` measure a floor. Printed per tensor:
+rerun (eager attention), as `compare` and `run` measure a floor. Printed per tensor:
 both rel. L2 errors against the gold, their ratio, and the ratio the verdicts accept as chance for
 that tensor when one floor is judged against the other exactly as `compare` judges a target
 against its floor (compare.with_floor: the prompts resampled, and the kernel-spread rerun of the

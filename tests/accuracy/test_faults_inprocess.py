@@ -31,8 +31,8 @@ FAULTS = {
     "nan-logits": (f.nan_logits, "fp32", {"FAIL"}, None),
     "chat-template": (f.chat_template_mismatch, "fp32", {"FAIL"}, None),
 }
-# A faulty bf16 target adds a bf16 target run and the bf16 floor's kernel-spread rerun (eager attention,
-# one thread) to a fixture that ran past 900 s on a busy box; the served faults judge bf16 against the
+# A faulty bf16 target adds a bf16 target run and the bf16 floor's kernel-spread rerun (eager attention)
+# to a fixture that ran past 900 s on a busy box; the served faults judge bf16 against the
 # bf16 floor on every run, and this one runs with LLM_ADAPT_ALL_FAULTS=1.
 if os.environ.get("LLM_ADAPT_ALL_FAULTS") == "1":
     FAULTS["perturbed-bf16"] = (f.perturbed_layer, "bf16", {"FAIL", "WARN"}, LAYER)

@@ -130,7 +130,7 @@ def template_mismatches(model_dir: Path, gold: Gold) -> list[str]:
 def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, gold: Gold,
                   progress: Progress, keep: _Kept | None = None) -> dict[str, Any]:
     """How much the floor itself moves when only the kernel path changes: the same runner with
-    eager attention and one thread, teacher-forced on the same sequences. Relative differences of
+    eager attention, teacher-forced on the same sequences. Relative differences of
     its mean KL and of each layer's rel. L2 error against the floor's; `keep` collects its log-probs."""
     started = time.monotonic()
     variant = replace(spec, kernel=VARIANT_KERNEL)
@@ -151,7 +151,7 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
     kl = float(np.concatenate(kls).mean())
     layers = {name: relative_change(a.summary()["rel_l2"], row["rel_l2"])
               for name, a, row in zip(gold.names, acc, floor.layers)}
-    return {"method": f"the floor rerun as {variant.label} (eager attention, 1 thread): relative differences",
+    return {"method": f"the floor rerun as {variant.label} (eager attention): relative differences",
             "variant": variant.label, "kl_mean": relative_change(kl, floor.logits["kl_mean"]), "variant_kl_mean": kl,
             "layers": layers, "seconds": round(time.monotonic() - started, 2)}
 
@@ -284,7 +284,7 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
     report = evaluate(spec, source, gold, tokenizer, opts, progress, keep=kept)
     report.spread = kernel_spread(spec, report, source, gold, progress, keep=variant)
     data = FloorData(kept.logprobs, kept.corpus_nll, list(report.greedy),
-                     {"method": f"the floor rerun as {report.spread['variant']} (eager attention, 1 thread), through "
+                     {"method": f"the floor rerun as {report.spread['variant']} (eager attention), through "
                                 f"the same top-k view; and runs of about {m.BLOCK_POSITIONS} positions within each "
                                 "prompt resampled (block bootstrap)",
                       "variant": report.spread["variant"]}, variant.logprobs)

@@ -37,7 +37,10 @@ class RunnerSpec:
         return text + (f" ({Path(self.model_path).name})" if self.model_path else "")
 
 
-VARIANT_KERNEL = "eager-attention-1-thread"
+# The floor's kernel-spread rerun: eager attention (matmul, softmax, matmul) instead of the fused SDPA kernel.
+# It once also ran on one thread: on an AVX2 EPYC (2 cores) one thread and two gave bit-identical outputs
+# in fp32 and in emulated bf16 (the GEMMs split rows among threads, not the sums), at 1.4-1.8x the time.
+VARIANT_KERNEL = "eager-attention"
 EMULATED_LABEL = "bf16 emulated in fp32"
 BF16_ENV = "LLM_ADAPT_BF16"  # native | emulated | auto (default): how a bf16 floor runs on the CPU
 
@@ -186,7 +189,6 @@ class Runner:
         self.spec = spec
         path = Path(spec.model_path or default_path)
         extra = {"attn_implementation": "eager"} if spec.kernel == VARIANT_KERNEL else {}
-        self.threads = 1 if spec.kernel == VARIANT_KERNEL else None
         self._weight_copies = None
         if spec.emulated and spec.dtype != "bf16":
             raise UsageError(f"{spec.label}: only bf16 can be emulated")
@@ -225,14 +227,13 @@ class Runner:
 
     @contextlib.contextmanager
     def numerics(self):
-        """The runner's kernel path: its thread count, and bf16 emulation when the spec asks for it
-        (one fp32 copy of each weight for the runner's life)."""
+        """The runner's numerics: bf16 emulation when the spec asks for it (one fp32 copy of each weight
+        for the runner's life)."""
         from llm_adapt.accuracy.bf16_emulation import Bf16Emulation, WeightCopies, default_budget
 
         if self.spec.emulated and self._weight_copies is None:
             self._weight_copies = WeightCopies(default_budget())
-        with _threads(self.threads), (Bf16Emulation(self._weight_copies) if self.spec.emulated
-                                      else contextlib.nullcontext()):
+        with Bf16Emulation(self._weight_copies) if self.spec.emulated else contextlib.nullcontext():
             yield
 
     @torch.no_grad()
@@ -339,20 +340,6 @@ class _StepCounter:
         self.done = self.batch_start
         if self.progress:
             self.progress(self.done, self.total)
-
-
-@contextlib.contextmanager
-def _threads(count: int | None):
-    """Run with `count` intra-op threads (another reduction order), restoring the previous count."""
-    if count is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass
