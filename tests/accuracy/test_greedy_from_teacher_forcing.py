@@ -6,7 +6,7 @@ import torch
 
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import greedy_from_teacher_forcing as read
-from llm_adapt.accuracy.measure import evaluate
+from llm_adapt.accuracy.measure import TAIL_PAST_DEPARTURE, evaluate
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, RefPrompt
 from llm_adapt.accuracy.runner import Runner, RunnerSpec, tensor_names
@@ -80,9 +80,14 @@ def test_read_off_greedy_equals_the_targets_own_decoding(family, target, tmp_pat
     report = evaluate(spec, resolve_model(str(path)), gold, _Tokenizer(), CompareOptions(
         reference=RunnerSpec("cpu", "fp32"), targets=(spec,), prompts="quick", max_new_tokens=24), lambda *a: None)
     own = Runner(spec, path).generate_all(prompts, 24, eos)
-    assert [row["target_text"] for row in report.greedy] == [" ".join(map(str, t)) for t in own]
+    for row, tokens in zip(report.greedy, own):
+        # up to the departure and TAIL_PAST_DEPARTURE tokens after it, the target's own free greedy tokens
+        shown = tokens[: row["matched_tokens"] + 1 + TAIL_PAST_DEPARTURE]
+        assert row["target_text"] == " ".join(map(str, shown)), row
+        assert bool(row.get("target_cut")) == (len(shown) < len(tokens)), row
     matched = [row["matched_tokens"] for row in report.greedy]
     assert 24 in matched and any(0 < k < 24 for k in matched), matched  # read off whole, and departed mid-way
+    assert any(row.get("target_cut") for row in report.greedy)  # a departure early enough to be cut
 
 
 class _Tokenizer:
