@@ -127,3 +127,20 @@ def test_sla_needs_slos(capsys):
     assert main(["bench", "--endpoint", "http://127.0.0.1:9/v1", "--mode", "sla"]) != 0
     err = capsys.readouterr().err
     assert "--mode sla needs --slo" in err and "Traceback" not in err
+
+
+def test_the_latency_run_is_the_sweeps_concurrency_one_level():
+    from llm_adapt.bench.modes import BenchResult, with_latency_level
+
+    def level(label, load, tok_s):
+        return {"label": label, "load": load, "sent": 5, "metrics": {"output_throughput": tok_s}}
+
+    sweep = BenchResult(mode="sweep", endpoint={}, model="m", settings={},
+                        runs=[level("c2", 2, 30.0), level("c4", 4, 31.0)])
+    latency = BenchResult(mode="latency", endpoint={}, model="m", settings={}, runs=[level("latency", 1, 29.0)])
+    merged = with_latency_level(sweep, latency)
+    assert [(r["label"], r["load"]) for r in merged.runs] == [("c1", 1), ("c2", 2), ("c4", 4)]
+    assert merged.runs[0]["from"] == "latency" and merged.knee["load"] == 1  # 29 is 90% of the best
+    assert "latency run" in merged.notes[-1] and sweep.runs[0]["label"] == "c2"  # the given result is not changed
+    assert with_latency_level(merged, latency).runs == merged.runs  # a sweep that has concurrency 1 keeps its own
+    assert with_latency_level(sweep, latency.model_copy(update={"runs": []})).runs == sweep.runs

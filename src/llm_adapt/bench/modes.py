@@ -244,6 +244,20 @@ def _save_vllm_result(opts: BenchOptions, plan: Plan, repeat: int, model: str, s
     return vllm_format.write_vllm_result(target / name, vllm_format.vllm_result(info, run["metrics"], now))
 
 
+def with_latency_level(sweep: BenchResult, latency: BenchResult) -> BenchResult:
+    """A sweep with the latency run as its concurrency-1 level: the same lengths, one request at a time,
+    so it is not measured twice. Levels in load order, the knee recomputed. Pure."""
+    if not latency.runs or any(r["load"] == 1 for r in sweep.runs):
+        return sweep
+    level = {**latency.runs[0], "label": "c1", "load": 1, "from": "latency"}
+    out = sweep.model_copy(deep=True)
+    out.runs = sorted([level, *out.runs], key=lambda r: r["load"])
+    out.knee = stats.knee([{"load": r["load"], **r["metrics"]} for r in out.runs])
+    out.notes.append(f"concurrency 1 is the latency run ({level.get('sent', '?')} requests one at a time, the same "
+                     "lengths), not measured again")
+    return out
+
+
 def _level(plan: Plan, runs: list[dict[str, Any]], partial: bool = False) -> dict[str, Any]:
     """One entry per level: a single run as it is; repeats as the median of each metric and its spread."""
     entry: dict[str, Any] = {"label": plan.label, "load": plan.load, **runs[-1]}

@@ -173,7 +173,7 @@ def task_accuracy(cfg: RunConfig, state: RunState) -> None:
 def bench(cfg: RunConfig, state: RunState) -> None:
     from transformers import AutoTokenizer
 
-    from llm_adapt.bench.modes import BenchOptions, Workload, run_bench, server_tokenizes
+    from llm_adapt.bench.modes import BenchOptions, Workload, run_bench, server_tokenizes, with_latency_level
     from llm_adapt.engines.preflight import resolve_model_name
     from llm_adapt.models.source import prompt_tokenizer_dir
 
@@ -182,13 +182,17 @@ def bench(cfg: RunConfig, state: RunState) -> None:
     tokenizer_dir, _ = prompt_tokenizer_dir(state.source)
     work = Workload(AutoTokenizer.from_pretrained(tokenizer_dir), as_ids=server_tokenizes(endpoint, model))
     pid = state.server.proc.pid if state.server else None
+    levels = tuple(c for c in s.sweep if c != 1) or s.sweep  # 1 is the latency run, measured once
     plans = [BenchOptions(mode="latency", iterations=s.latency_iterations, input_len=s.input_len, output_len=s.output_len),
              BenchOptions(mode="throughput", num_prompts=s.throughput_prompts, input_len=s.input_len,
                           output_len=s.output_len),
-             BenchOptions(mode="sweep", concurrencies=s.sweep, num_prompts=s.sweep_prompts, input_len=s.input_len,
+             BenchOptions(mode="sweep", concurrencies=levels, num_prompts=s.sweep_prompts, input_len=s.input_len,
                           output_len=s.output_len, warmup=1)]
     results = {opts.mode: run_bench(endpoint, model, work, opts, cfg.out, pid=pid, progress=cfg.progress,
                                     name=rundir.bench(opts.mode)) for opts in plans}
+    if 1 in s.sweep and 1 not in levels:
+        results["sweep"] = with_latency_level(results["sweep"], results["latency"])
+        results["sweep"].save(cfg.out / rundir.bench("sweep"))
     hardware_limit(cfg, state, results["latency"], results["sweep"])
 
 
