@@ -92,9 +92,10 @@ def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scal
         stop = min(start + QUERY_BLOCK, length)
         seen = stop + (source - length) if is_causal else source  # query i sees keys up to i + (source - length)
         scores = torch.matmul(q[..., start:stop, :], keys_t[..., :seen]).mul_(scale)
-        if is_causal:
+        if is_causal:  # only keys past the block's first query can be hidden from one of its queries
             rows = torch.arange(start, stop).unsqueeze(-1) + (source - length)
-            scores.masked_fill_(torch.arange(seen) > rows, float("-inf"))
+            first = min(max(start + source - length + 1, 0), seen)
+            scores[..., first:].masked_fill_(torch.arange(first, seen) > rows, float("-inf"))
         if mask is not None:
             block = mask[..., start:stop, :seen] if mask.shape[-2] == length else mask[..., :seen]
             if block.dtype == torch.bool:
