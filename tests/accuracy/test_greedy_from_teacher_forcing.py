@@ -6,7 +6,7 @@ import torch
 
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import greedy_from_teacher_forcing as read
-from llm_adapt.accuracy.measure import TAIL_PAST_DEPARTURE, evaluate
+from llm_adapt.accuracy.measure import evaluate
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, RefPrompt
 from llm_adapt.accuracy.runner import Runner, RunnerSpec, tensor_names
@@ -70,7 +70,7 @@ TARGETS = {"int8": RunnerSpec("cpu", "fp32", quant="int8-tensor"), "bf16": Runne
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_read_off_greedy_equals_the_targets_own_decoding(family, target, tmp_path):
     """The gold in fp32, the target the same weights rounded: some prompts follow the gold for a while
-    and depart, and every target row must carry the target's own free greedy tokens."""
+    and depart, and every target row must carry the target's own free greedy tokens up to its departure."""
     path = _tiny(family, tmp_path / family)
     gen = torch.Generator().manual_seed(3)
     prompts = [torch.randint(3, 97, (n,), generator=gen).tolist() for n in (9, 12, 11, 30, 10, 14, 8, 20, 16, 13)]
@@ -81,8 +81,9 @@ def test_read_off_greedy_equals_the_targets_own_decoding(family, target, tmp_pat
         reference=RunnerSpec("cpu", "fp32"), targets=(spec,), prompts="quick", max_new_tokens=24), lambda *a: None)
     own = Runner(spec, path).generate_all(prompts, 24, eos)
     for row, tokens in zip(report.greedy, own):
-        # up to the departure and TAIL_PAST_DEPARTURE tokens after it, the target's own free greedy tokens
-        shown = tokens[: row["matched_tokens"] + 1 + TAIL_PAST_DEPARTURE]
+        # up to and including its departing token, the target's own free greedy tokens; a row that ends
+        # there, before the target's own stop or the budget, says so
+        shown = tokens[: row["matched_tokens"] + 1]
         assert row["target_text"] == " ".join(map(str, shown)), row
         assert bool(row.get("target_cut")) == (len(shown) < len(tokens)), row
     matched = [row["matched_tokens"] for row in report.greedy]

@@ -1,8 +1,9 @@
 """Measuring one runner against the gold: its teacher-forced pass (every layer's full error), each
 layer again on the gold's input (its local error), logits statistics on the same positions, greedy
-decoding and corpus NLL. The greedy tokens are read off the teacher-forced pass up to the first token
-where the target leaves the gold (each position sees what greedy decoding would feed it), and the
-target decodes itself only from there on: a target that follows the gold costs no decode loop. No judging here: compare.py judges what this measures.
+decoding and corpus NLL. The greedy tokens are read off the teacher-forced pass up to and including the
+first token where the target leaves the gold (each position sees what greedy decoding would feed it);
+the comparison ends there, as vLLM's tests end it, so no target runs a decode loop. No judging here:
+compare.py judges what this measures.
 
 A noise floor is measured once per gold and kept (accuracy/store.py), with the view of it that
 endpoint accuracy needs (its log-probs on the gold's sequences) and its own spread on another
@@ -68,7 +69,6 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
     greedy: list[dict[str, Any] | None] = [None] * len(gold.prompts)
-    departed: dict[int, tuple[list[int], torch.Tensor]] = {}  # prompt -> greedy so far, logits of its gold part
     logits_nonfinite = False
     for i, ref in enumerate(gold.prompts):
         progress(f"{spec.label}: layers and logits", i, len(gold.prompts))
@@ -82,15 +82,12 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
         start = len(ref.input_ids) - 1  # the position that chose the first generated token
         tokens, complete = greedy_from_teacher_forcing(capture.logits[start:].argmax(-1).tolist(), ref.generated,
                                                        stops, opts.max_new_tokens)
-        if complete:
-            greedy[i] = _greedy_row(ref, tokens, capture.logits, tokenizer, opts, gold.eos_ids, stops)
-        else:
-            departed[i] = (tokens, capture.logits[start:].clone())
+        greedy[i] = _greedy_row(ref, tokens, capture.logits, tokenizer, opts, gold.eos_ids, stops)
+        if not complete:  # it left the gold: the comparison ends there, and so do its tokens
+            greedy[i]["target_cut"] = True
         if keep is not None:
             keep.logprobs.append(logprobs)
     progress(f"{spec.label}: layers and logits", len(gold.prompts), len(gold.prompts))
-    for i, row in _decode_departed(runner, gold, departed, stops, opts, progress, tokenizer).items():
-        greedy[i] = row
     corpus_nll = []
     for w, window in enumerate(gold.corpus):
         progress(f"{spec.label}: corpus", w, len(gold.corpus))
@@ -172,39 +169,11 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
     return logprobs
 
 
-# Tokens a target decodes past its first departure from the gold: the row shows where it went (its text);
-# decoding on to the whole budget took 36 s of an int8 target's 110 s on the default suite, for text alone.
-TAIL_PAST_DEPARTURE = 8
-
-
-def _decode_departed(runner: Runner, gold: Gold, departed: dict[int, tuple[list[int], torch.Tensor]],
-                     stops: list[int], opts: CompareOptions, progress: Progress, tokenizer) -> dict[int, dict[str, Any]]:
-    """Greedy rows of the prompts whose target left the gold: decoded by the target itself from the
-    first token where it departed, batched, at most TAIL_PAST_DEPARTURE tokens each (within its own
-    remaining budget). The comparison ends at the departure, as vLLM's tests end it; the tail only
-    shows where the target went, so a row cut short says so (`target_cut`)."""
-    if not departed:
-        return {}
-    order = list(departed)
-    budget = {i: min(opts.max_new_tokens - len(departed[i][0]), TAIL_PAST_DEPARTURE) for i in order}
-    rest = runner.generate_all([gold.prompts[i].input_ids + departed[i][0] for i in order], max(budget.values()),
-                               stops, progress=_steps(progress, f"{runner.spec.label}: greedy past the gold"))
-    rows = {}
-    for i, tail in zip(order, rest):
-        tokens, logits = departed[i]
-        ref = gold.prompts[i]
-        generated = tokens + tail[: budget[i]]
-        rows[i] = _greedy_row(ref, generated, logits, tokenizer, opts, gold.eos_ids, stops,
-                              offset=len(ref.input_ids) - 1)
-        rows[i]["target_cut"] = len(generated) < opts.max_new_tokens and not (generated and generated[-1] in stops)
-    return rows
-
-
 def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts,
-                ref_stops: list[int], target_stops: list[int], offset: int = 0) -> dict[str, Any]:
-    """`logits`: the target's teacher-forced logits from position `offset` of the gold's sequence on."""
+                ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
+    """`logits`: the target's teacher-forced logits over the gold's sequence."""
     def mutual(k: int, pos: int) -> bool:
-        return m.mutual_topk(ref.logits[pos], logits[pos - offset], ref.generated[k], generated[k], opts.top_k)
+        return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k)
 
     return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, ref_stops, target_stops)
 
@@ -265,11 +234,6 @@ def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> dict[st
     r, t = np.concatenate(ref_nll), np.concatenate(tgt_nll)
     return {"ref": float(np.exp(r.mean())), "target": float(np.exp(t.mean())), "ln_ratio": m.ln_ppl_ratio(r, t),
             "ln_ratio_sem": m.ln_ppl_ratio_sem(r, t), "tokens": int(len(r))}
-
-
-def _steps(progress: Progress, what: str):
-    """A (done, total) callback for per-step work, reported under `what`."""
-    return lambda done, total: progress(what, done, total)
 
 
 def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
