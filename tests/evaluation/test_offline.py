@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def tm(tmp_path_factory):
-    return task_manager(tmp_path_factory.mktemp("tasks"))
+    return task_manager(tmp_path_factory.mktemp("tasks"), ["gsm8k"])
 
 
 def test_uncached_dataset_offline_is_a_skip(tm, monkeypatch, tmp_path):
@@ -33,3 +33,9 @@ def test_builtin_tasks_load_offline(tm, monkeypatch):
 def test_unknown_task_is_a_usage_error(tm):
     with pytest.raises(UsageError, match="unknown task 'no-such-task'"):
         check_known(["builtin-mc", "no-such-task"], tm)
+
+
+def test_built_in_tasks_alone_do_not_index_lm_evals_registry(tmp_path):
+    tm = task_manager(tmp_path, ["builtin-mc", "builtin-arith"])  # the whole registry took 22 s to index here
+    assert {"builtin-mc", "builtin-arith"} <= set(tm.all_tasks) and "gsm8k" not in tm.all_tasks
+    check_known(["builtin-mc"], tm)

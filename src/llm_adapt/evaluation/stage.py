@@ -53,7 +53,7 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
     from llm_adapt.engines.preflight import resolve_model_name
 
     settings = settings or Settings()
-    tm = task_manager(out)
+    tm = task_manager(out, tasks)
     check_known(tasks, tm)
     model_name, _ = resolve_model_name(endpoint)
     if baseline and baseline.num_fewshot is not None and settings.num_fewshot is None:
