@@ -150,4 +150,5 @@ async def _event(resp: web.StreamResponse, data: dict) -> None:
 def serve(cfg: MockConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
     # The default asyncio loop, not uvloop: libuv timers round to whole milliseconds, which
     # would blur the TTFT the mock is asked to produce.
-    web.run_app(build_app(cfg), host=host, port=port, print=None, access_log=None)
+    # Stopped, it drops open streams after a second: a stalled one would hold the stop for a minute.
+    web.run_app(build_app(cfg), host=host, port=port, print=None, access_log=None, shutdown_timeout=1.0)
