@@ -86,7 +86,8 @@ def test_a_located_part_reaches_both_reports(quick_run, tmp_path):
               "basis": "noise floor", "excess": False, "cos_min": 0.99999, "max_abs": 0.01},
              {"name": "attention", "rel_l2": 0.54, "floor_rel_l2": 4.0e-3, "ratio": 135.8, "allowed": 1.1,
               "basis": "noise floor", "excess": True, "cos_min": 0.84, "max_abs": 2.5,
-              "channels": {"count": 5, "of": 576, "share": 0.93, "concentrated": True, "top": [5, 17]}}]
+              "channels": {"count": 5, "of": 576, "share": 0.93, "concentrated": True, "top": [5, 17]},
+              "heads": {"heads": [3, 4, 5], "of": 9, "share": 0.97, "concentrated": True, "kv_head": 1, "group": 3}}]
     accuracy["targets"][0]["first_local_excess"] = {"name": "layer 2", "local_rel_l2": 0.3, "ratio": 60.3,
                                                     "basis": "noise floor", "part": "attention", "parts": parts}
     (copy / "accuracy.json").write_text(json.dumps(accuracy))
@@ -94,7 +95,7 @@ def test_a_located_part_reaches_both_reports(quick_run, tmp_path):
     en, zh = (copy / "report.md").read_text(), (copy / "report.zh.md").read_text()
     assert "**layer 2, attention**" in en and "| attention | 54.000% |" in en and "| **yes** |" in en
     assert "**layer 2, 注意力**" in zh and "| 注意力 | 54.000% |" in zh and "| 输入归一化 |" in zh
-    assert "93.0% (5, 17)" in en
+    assert "93.0% (5, 17)" in en and "**3, 4, 5 / 9 (KV 1) · 97%**" in en and "**3, 4, 5 / 9 (KV 1) · 97%**" in zh
     # a run written before the part pass existed (no part, no parts) still renders
     accuracy["targets"][0]["first_local_excess"] = {"name": "layer 2", "local_rel_l2": 0.3, "ratio": 60.3,
                                                     "basis": "noise floor"}

@@ -84,8 +84,9 @@ def test_the_located_layer_names_the_part_the_fault_sits_in(judged, name):
     out_of_line = [r["name"] for r in where["parts"] if r["excess"]]
     assert sorted(out_of_line) == sorted(PARTS[name]), where["parts"]
     assert where["part"] in PARTS[name]
-    # none of these sits in a few channels: the channel signature must not fire on them
+    # none of these sits in a few channels or a few heads: neither signature may fire on them
     assert not any((r["channels"] or {}).get("concentrated") for r in where["parts"]), where["parts"]
+    assert not any((r.get("heads") or {}).get("concentrated") for r in where["parts"]), where["parts"]
 
 
 def test_stop_faults_are_named_as_early_and_late_stops(judged):

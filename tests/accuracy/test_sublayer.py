@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from llm_adapt.accuracy.runner import RunnerSpec
-from llm_adapt.accuracy.sublayer import channel_concentration, layer_index, part_rows, relative_channel_error
+from llm_adapt.accuracy.sublayer import (channel_concentration, head_concentration, layer_index, part_rows,
+                                         relative_channel_error)
 from llm_adapt.accuracy.verdict import locate_part
 
 from .test_compare import perturbed_copy, prompts_file, run, tiny4, wrong_rope_copy  # noqa: F401 (fixtures)
@@ -138,6 +139,8 @@ def test_one_wrong_output_row_is_named_by_its_channel(tiny4, prompts_file, tmp_p
     named = next(r for r in where["parts"] if r["name"] == part)
     assert where["part"] == part and named["channels"]["concentrated"] and named["channels"]["top"][0] == 5, named
     assert any("output channels (5" in r for r in target.verdict["reasons"]), target.verdict["reasons"]
+    if part == "attention":  # after the heads are put together: every head's context is right
+        assert not named["heads"]["concentrated"] and named["heads"]["share"] == 0.0, named["heads"]
 
 
 def test_noise_over_a_whole_weight_is_not_called_concentrated(tiny4, prompts_file, tmp_path):
@@ -168,3 +171,49 @@ def test_a_part_pass_that_breaks_keeps_the_layer_and_every_measurement(tiny4, pr
     where = target.first_local_excess
     assert where["name"] == "layer 2" and where["part"] is None and where["parts"] == []
     assert "hook failed" in where["parts_skipped"] and target.verdict["status"] == "FAIL"
+
+
+def test_error_spread_over_every_head_is_not_concentrated():
+    spread = head_concentration([1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0, 1.0], group=3)
+    assert not spread["concentrated"] and len(spread["heads"]) >= 7 and spread["kv_head"] is None
+    assert not head_concentration([0.0] * 9, group=3)["concentrated"]  # no error at all
+    assert not head_concentration([5.0, 0.0], group=1)["concentrated"]  # two heads say nothing
+
+
+def test_error_in_one_head_or_one_kv_heads_group_is_concentrated_and_named():
+    one = head_concentration([0.01] * 4 + [9.0] + [0.01] * 4, group=3)
+    assert one["concentrated"] and one["heads"] == [4] and one["kv_head"] == 1 and one["share"] > 0.99
+    group = head_concentration([0.01] * 3 + [3.0, 3.2, 2.9] + [0.01] * 3, group=3)
+    assert group["concentrated"] and group["heads"] == [3, 4, 5] and group["kv_head"] == 1
+    mha = head_concentration([0.01] * 11 + [7.0], group=1)
+    assert mha["concentrated"] and mha["heads"] == [11] and mha["kv_head"] is None
+    nan = head_concentration([0.01, float("nan"), 0.01, 0.01], group=2)
+    assert nan["heads"] == [1] and nan["concentrated"]  # a non-finite head is the worst
+
+
+def _rows_scaled(key: str, rows: slice, factor: float):
+    def mutate(w):
+        w[key][rows] = w[key][rows] * factor
+    return mutate
+
+
+@pytest.mark.parametrize("weight, rows, heads, kv_head", [
+    ("self_attn.q_proj.weight", slice(96, 128), [3], 1),  # query head 3 (head_dim 32)
+    ("self_attn.k_proj.weight", slice(0, 32), [0, 1], 0),  # KV head 0, read by query heads 0 and 1
+])
+def test_a_wrong_head_slice_is_named_by_its_heads(tiny4, prompts_file, tmp_path, weight, rows, heads, kv_head):
+    """One head's rows of q_proj (or one KV head's of k_proj) scaled: the attention's error sits in that head."""
+    broken = perturbed_copy(tiny4, tmp_path / "head", _rows_scaled(f"model.layers.2.{weight}", rows, 3.0))
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0]
+    where = target.first_local_excess
+    attention = next(r for r in where["parts"] if r["name"] == "attention")
+    assert where["part"] == "attention" and attention["heads"]["concentrated"], attention["heads"]
+    assert attention["heads"]["heads"] == heads and attention["heads"]["kv_head"] == kv_head
+    assert any(f"(KV head {kv_head})" in r for r in target.verdict["reasons"]), target.verdict["reasons"]
+
+
+def test_noise_over_every_heads_query_rows_is_not_one_head(tiny4, prompts_file, tmp_path):
+    broken = perturbed_copy(tiny4, tmp_path / "q", _noise("model.layers.2.self_attn.q_proj.weight"))
+    where = run(tiny4, prompts_file, RunnerSpec("cpu", "fp32", model_path=broken)).targets[0].first_local_excess
+    attention = next(r for r in where["parts"] if r["name"] == "attention")
+    assert where["part"] == "attention" and not attention["heads"]["concentrated"], attention["heads"]

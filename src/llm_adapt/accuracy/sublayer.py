@@ -8,7 +8,9 @@ own keyword arguments stay (its position embeddings, its mask), so a wrong rope_
 attention, as it does in its layer. Forwards stop after the layer: nothing later is needed.
 
 The parts are the decoder-layer attributes transformers' Llama, Qwen, Mistral, Gemma and DeepSeek
-classes share; a layer without one of them simply has fewer parts.
+classes share; a layer without one of them simply has fewer parts. Inside the attention, the input of
+its output projection holds every head's context side by side: its error per query head says whether a
+few heads (one KV head's group) hold the error.
 """
 
 from __future__ import annotations
@@ -54,10 +56,31 @@ def _fp32_cpu(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class PartRecord:
-    """The reference's input and output of each part of one layer, for one sequence."""
+    """The reference's input and output of each part of one layer, for one sequence, and the input of the
+    attention's output projection (every head's context side by side), where it has one."""
 
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    heads: torch.Tensor | None = None
+
+
+def head_layout(attention: torch.nn.Module) -> tuple[int, int] | None:
+    """(query heads, query heads per KV head) of an attention module whose output projection reads every
+    head's context side by side ([T, heads x head_dim]: transformers' Llama, Qwen, Mistral, Gemma); None
+    where the shapes do not say so."""
+    o_proj, config = getattr(attention, "o_proj", None), getattr(attention, "config", None)
+    heads = getattr(config, "num_attention_heads", None)
+    head_dim = getattr(attention, "head_dim", None)
+    if not isinstance(o_proj, torch.nn.Linear) or not heads or not head_dim or o_proj.in_features != heads * head_dim:
+        return None
+    return heads, max(1, heads // (getattr(config, "num_key_value_heads", None) or heads))
+
+
+def _record_heads(attention: torch.nn.Module, keep) -> list:
+    """A pre-hook on the attention's output projection handing its input to `keep` (none without one)."""
+    if head_layout(attention) is None:
+        return []
+    return [attention.o_proj.register_forward_pre_hook(lambda mod, args: keep(_fp32_cpu(args[0])))]
 
 
 def _stop(module, args, output) -> None:
@@ -91,6 +114,8 @@ def record_reference(runner, index: int, sequences: list[list[int]]) -> list[Par
                 with_kwargs=True))
             hooks.append(module.register_forward_hook(
                 lambda mod, a, o, name=name, record=record: record.outputs.__setitem__(name, _fp32_cpu(_main_output(o)))))
+        hooks += _record_heads(getattr(runner.layers[index], "self_attn", None),
+                               lambda x, record=record: setattr(record, "heads", x))
         _forward_to(runner, index, sequence, hooks)
         records.append(record)
     return records
@@ -103,8 +128,13 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
     acc: dict[str, m.TensorAccumulator] = {}
     channels: dict[str, torch.Tensor] = {}  # per output channel: squared error summed over tokens
     energy: dict[str, torch.Tensor] = {}  # per output channel: the reference's squared output
+    attention = getattr(runner.layers[index], "self_attn", None)
+    layout = head_layout(attention) if attention is not None else None
+    heads = HeadErrors(*layout) if layout else None
     for sequence, record in zip(sequences, reference):
         hooks = []
+        if heads is not None and record.heads is not None:
+            hooks += _record_heads(attention, lambda x, record=record: heads.add(record.heads, x))
         for name, module in layer_parts(runner.layers[index]).items():
             if name not in record.inputs:
                 continue  # the reference's layer never called it
@@ -128,10 +158,33 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
             hooks.append(module.register_forward_pre_hook(swap, with_kwargs=True))
             hooks.append(module.register_forward_hook(keep))
         _forward_to(runner, index, sequence, hooks)
-    return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
-                   "channels": channel_concentration(relative_channel_error(channels[name], energy[name]).tolist())
-                   if name in channels else None}
-            for name, a in acc.items()}
+    out = {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
+                  "channels": channel_concentration(relative_channel_error(channels[name], energy[name]).tolist())
+                  if name in channels else None}
+           for name, a in acc.items()}
+    if heads is not None and heads.diff_sq is not None and "attention" in out:
+        out["attention"]["heads"] = heads.summary()
+    return out
+
+
+class HeadErrors:
+    """Per query head: the squared error of its context (the output projection's input) and the
+    reference's energy there, summed over tokens."""
+
+    def __init__(self, count: int, group: int):
+        self.count, self.group = count, group
+        self.diff_sq: torch.Tensor | None = None
+        self.energy: torch.Tensor | None = None
+
+    def add(self, ref: torch.Tensor, mine: torch.Tensor) -> None:
+        r = ref.double().reshape(-1, self.count, ref.shape[-1] // self.count)
+        t = mine.double().reshape(r.shape)
+        diff_sq, energy = (t - r).pow(2).sum((0, 2)), r.pow(2).sum((0, 2))
+        self.diff_sq = diff_sq if self.diff_sq is None else self.diff_sq + diff_sq
+        self.energy = energy if self.energy is None else self.energy + energy
+
+    def summary(self) -> dict[str, Any]:
+        return head_concentration(relative_channel_error(self.diff_sq, self.energy).tolist(), self.group)
 
 
 def relative_channel_error(diff_sq: torch.Tensor, ref_sq: torch.Tensor) -> torch.Tensor:
@@ -158,6 +211,32 @@ def channel_concentration(diff_sq: list[float], top: float = TOP_CHANNELS, at_le
     share = (sum(diff_sq[i] for i in order[:k]) / total) if total > 0 else 0.0
     return {"count": k, "of": n, "share": share, "concentrated": bool(total > 0 and share >= at_least),
             "top": order[:min(k, listed)]}
+
+
+HEAD_COVER = 0.8  # the worst heads holding this share of the attention's (relative) error ...
+MIN_HEADS = 4  # ... in an attention with at least this many query heads
+
+
+def head_concentration(errors: list[float], group: int = 1, cover: float = HEAD_COVER) -> dict[str, Any]:
+    """Which query heads hold the attention's error: the fewest, worst first, that hold `cover` of it.
+    Concentrated when they are one head, the heads of one KV head (`group` query heads share one), or at
+    most a third of the heads: a head-specific slice of q/k/v or a kernel's head mapping (GQA, sharding
+    heads over devices) rather than error spread over every head. Pure."""
+    n = len(errors)
+    total = sum(v for v in errors if v == v)
+    order = sorted(range(n), key=lambda i: errors[i] if errors[i] == errors[i] else float("inf"), reverse=True)
+    held, worst = 0.0, []
+    for i in order:
+        worst.append(i)
+        held += errors[i] if errors[i] == errors[i] else total
+        if total <= 0 or held >= cover * total:
+            break
+    kv = {i // group for i in worst}
+    one_kv = group > 1 and len(kv) == 1 and n // group > 1
+    concentrated = total > 0 and n >= MIN_HEADS and (len(worst) == 1 or one_kv or len(worst) <= n // 3)
+    return {"heads": sorted(worst), "of": n, "share": min(held / total, 1.0) if total > 0 else 0.0,
+            "concentrated": bool(concentrated), "kv_head": next(iter(kv)) if concentrated and one_kv else None,
+            "group": group}
 
 
 def layer_index(name: str) -> int | None:
@@ -224,7 +303,7 @@ def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]
     rows = []
     for name, t in target.items():
         row = {"name": name, "rel_l2": t["rel_l2"], "cos_min": t["cos_min"], "max_abs": t["max_abs"],
-               "channels": t.get("channels")}
+               "channels": t.get("channels"), **({"heads": t["heads"]} if t.get("heads") else {})}
         f = (floor or {}).get(name)
         if f is not None:
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(t["rel_l2"], f["rel_l2"]),

@@ -158,7 +158,17 @@ def _part_text(where: dict[str, Any]) -> str:
     if channels.get("concentrated"):
         text += (f", {channels['share']:.0%} of its error in {channels['count']} of {channels['of']} output channels"
                  f" ({', '.join(map(str, channels['top']))})")
+    heads = part.get("heads") or {}
+    if heads.get("concentrated"):
+        text += f", {heads['share']:.0%} of its error in {head_text(heads)}"
     return text
+
+
+def head_text(heads: dict[str, Any]) -> str:
+    """'head 4 of 9 (KV head 1)' or 'heads 3, 4, 5 of 9 (KV head 1)' from sublayer.head_concentration. Pure."""
+    named = heads["heads"]
+    text = f"head{'s' if len(named) > 1 else ''} {', '.join(map(str, named))} of {heads['of']}"
+    return text + (f" (KV head {heads['kv_head']})" if heads.get("kv_head") is not None else "")
 
 
 def _layer_ratio(t, f) -> dict:
