@@ -140,3 +140,13 @@ def test_position_stats_in_blocks_equal_the_whole_array_functions():
         kl, none = m.kl_rows(ref, tgt, rows=rows)
         assert none is None and np.array_equal(kl, stats["kl"])
     assert m.position_stats(ref[:1], tgt[:1], nxt[:0], 5)[0]["dp"].shape == (0,)
+
+
+def test_an_infinite_error_is_an_infinite_sqnr_not_a_crash():
+    acc = m.TensorAccumulator()
+    ref = torch.tensor([[1.0e4, 2.0, 3.0]])
+    acc.add(ref, torch.tensor([[float("inf"), 2.0, 3.0]]))  # the target overflowed where the reference is finite
+    s = acc.summary()
+    assert s["sqnr_db"] == -math.inf and s["nan_mismatch"] and s["max_abs"] == math.inf
+    assert m.sqnr_from_sums(4.0, 0.0) == math.inf and m.sqnr_from_sums(4.0, 4.0) == 0.0
+    assert math.isnan(m.sqnr_from_sums(float("nan"), 1.0))

@@ -46,6 +46,16 @@ def sqnr_db(ref: torch.Tensor, tgt: torch.Tensor) -> float:
     return math.inf if noise == 0 else 10 * math.log10(float((r**2).sum()) / noise)
 
 
+def sqnr_from_sums(ref_sq: float, diff_sq: float) -> float:
+    """SQNR in dB from the summed squares: inf when identical, -inf for an infinite error (a target that
+    overflowed where the reference is finite), NaN where either sum is NaN."""
+    if diff_sq == 0:
+        return math.inf
+    if math.isnan(diff_sq) or math.isnan(ref_sq):
+        return math.nan
+    return -math.inf if math.isinf(diff_sq) else 10 * math.log10(max(ref_sq, EPS) / diff_sq)
+
+
 def nonfinite(x: torch.Tensor) -> bool:
     return bool((~torch.isfinite(x)).any())
 
@@ -120,7 +130,7 @@ class TensorAccumulator:
         return {
             "rel_l2": rel, "cos_mean": float(np.mean(cos)), "cos_min": float(np.min(cos)),
             "max_abs": self.max_abs, "max_rel": self.max_rel, "thousandth_ratio": self.within / max(self.elements, 1),
-            "sqnr_db": math.inf if self.diff_sq == 0 else 10 * math.log10(max(self.ref_sq, EPS) / self.diff_sq),
+            "sqnr_db": sqnr_from_sums(self.ref_sq, self.diff_sq),
             "nan_mismatch": self.ref_nonfinite != self.tgt_nonfinite or self.tgt_nonfinite,
             "cos_tensor": self.dot / max(math.sqrt(self.ref_sq * self.tgt_sq), EPS),
             "share_over": {f"{tol:g}": v / max(self.elements, 1) for tol, v in self.over.items()},
