@@ -205,3 +205,27 @@ def test_prompts_longer_than_the_served_context_are_skipped_before_the_gold(tiny
     longer = max(lengths, key=lengths.get)
     assert [p.prompt.id for p in gold.prompts] == [min(lengths, key=lengths.get)]
     assert [s["id"] for s in gold.skipped] == [longer] and "served max_model_len" in gold.skipped[0]["reason"]
+
+
+def _scaled(key: str, factor: float):
+    def mutate(w):
+        w[key] = w[key] * factor
+    return mutate
+
+
+def test_an_fp16_target_past_fp16s_range_is_named_so(tiny4, prompts_file, tmp_path):
+    """A model whose residual stream passes 65,504 after layer 1 (its fp32 gold is finite there): run in
+    fp16 it overflows, and the verdict gives fp16's range as the likely cause, with the gold's figure."""
+    big = perturbed_copy(tiny4, tmp_path / "big", _scaled("model.layers.1.mlp.down_proj.weight", 1e5))
+    result = run(big, prompts_file, RunnerSpec("cpu", "fp16"))
+    target = result.targets[0]
+    assert target.verdict["status"] == "FAIL" and target.verdict["causes"][0]["tensor"] == "layer 1"
+    assert target.verdict["causes"][0]["max_abs"] > 65504
+    assert any(r.startswith("likely cause: fp16's range: the gold's layer 1 reaches") for r in target.verdict["reasons"])
+    same_in_bf16 = run(big, prompts_file, RunnerSpec("cpu", "bf16")).targets[0]  # bf16 has fp32's range
+    assert "causes" not in same_in_bf16.verdict
+
+
+def test_an_fp16_target_within_fp16s_range_names_no_range(tiny4, prompts_file):
+    target = run(tiny4, prompts_file, RunnerSpec("cpu", "fp16")).targets[0]
+    assert "causes" not in target.verdict and not any("range" in r for r in target.verdict["reasons"])

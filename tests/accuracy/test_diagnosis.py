@@ -7,8 +7,10 @@ from llm_adapt.accuracy.diagnosis import (
     CAUSES,
     category_concentration,
     diagnose,
+    dtype_range,
     position_onset,
     prefill_vs_decode,
+    range_reason,
 )
 from llm_adapt.accuracy.endpoint_metrics import position_profile
 
@@ -96,3 +98,28 @@ def test_diagnose_says_unknown_without_a_signature_and_nothing_for_a_pass():
 @pytest.mark.parametrize("status", ["WARN", "FAIL"])
 def test_diagnose_runs_for_warn_and_fail(status):
     assert diagnose(_sections(5e-9, 3e-3), {"status": status}, BOUND)["candidates"]
+
+
+def _peaks(*values):
+    return [{"name": "embeddings", "max_abs": 0.5}] + [{"name": f"layer {i}", "max_abs": v} for i, v in enumerate(values)]
+
+
+def test_activations_at_fp16s_range_are_named_with_the_first_tensor_there():
+    found = dtype_range(_peaks(40.0, 41000.0, 90000.0), "fp16")
+    assert found["tensor"] == "layer 1" and found["limit"] == 65504.0 and found["share"] == pytest.approx(41000 / 65504)
+    assert "layer 1 reaches 4.1e+04, 63% of fp16's largest finite value (65504)" in range_reason(found)
+
+
+def test_the_range_stays_quiet_below_half_of_it_and_in_bf16_and_fp32():
+    assert dtype_range(_peaks(40.0, 30000.0), "fp16") is None  # under half of 65,504
+    assert dtype_range(_peaks(40.0, 90000.0), "bf16") is None and dtype_range(_peaks(1e30), "fp32") is None
+    assert dtype_range(_peaks(float("nan"), 10.0), "fp16") is None  # a gold that is not finite says nothing
+    assert dtype_range(_peaks(90000.0), "int4") is None  # not a dtype it knows
+
+
+def test_diagnose_names_the_range_of_an_fp16_server_and_not_of_a_bf16_one():
+    out = diagnose(_sections(5e-9, 6e-9), {"status": "FAIL"}, BOUND, peaks=_peaks(70000.0), dtype="fp16")
+    assert [c["signature"] for c in out["candidates"]] == ["range"] and out["candidates"][0]["tensor"] == "layer 0"
+    assert out["candidates"][0]["next"] == CAUSES["range"][1]
+    assert diagnose(_sections(5e-9, 6e-9), {"status": "FAIL"}, BOUND, peaks=_peaks(70000.0), dtype="bf16")["unknown"]
+    assert diagnose(_sections(5e-9, 6e-9), {"status": "PASS"}, BOUND, peaks=_peaks(70000.0), dtype="fp16") is None

@@ -17,7 +17,8 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.measure import evaluate, measure_floor
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.prompts import load_prompts
-from llm_adapt.accuracy.reference import measure_reference
+from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
+from llm_adapt.accuracy.reference import activation_peaks, measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
@@ -63,6 +64,7 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     if keep_gold is not None:
         keep_gold.append(gold)
     floor_of = {t: floor_for(t, opts.reference, opts.baseline, opts.targets) for t in opts.targets}
+    peaks = activation_peaks(gold)  # how near the gold's residual stream comes to a target dtype's range
     floors: dict[RunnerSpec, RunnerReport] = {}  # floors first: a target that is also a floor is measured once
     for floor in dict.fromkeys(f for f in floor_of.values() if f is not None):
         floors[floor] = measure_floor(floor, source, gold, tokenizer, opts, progress).report
@@ -76,7 +78,7 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
         floor = floors.get(floor_of[target])
         located = located_in_parts(located_against(done[target], floor, opts), parts, target,
                                    floor_of[target] if floor else None, opts)
-        targets.append(judged(located, floor, opts))
+        targets.append(judged(located, floor, opts, peaks))
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
         reference=gold.report, floors=[with_floor(f, None, opts) for f in floors.values()], targets=targets,
@@ -152,14 +154,20 @@ def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec,
     return report
 
 
-def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
-    """`out` (from located_against) with its verdict."""
+def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
+           peaks: list[dict] | None = None) -> RunnerReport:
+    """`out` (from located_against) with its verdict; out of line where the gold's `peaks` reach the
+    target dtype's range, the verdict names that as the likely cause, with the figures."""
     ref = opts.reference
     ckpt_quant = load_spec(Path(out.model_path)).quant if out.model_path else None  # a pre-quantized --target-model
     exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant and ckpt_quant is None
     out.verdict = judge(out.model_dump(), floor.model_dump() if floor else None, exact_expected=exact)
     if ckpt_quant is not None:
         out.verdict = with_measures(out.verdict, ckpt_quant, out.dtype, out.floor)
+    at_range = dtype_range(peaks, out.dtype) if peaks and out.verdict["status"] in ("FAIL", "WARN") else None
+    if at_range:
+        out.verdict = {**out.verdict, "reasons": [*out.verdict["reasons"], range_reason(at_range)],
+                       "causes": [at_range]}
     return out
 
 

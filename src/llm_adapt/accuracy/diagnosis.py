@@ -22,6 +22,10 @@ The rules, in order:
 - everywhere: prefill and decode both out of line from the first positions on: a layer's weights,
   a kernel every step runs (attention scale, a fused op), or the prefill path (through the KV cache
   decode reads); the layers stage places it.
+- the dtype's range: the gold's own layer outputs (the residual stream) come within a factor of two of
+  the served dtype's largest finite value (fp16: 65,504), so the served model overflows there (inf,
+  then NaN) or loses its large values. Checked on the gold alone, so it holds for a target run in
+  process at that dtype too; bf16 and fp32 share fp32's exponent range and never fire it.
 """
 
 from __future__ import annotations
@@ -86,6 +90,40 @@ def category_concentration(by_category: dict[str, dict[str, Any]]) -> dict[str, 
             "clean_categories": sorted(c for c in by_category if c != category)}
 
 
+RANGE_HEADROOM = 0.5  # a value past this share of the dtype's largest finite value is at its range
+
+
+def largest_finite(dtype: str) -> float | None:
+    """The largest finite value of a dtype named as the tool names them (fp16, bf16, fp32); None if unknown."""
+    import torch
+
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}.get(dtype)
+    return float(torch.finfo(torch_dtype).max) if torch_dtype is not None else None
+
+
+def dtype_range(peaks: list[dict[str, Any]], dtype: str, headroom: float = RANGE_HEADROOM) -> dict[str, Any] | None:
+    """The first tensor whose largest |value| in the gold reaches `headroom` of the dtype's largest finite
+    value: {signature, tensor, max_abs, limit, share, dtype}; None when every tensor stays below. `peaks`:
+    [{"name", "max_abs"}] in the order a forward reaches them. Pure."""
+    limit = largest_finite(dtype)
+    if not limit:
+        return None
+    for peak in peaks:
+        value = peak.get("max_abs")
+        if _finite(value) and value >= headroom * limit:
+            return {"signature": "range", "tensor": peak["name"], "max_abs": value, "limit": limit,
+                    "share": value / limit, "dtype": dtype,
+                    "peaks": [{"name": p["name"], "max_abs": p["max_abs"]} for p in peaks]}
+    return None
+
+
+def range_reason(found: dict[str, Any]) -> str:
+    """One line for a verdict's reasons: the figures and the cause. Pure."""
+    return (f"likely cause: {found['dtype']}'s range: the gold's {found['tensor']} reaches {found['max_abs']:.3g}, "
+            f"{found['share']:.0%} of {found['dtype']}'s largest finite value ({found['limit']:.6g}); "
+            f"{CAUSES['range'][0]}")
+
+
 # signature -> (cause, the command that tells more; the report gives the cause in its language)
 CAUSES = {
     "decode": ("the decode path: the decode attention kernel, the KV cache it writes and reads (a layer reading "
@@ -102,6 +140,10 @@ CAUSES = {
     "category": ("inputs of one kind only: for multi-turn a chat template, for long context the positions or "
                  "window, for one language its tokenization; more prompts of that kind tell more",
                  "llm-adapt compare MODEL --endpoint URL --prompts FILE"),
+    "range": ("values past the dtype's range: the activations overflow to inf (then NaN) or lose their large "
+              "values where the gold's residual stream reaches them; run it in bf16 or fp32, whose exponent range "
+              "is fp32's",
+              "llm-adapt serve MODEL --dtype bfloat16"),
     "both": ("every step or the prefill path: a layer's weights, a kernel both prefill and decode run (an attention "
              "scale, a fused norm or activation), or a prefill kernel, whose error reaches every decode step "
              "through the KV cache; the engine's prefill capture places the layer",
@@ -109,14 +151,18 @@ CAUSES = {
 }
 
 
-def diagnose(sections: dict[str, dict[str, Any]], verdict: dict[str, Any], bound: float) -> dict[str, Any] | None:
+def diagnose(sections: dict[str, dict[str, Any]], verdict: dict[str, Any], bound: float,
+             peaks: list[dict[str, Any]] | None = None, dtype: str | None = None) -> dict[str, Any] | None:
     """Likely causes of a served model that is out of line, from its endpoint sections; None for a
     PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the
-    same-dtype pass threshold, or the floor's KL x the allowed ratio). Pure."""
+    same-dtype pass threshold, or the floor's KL x the allowed ratio); `peaks` (the gold's largest
+    |value| per tensor) and `dtype` (the served one): the range signature. Pure."""
     if verdict.get("status") not in ("FAIL", "WARN"):
         return None
     tf, greedy = sections.get("teacher_forced") or {}, sections.get("greedy") or {}
     found = []
+    if peaks and dtype and (at_range := dtype_range(peaks, dtype)):
+        found.append(at_range)
     if tf.get("status") == "done" and greedy.get("status") == "done":
         s, d = tf.get("server") or {}, (greedy.get("decode") or {}).get("server") or {}
         path = prefill_vs_decode(s.get("kl_lb_mean"), d.get("kl_lb_mean"), bound, s.get("positions", 0),
@@ -135,4 +181,5 @@ def diagnose(sections: dict[str, dict[str, Any]], verdict: dict[str, Any], bound
     if any(c["signature"] == "positions" for c in candidates):  # an onset explains "both" better
         candidates = [c for c in candidates if c["signature"] != "both"]
     return {"candidates": candidates, "unknown": not candidates,
-            "rules": "accuracy/diagnosis.py: decode path, prefill path, positions past P, one category, everywhere"}
+            "rules": "accuracy/diagnosis.py: decode path, prefill path, positions past P, one category, everywhere, "
+                     "the dtype's range"}

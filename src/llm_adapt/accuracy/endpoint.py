@@ -23,7 +23,7 @@ from llm_adapt.accuracy.diagnosis import diagnose
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
-from llm_adapt.accuracy.reference import Gold, measure_reference
+from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_reference
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.accuracy.verdict import (
@@ -108,7 +108,9 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
     result.settings["skipped_before_gold"] = gold.skipped
     result.verdict = judge_endpoint(result.sections, gold.skipped)
-    result.diagnosis = diagnose(result.sections, result.verdict, clean_kl_bound(result.sections))
+    served_dtype = floor.dtype if floor else opts.reference.dtype  # the floor runs at the served dtype
+    result.diagnosis = diagnose(result.sections, result.verdict, clean_kl_bound(result.sections),
+                                peaks=activation_peaks(gold), dtype=served_dtype)
     result.save(out / rundir.ENDPOINT_ACCURACY)
     return result
 

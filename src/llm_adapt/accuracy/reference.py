@@ -50,6 +50,16 @@ class Gold:
     key: str | None = None  # the measurement cache's key (accuracy/store.py); floors measured on it key off it
 
 
+def activation_peaks(gold: Gold) -> list[dict[str, Any]]:
+    """The gold's largest |value| of each captured tensor (embeddings, each layer's output, the final norm)
+    over every prompt, in forward order: how close the model's residual stream comes to a dtype's range."""
+    peaks = []
+    for j, name in enumerate(gold.names):
+        values = [float(p.hidden[j].abs().max()) for p in gold.prompts if p.hidden[j].numel()]
+        peaks.append({"name": name, "max_abs": max(values, default=0.0)})
+    return peaks
+
+
 def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
     """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
     from transformers import AutoConfig, GenerationConfig
