@@ -61,3 +61,18 @@ def test_the_cpu_plan_is_one_node_in_host_memory():
     plan = plan_for("llama-3.2-1b", "cpu", max_nodes=2, device_memory_gib=64)
     assert plan.multinode is None and plan.kv_pool_exact and plan.memory_utilization == 1.0
     assert any("multi-node commands are planned for cuda and npu; the CPU plan is one node" in w for w in plan.warnings)
+
+
+def test_each_platform_says_where_its_hardware_limits_come_from(xpu, monkeypatch):
+    from llm_adapt.platforms import cuda
+
+    assert get_platform("npu").hardware_limits is None  # no citable Ascend figure: the section is left out
+    assert xpu.hardware_limits is None  # a new platform has none until it says where one comes from
+    monkeypatch.setattr("llm_adapt.environment.accelerators", lambda: [{"kind": "cuda", "name": "NVIDIA H100 PCIe"}])
+    bandwidth, compute = get_platform("cuda").hardware_limits()
+    assert bandwidth["gb_per_s"] == 2000.0 and compute["tflops"] == 756.0 and bandwidth["source"].startswith("published")
+    monkeypatch.setattr("llm_adapt.environment.accelerators", lambda: [{"kind": "cuda", "name": "Some Future GPU"}])
+    assert cuda.datasheet_limits() is None  # an unknown GPU: no figure assumed
+    with_limits = replace(xpu, hardware_limits=lambda: ({"gb_per_s": 1.0, "source": "s"}, {"tflops": 1.0, "source": "s"}))
+    register(with_limits)
+    assert get_platform("xpu").hardware_limits()[0]["gb_per_s"] == 1.0

@@ -54,7 +54,9 @@ def launch_spec(engine: str, plan: dict[str, Any], model_dir: Path, mode: str, p
         return vllm_launch(plan, port=port, mode=mode, extra_args=extra_args, startup_timeout_s=startup_timeout_s)
     from llm_adapt.engines.transformers_serve import transformers_launch
 
-    host = plan["argv"]["eager"][plan["argv"]["eager"].index("--host") + 1]
+    from llm_adapt.engines.command import Command
+
+    host = Command.from_argv(plan["argv"]["eager"]).get("--host") or "127.0.0.1"
     return transformers_launch(model_dir, port=port, host=host, dtype=plan["dtype"], startup_timeout_s=startup_timeout_s)
 
 

@@ -46,12 +46,13 @@ def plan_entry(eager_argv: list[str], env: dict[str, str], dump_path: str = DEFA
 
     config = dump_config(dump_path)
     argv = capture_argv(eager_argv, config)
+    command = Command.from_argv(argv)
+
+    def flag(name: str) -> str:  # the option's value, or a placeholder the user fills in
+        return command.get(name) or name.lstrip("-").upper()
+
     return {"tool": "msprobe (pip install mindstudio-probe)", "config": config, "argv": argv,
-            "command": Command.from_argv(argv).shell(env), "mode": "eager",
-            "then": f"llm-adapt layers {_flag(argv, '--model')} --endpoint http://{_flag(argv, '--host')}:"
-                    f"{_flag(argv, '--port')}/v1 --msprobe-dump {dump_path}",
+            "command": command.shell(env), "mode": "eager",
+            "then": f"llm-adapt layers {flag('--model')} --endpoint http://{flag('--host')}:{flag('--port')}/v1 "
+                    f"--msprobe-dump {dump_path}",
             "source": SOURCE}
-
-
-def _flag(argv: list[str], name: str) -> str:
-    return argv[argv.index(name) + 1] if name in argv[:-1] else name.lstrip("-").upper()

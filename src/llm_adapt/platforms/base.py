@@ -40,3 +40,10 @@ class Platform:
     detect: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
     # the torch extension its devices need, and what to install when it is missing
     torch_extension: tuple[str, str] | None = None
+    # a checkpoint format only this platform serves: (its --quantization name, the engine that serves it)
+    own_quant: tuple[str, str] | None = None
+    # why this platform's engine cannot serve a pre-quantized checkpoint (models/quant.QuantInfo), or None
+    quant_warning: Callable[[object], str | None] | None = field(default=None, compare=False, repr=False)
+    # (memory bandwidth, matmul rate) a deployment's decode is held against: measured on the host, or a
+    # datasheet's for a known device, each labelled with its source; None where no figure can be cited
+    hardware_limits: Callable[[], tuple[dict, dict] | None] | None = field(default=None, compare=False, repr=False)

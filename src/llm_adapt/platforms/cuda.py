@@ -21,9 +21,23 @@ def has_cuda_device() -> bool:
     return torch.cuda.is_available()
 
 
+def datasheet_limits() -> tuple[dict, dict] | None:
+    """The first visible GPU's datasheet bandwidth and dense bf16 rate (bench/hardware.py's table), labelled
+    as published; None for a GPU the table does not know."""
+    from llm_adapt.bench.hardware import published_limits
+    from llm_adapt.environment import accelerators
+
+    names = [a["name"] for a in accelerators() if a.get("kind") == "cuda"]
+    published = published_limits(names[0]) if names else None
+    if published is None:
+        return None
+    cited = {"source": published["source"], "device": published["device"]}
+    return {"gb_per_s": published["gb_per_s"], **cited}, {"tflops": published["tflops"], **cited}
+
+
 PLATFORM = Platform(
     name="cuda", display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
     block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
     visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
-    startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device,
+    startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device, hardware_limits=datasheet_limits,
 )

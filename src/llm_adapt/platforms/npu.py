@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_adapt.models.quant import MSMODELSLIM
 from llm_adapt.platforms.base import Platform
 
 MIB = 1024 * 1024
@@ -43,6 +44,7 @@ PLATFORM = Platform(
                      ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
     detect=has_npu_device,
     torch_extension=("torch_npu", "install CANN and torch_npu (see vLLM-Ascend's installation guide)"),
+    own_quant=(MSMODELSLIM, "vLLM-Ascend"),  # msmodelslim checkpoints (W8A8, W8A8_DYNAMIC, ...)
 )
 
 

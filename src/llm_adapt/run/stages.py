@@ -201,14 +201,14 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     here; on a GPU the datasheet figures are used, labelled as published; elsewhere (Ascend: no
     citable figure) the section is left out rather than given an assumed number."""
     from llm_adapt.bench.hardware import HardwareResult, batch_roofline, best_level, decode_roofline
+    from llm_adapt.bench.hostload import Sampler
+    from llm_adapt.platforms import get_platform
 
-    platform, plan = state.inspect.platform["name"], state.inspect.plan
+    platform, plan = get_platform(state.inspect.platform["name"]), state.inspect.plan
     runs = latency.runs if latency else []
     tpot = runs[0]["metrics"].get("median_tpot_ms") if runs else None
-    from llm_adapt.bench.hostload import Sampler
-
     load = Sampler()
-    limits = _hardware_figures(platform, plan)
+    limits = platform.hardware_limits() if platform.hardware_limits else None
     load.sample()
     if limits is None or not tpot or tpot != tpot:  # NaN: no TPOT measured
         return
@@ -222,26 +222,10 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     batch = (batch_roofline(weights, kv, context, int(params / max(int(plan.get("tensor_parallel", 1)), 1)),
                             level["concurrency"], level["output_tok_s"], bandwidth["gb_per_s"], compute["tflops"])
              if level and params else None)
-    HardwareResult(platform=platform, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
+    # the host's own load matters where the host is the device: it was measured beside the run
+    HardwareResult(platform=platform.name, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
                    workload={"input_len": s.input_len, "output_len": s.output_len},
-                   host_load=load.summary() if platform == "cpu" else None).save(cfg.out / rundir.HARDWARE)
-
-
-def _hardware_figures(platform: str, plan: dict) -> tuple[dict, dict] | None:
-    """(bandwidth, compute) for the platform: measured on the host CPU, published for a known GPU."""
-    from llm_adapt.bench.hardware import copy_bandwidth, matmul_limit, published_limits
-    from llm_adapt.environment import accelerators
-
-    if platform == "cpu":
-        from llm_adapt.platforms.cpu import cpu_has_native_bf16
-
-        return copy_bandwidth(), matmul_limit(native_bf16=cpu_has_native_bf16())
-    names = [a["name"] for a in accelerators() if a.get("kind") == platform]
-    published = published_limits(names[0]) if names else None
-    if published is None:
-        return None
-    return ({"gb_per_s": published["gb_per_s"], "source": published["source"], "device": published["device"]},
-            {"tflops": published["tflops"], "source": published["source"], "device": published["device"]})
+                   host_load=load.summary() if platform.host_memory else None).save(cfg.out / rundir.HARDWARE)
 
 
 def adaptation(cfg: RunConfig, state: RunState) -> None:
