@@ -34,6 +34,13 @@ def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:  # gone between the listing and the look
+        return []
+
+
 @pytest.mark.product_layout  # the API server, the engine core and its worker: the family serve leaves
 def test_sigkilled_serve_takes_its_engine_along(tmp_path, default_model):
     out = tmp_path / "serve"
@@ -41,14 +48,18 @@ def test_sigkilled_serve_takes_its_engine_along(tmp_path, default_model):
             "--max-model-len", "512"]
     cli = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        # Killed as soon as the API server has spawned its engine core, mid start-up: the same watchdog
+        # takes both along then as once ready, and the model load and warm-up (about 25 s) are not waited for.
         deadline = time.monotonic() + 600
-        while not (out / "serve.json").exists():
-            assert cli.poll() is None and time.monotonic() < deadline, "llm-adapt serve did not get ready"
-            time.sleep(1)
-        family = psutil.Process(cli.pid).children(recursive=True)
-        engine = next(p for p in family if "vllm.entrypoints" in " ".join(p.cmdline()))
+        while True:
+            assert cli.poll() is None and time.monotonic() < deadline, "llm-adapt serve exited before its engine core started"
+            family = psutil.Process(cli.pid).children(recursive=True)
+            engine = next((p for p in family if "vllm.entrypoints" in " ".join(_cmdline(p))), None)
+            if engine is not None and len(group_members(os.getpgid(engine.pid))) >= 2:  # the API server and its engine core
+                break
+            time.sleep(0.5)
         group = os.getpgid(engine.pid)
-        assert len(group_members(group)) >= 2  # the API server and its engine core
+        family = psutil.Process(cli.pid).children(recursive=True)
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait()
         deadline = time.monotonic() + 30
