@@ -50,6 +50,24 @@ def ensure_converted(gguf_path: Path) -> Path:
     target = converted_dir(gguf_path)
     if (target / MARKER).is_file():
         return target
+    with _converting(target):  # a second process waits for the first one's conversion instead of repeating it
+        if (target / MARKER).is_file():
+            return target
+        _convert_into(gguf_path, target)
+    return target
+
+
+@contextmanager
+def _converting(target: Path):
+    import fcntl
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(f".{target.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _convert_into(gguf_path: Path, target: Path) -> None:
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -60,7 +78,6 @@ def ensure_converted(gguf_path: Path) -> Path:
             os.replace(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 @contextmanager
