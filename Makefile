@@ -42,11 +42,15 @@ $(STAMP): pyproject.toml Makefile
 run: setup
 	$(VENV)/bin/llm-adapt run default
 
+# Two workers: the engine tests one after another on one, the in-process numerics (marked `inprocess`)
+# on the other (tests/conftest.py).
+PYTEST_WORKERS := -n 2 --dist loadgroup
+
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 test-fast: setup
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(PYTEST_WORKERS) -m "not slow"
 
 clean:
 	rm -rf $(VENV)

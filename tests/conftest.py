@@ -13,10 +13,35 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_TOKENS = 256
 
 
+# `make test` runs two workers (pytest-xdist, --dist loadgroup). Every test that starts or talks to an
+# engine runs on one of them, one engine at a time as before (two vLLM engines on 2 cores slow each
+# other and both run into their timeouts); modules marked `inprocess` (numerics in this process, no
+# engine) run on the other, in the time the engine worker spends waiting on imports and sockets. Over
+# the whole serial suite the two cores were 68% busy.
+ENGINE_GROUP = "engines"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("dist", "no") == "no":
+        return
+    for item in items:
+        group = item.module.__name__ if item.get_closest_marker("inprocess") else ENGINE_GROUP
+        item.add_marker(pytest.mark.xdist_group(group))
+    # The engine group first: xdist hands each worker its first group, and a worker with more than two
+    # tests pending takes no other, so the in-process modules all go to the second worker.
+    items.sort(key=lambda item: not item.get_closest_marker("xdist_group").args[0] == ENGINE_GROUP)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def adapt_home(tmp_path_factory) -> Path:
-    """One LLM_ADAPT_HOME per test session: the default model is converted once, never in the user's cache."""
-    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or tmp_path_factory.mktemp("adapt-home"))
+    """One LLM_ADAPT_HOME per test run, shared by its workers: the default model is converted once and a
+    gold measured on one worker is read back on the other, never in the user's cache."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's directory, above each worker's own
+    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or shared / "adapt-home")
+    home.mkdir(parents=True, exist_ok=True)
     os.environ["LLM_ADAPT_HOME"] = str(home)
     return home
 

@@ -6,7 +6,7 @@ import pytest
 from llm_adapt.errors import UsageError
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.inprocess, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
