@@ -44,7 +44,7 @@ run: setup
 
 # Two workers: the engine tests one after another on one, the in-process numerics (marked `inprocess`)
 # on the other (tests/conftest.py).
-PYTEST_WORKERS := -n 2 --dist loadgroup
+PYTEST_WORKERS := -n 2
 
 test: setup
 	$(PY) -m pytest $(PYTEST_WORKERS)
