@@ -53,12 +53,12 @@ def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | 
 def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None = None,
             keep_gold: list | None = None) -> AccuracyResult:
     """In-process comparison; the measured reference is appended to `keep_gold` for reuse."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     progress = progress or (lambda what, done, total: None)
     for spec in (opts.reference, *opts.targets, *([opts.baseline] if opts.baseline else [])):
         check_device(spec.device)  # a missing device fails before any model loads
-    tokenizer = AutoTokenizer.from_pretrained(source.path)
+    tokenizer = load_tokenizer(source.path)
     prompts = load_prompts(opts.prompts)
     gold = measure_reference(source, tokenizer, prompts, opts, progress)
     if keep_gold is not None:
@@ -186,7 +186,7 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
 
 def check_same_family(reference_dir: Path, target_dir: Path) -> None:
     """--target-model must share the architecture, shapes and tokenizer of the reference model."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.models.spec import load_config, spec_from_config
 
@@ -198,7 +198,7 @@ def check_same_family(reference_dir: Path, target_dir: Path) -> None:
             raise UsageError(f"--target-model {target_dir}: {field_name} is {getattr(tgt, field_name)!r}, the reference "
                              f"model has {getattr(ref, field_name)!r}; compare checkpoints of the same architecture")
     try:
-        same_vocab = AutoTokenizer.from_pretrained(reference_dir).get_vocab() == AutoTokenizer.from_pretrained(target_dir).get_vocab()
+        same_vocab = load_tokenizer(reference_dir).get_vocab() == load_tokenizer(target_dir).get_vocab()
     except (OSError, ValueError):
         raise UsageError(f"--target-model {target_dir}: has no loadable tokenizer; copy the reference's tokenizer files") from None
     if not same_vocab:

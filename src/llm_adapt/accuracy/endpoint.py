@@ -70,12 +70,12 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
                      gold: Gold | None = None, floor_data: "FloorData | None" = None) -> EndpointAccuracyResult:
     """`gold` lets a run reuse the reference it already measured for the in-process comparison;
     `floor_data` a floor already measured on that gold."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     progress = progress or (lambda *a: None)
     model, info = resolve_model_name(endpoint)
     client = EndpointClient(endpoint, model)
-    tokenizer = AutoTokenizer.from_pretrained(source.path)
+    tokenizer = load_tokenizer(source.path)
     served_len = served_max_model_len(info.get("listed"), model)
     gold = gold or measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress, served_len)
     fl = floor_data or (measure_floor(floor, source, gold, tokenizer, opts, progress,

@@ -340,7 +340,7 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
                progress: Progress, gold: Gold | None = None, keep_records: bool = False) -> LayersResult:
     """Gold (or the one given), the engine's capture of every prompt, the floor on the captured ones,
     compared. `capture`: the mode that ran and the deployment's, recorded in the result."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.accuracy.endpoint import served_max_model_len
     from llm_adapt.accuracy.reference import measure_reference
@@ -351,7 +351,7 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
     model, info = resolve_model_name(endpoint)
     served_len = served_max_model_len(info.get("listed"), model)
     if gold is None:  # the prefill of a whole sequence and one sampled token must fit the served length
-        tokenizer = AutoTokenizer.from_pretrained(source.path)
+        tokenizer = load_tokenizer(source.path)
         gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress,
                                  served_len - 1 if served_len else None)
     seconds = {"gold": elapsed(started)}

@@ -110,17 +110,17 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
 def own_stop_ids(model_dir: Path) -> list[int]:
     """A --target-model's own stop tokens: its generation config and its own tokenizer's EOS, as a
     deployment of it would stop."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
-    return eos_ids_of(model_dir, AutoTokenizer.from_pretrained(model_dir))
+    return eos_ids_of(model_dir, load_tokenizer(model_dir))
 
 
 def template_mismatches(model_dir: Path, gold: Gold) -> list[str]:
     """Prompts the target checkpoint's own tokenizer and chat template render differently from the
     reference's: a deployment of it would not see the tokens that were judged."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     return [ref.prompt.id for ref in gold.prompts if render(tokenizer, ref.prompt) != ref.input_ids]
 
 

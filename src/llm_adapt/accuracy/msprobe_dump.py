@@ -233,14 +233,14 @@ def run_msprobe_layers(source, directory: Path, opts, served_dtype: str, capture
     import time
     from dataclasses import replace
 
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.accuracy import layers_served as ls
     from llm_adapt.accuracy.reference import measure_reference
     from llm_adapt.prompts import load_prompts
 
     started = time.monotonic()
-    tokenizer = AutoTokenizer.from_pretrained(source.path)
+    tokenizer = load_tokenizer(source.path)
     opts = replace(opts, max_new_tokens=1)  # the prefills hold the prompts alone: no continuation is compared
     gold = prompt_only(measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress))
     seconds = {"gold": ls.elapsed(started)}

@@ -150,7 +150,7 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
     """The tokenizer that builds prompts: --tokenizer, the model's own, else the default model's."""
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.models.source import resolve_model
 
@@ -159,7 +159,7 @@ def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
     if path is None:
         path, note = resolve_model("default").path, "prompts built with the default model's tokenizer (pass --tokenizer for the served model's)"
     try:
-        return AutoTokenizer.from_pretrained(path), note
+        return load_tokenizer(path), note
     except (OSError, ValueError):
         raise UsageError(f"--tokenizer {path}: no loadable tokenizer there") from None
 

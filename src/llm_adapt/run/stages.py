@@ -171,7 +171,7 @@ def task_accuracy(cfg: RunConfig, state: RunState) -> None:
 
 
 def bench(cfg: RunConfig, state: RunState) -> None:
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench, server_tokenizes, with_latency_level
     from llm_adapt.engines.preflight import resolve_model_name
@@ -180,7 +180,7 @@ def bench(cfg: RunConfig, state: RunState) -> None:
     s, endpoint = cfg.sizes, endpoint_of(cfg, state)
     model, _ = resolve_model_name(endpoint)
     tokenizer_dir, _ = prompt_tokenizer_dir(state.source)
-    work = Workload(AutoTokenizer.from_pretrained(tokenizer_dir), as_ids=server_tokenizes(endpoint, model))
+    work = Workload(load_tokenizer(tokenizer_dir), as_ids=server_tokenizes(endpoint, model))
     pid = state.server.proc.pid if state.server else None
     levels = tuple(c for c in s.sweep if c != 1) or s.sweep  # 1 is the latency run, measured once
     plans = [BenchOptions(mode="latency", iterations=s.latency_iterations, input_len=s.input_len, output_len=s.output_len),

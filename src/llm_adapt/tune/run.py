@@ -124,7 +124,7 @@ class AccuracyCheck:
 
     @classmethod
     def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
-        from transformers import AutoTokenizer
+        from llm_adapt.models.tokenizer import load_tokenizer
 
         from llm_adapt.accuracy.options import CompareOptions
         from llm_adapt.accuracy.reference import measure_reference
@@ -139,7 +139,7 @@ class AccuracyCheck:
         progress = progress or (lambda *a: None)
         options = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=16,
                                  ppl_window=128)
-        tokenizer = AutoTokenizer.from_pretrained(source.path)
+        tokenizer = load_tokenizer(source.path)
         gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
         dtype = inspect_result.plan.get("dtype", "bf16")
         floor = None if dtype == "fp32" else floor_numerics(RunnerSpec("cpu", dtype))
@@ -193,11 +193,11 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
 
 
 def _bench_once(server, inspect_result, opts, out, label: str, index, progress) -> dict:
-    from transformers import AutoTokenizer
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
 
-    tokenizer = AutoTokenizer.from_pretrained(inspect_result.model["path"])
+    tokenizer = load_tokenizer(inspect_result.model["path"])
     bench_opts = BenchOptions(mode="throughput", num_prompts=opts.num_prompts, input_len=opts.input_len,
                               output_len=opts.output_len, warmup=1 if index == 0 else 0, slo=opts.slo, seed=index)
     started = time.monotonic()
