@@ -4,7 +4,7 @@ command; unknown task names are one-line usage errors. (Slow only because lm-eva
 import pytest
 
 from llm_adapt.errors import UsageError
-from llm_adapt.evaluation.tasks import check_known, load, task_manager
+from llm_adapt.evaluation.tasks import check_known, load, registry_folders, task_manager
 
 pytestmark = [pytest.mark.inprocess, pytest.mark.slow]
 
@@ -39,3 +39,22 @@ def test_built_in_tasks_alone_do_not_index_lm_evals_registry(tmp_path):
     tm = task_manager(tmp_path, ["builtin-mc", "builtin-arith"])  # the whole registry took 22 s to index here
     assert {"builtin-mc", "builtin-arith"} <= set(tm.all_tasks) and "gsm8k" not in tm.all_tasks
     check_known(["builtin-mc"], tm)
+
+
+def test_a_registry_task_is_indexed_from_its_own_folder(tm):
+    assert "gsm8k" in tm.all_tasks and "mmlu" not in tm.all_tasks  # not the whole registry
+
+
+def test_registry_folders_are_found_by_the_task_declaration(tmp_path):
+    for rel, text in {"math/gsm.yaml": "task: gsm8k\ndataset_path: openai/gsm8k\n",
+                      "math/cot/gsm_cot.yaml": "include: ../gsm.yaml\ntask: 'gsm8k_cot'\n",
+                      "other/x.yaml": "task: gsm8k_other\n# mentions gsm8k\n",
+                      "groups/g.yaml": "group: mygroup\ntask:\n  - gsm8k\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert registry_folders(["gsm8k"], tmp_path) == [tmp_path / "math"]
+    assert registry_folders(["gsm8k_cot", "gsm8k_other"], tmp_path) == [tmp_path / "math", tmp_path / "other"]
+    assert registry_folders(["mygroup"], tmp_path) is None  # a group: the whole registry
+    assert registry_folders(["no-such-task"], tmp_path) is None
+    (tmp_path / "top.yaml").write_text("task: loose\n")
+    assert registry_folders(["loose"], tmp_path) is None
