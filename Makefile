@@ -42,15 +42,11 @@ $(STAMP): pyproject.toml Makefile
 run: setup
 	$(VENV)/bin/llm-adapt run default
 
-# Two workers: the engine tests one after another on one, the in-process numerics (marked `inprocess`)
-# on the other (tests/conftest.py).
-PYTEST_WORKERS := -n 2
-
 test: setup
-	$(PY) -m pytest $(PYTEST_WORKERS)
+	$(PY) -m pytest
 
 test-fast: setup
-	$(PY) -m pytest $(PYTEST_WORKERS) -m "not slow"
+	$(PY) -m pytest -m "not slow"
 
 clean:
 	rm -rf $(VENV)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -15,54 +13,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_TOKENS = 256
 
 
-# `make test` runs two workers (pytest-xdist, -n 2). Every test that starts or talks to an engine runs
-# on one of them, one engine at a time as before (two vLLM engines on 2 cores slow each other into
-# their timeouts); the modules marked `inprocess` (numerics in the test process, no engine) run on
-# the other, in the time the engine worker spends waiting on imports and sockets (over the whole
-# serial suite the two cores were 68% busy). xdist's own `loadgroup` cannot do this under pytest 9:
-# it renames the test ids pytest no longer reads.
-ENGINE_GROUP = "engines"
-INPROCESS_LINE = re.compile(r"^pytestmark = .*pytest\.mark\.inprocess", re.M)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadScopeScheduling
-
-    class EnginesApart(LoadScopeScheduling):
-        """xdist's scope scheduling with two kinds of scope: each in-process module on its own, and
-        every other test in one. The scheduler runs before any test module is imported, so it reads
-        the module's `pytestmark` line."""
-
-        def _split_scope(self, nodeid: str) -> str:
-            return _module_scope(config.rootpath, nodeid.split("::", 1)[0])
-
-    return EnginesApart(config, log)
-
-
-@functools.lru_cache(maxsize=None)
-def _module_scope(root: Path, module: str) -> str:
-    path = root / module
-    inprocess = path.is_file() and INPROCESS_LINE.search(path.read_text(encoding="utf-8"))
-    return module if inprocess else ENGINE_GROUP
-
-
-def pytest_collection_modifyitems(config, items):
-    """On a worker, the engine tests first: xdist hands each worker its first scope, and a worker with
-    more than two tests pending takes no other, so the in-process modules all go to the second one."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: bool(item.get_closest_marker("inprocess")))
-
-
 @pytest.fixture(scope="session", autouse=True)
 def adapt_home(tmp_path_factory) -> Path:
-    """One LLM_ADAPT_HOME per test run, shared by its workers: the default model is converted once and a
-    gold measured on one worker is read back on the other, never in the user's cache."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the run's directory, above each worker's own
-    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or shared / "adapt-home")
-    home.mkdir(parents=True, exist_ok=True)
+    """One LLM_ADAPT_HOME per test session: the default model is converted once, never in the user's cache."""
+    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or tmp_path_factory.mktemp("adapt-home"))
     os.environ["LLM_ADAPT_HOME"] = str(home)
     return home
 
@@ -244,4 +198,3 @@ def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
 
     return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
-

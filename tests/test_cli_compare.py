@@ -6,8 +6,6 @@ import pytest
 
 from llm_adapt.cli import main
 
-pytestmark = pytest.mark.inprocess
-
 
 def test_compare_writes_accuracy_json(capsys, tiny_llama, tmp_path):
     code = main(["compare", str(tiny_llama), "--target", "cpu:bf16", "--quant", "int8-tensor", "--prompts", "quick",

@@ -7,8 +7,6 @@ import torch
 from llm_adapt.accuracy.runner import AUTO_MAX_MEMORY_ENV, Runner, RunnerSpec, auto_max_memory, parse_runner
 from llm_adapt.errors import UsageError
 
-pytestmark = pytest.mark.inprocess
-
 
 def test_max_memory_caps_are_parsed():
     assert auto_max_memory("cuda:0=70GiB, cuda:1=70GiB,cpu=200GiB") == {0: "70GiB", 1: "70GiB", "cpu": "200GiB"}

@@ -6,8 +6,6 @@ import torch
 from llm_adapt.accuracy.runner import Runner, RunnerSpec, cut_at_stop, length_batches
 from llm_adapt.models.synthetic import _spread_weights
 
-pytestmark = pytest.mark.inprocess
-
 
 def test_length_batches_group_similar_lengths_within_the_padding_budget():
     lengths = [40, 2500, 44, 50, 41, 39]

@@ -7,8 +7,6 @@ import torch.nn.functional as F
 from llm_adapt.accuracy.bf16_emulation import Bf16Emulation, sdpa
 from llm_adapt.accuracy.runner import Runner, RunnerSpec
 
-pytestmark = pytest.mark.inprocess
-
 BF16 = torch.bfloat16
 
 

@@ -15,8 +15,6 @@ from llm_adapt.errors import UsageError
 from llm_adapt.models.source import resolve_model
 from llm_adapt.models.synthetic import write_tiny_llama
 
-pytestmark = pytest.mark.inprocess
-
 FP32 = RunnerSpec("cpu", "fp32")
 
 

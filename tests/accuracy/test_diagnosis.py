@@ -14,8 +14,6 @@ from llm_adapt.accuracy.diagnosis import (
 )
 from llm_adapt.accuracy.endpoint_metrics import position_profile
 
-pytestmark = pytest.mark.inprocess
-
 BOUND = 1e-6
 
 

@@ -14,7 +14,7 @@ from . import faults as f
 
 # One reference and ten targets in one fixture: on a 2-core box shared with other jobs it ran past the
 # suite-wide 900 s limit, so it gets twice that.
-pytestmark = [pytest.mark.inprocess, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 LAYER = f"layer {f.FAULT_LAYER}"
 FP32 = RunnerSpec("cpu", "fp32")

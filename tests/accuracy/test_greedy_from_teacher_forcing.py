@@ -15,8 +15,6 @@ from llm_adapt.prompts import Prompt
 
 from .test_batched_greedy import _tiny
 
-pytestmark = pytest.mark.inprocess
-
 
 def test_a_target_that_follows_the_gold_to_its_budget_is_complete():
     assert read([5, 6, 7, 8], [5, 6, 7], [2], 3) == ([5, 6, 7], True)

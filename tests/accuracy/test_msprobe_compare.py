@@ -18,8 +18,6 @@ import torch
 
 from llm_adapt.accuracy import metrics as m
 
-pytestmark = pytest.mark.inprocess
-
 pytest.importorskip("msprobe", reason="mindstudio-probe is the msprobe extra, installed by `make test`")
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "msprobe"

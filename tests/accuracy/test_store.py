@@ -15,8 +15,6 @@ from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.models.source import resolve_model
 from llm_adapt.prompts import load_prompts
 
-pytestmark = pytest.mark.inprocess
-
 OPTS = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=3, ppl_window=64)
 
 
@@ -110,9 +108,8 @@ def test_a_target_measured_before_as_a_floor_is_read_back_not_measured_again(mod
     assert measured == [other.label]
 
 
-def test_off_measures_afresh_and_writes_nothing(model, monkeypatch, tmp_path):
+def test_off_measures_afresh_and_writes_nothing(model, monkeypatch):
     monkeypatch.setenv(store.CACHE_ENV, "off")
-    monkeypatch.setenv("LLM_ADAPT_HOME", str(tmp_path / "home"))  # the run's shared cache gains entries from other workers
     before = set(store.cache_root().iterdir())
     first = gold_of(model)
     assert gold_of(model).report.reused is None and first.report.reused is None

@@ -11,8 +11,6 @@ from llm_adapt.accuracy.verdict import locate_part
 
 from .test_compare import perturbed_copy, prompts_file, run, tiny4, wrong_rope_copy  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.inprocess
-
 
 def rows(**ratios):
     """Plain part rows with a floor: {name: (ratio, allowed)}."""

@@ -6,7 +6,7 @@ import pytest
 from llm_adapt.errors import UsageError
 from llm_adapt.evaluation.tasks import check_known, load, registry_folders, task_manager
 
-pytestmark = [pytest.mark.inprocess, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

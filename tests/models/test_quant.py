@@ -22,8 +22,6 @@ from llm_adapt.models.spec import load_spec
 from llm_adapt.models.weights import checkpoint_tensors
 from tests.models import quant_layouts as layouts
 
-pytestmark = pytest.mark.inprocess
-
 # The tiny model: 2 layers, hidden 64, MLP 128, q 4x32, kv 2x32, vocab 256, tied embeddings.
 LINEAR_ELEMENTS = 2 * (64 * 128 + 64 * 64 + 64 * 64 + 128 * 64 + 3 * 64 * 128)  # 98,304
 FLOAT_ELEMENTS = 256 * 64 + 2 * 2 * 64 + 64  # embedding, 4 layer norms, final norm: 16,704
