@@ -15,8 +15,16 @@ def tm(tmp_path_factory):
 
 
 def test_uncached_dataset_offline_is_a_skip(tm, monkeypatch, tmp_path):
+    import datasets.config
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # both libraries read these variables when first imported: set as in a process started offline
+    # (without it the hub client retried with back-off for about 20 s before giving up)
+    for module, name in ((datasets.config, "HF_DATASETS_OFFLINE"), (datasets.config, "HF_HUB_OFFLINE"),
+                         (huggingface_hub.constants, "HF_HUB_OFFLINE")):
+        monkeypatch.setattr(module, name, True)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-cache"))
     loaded = load("gsm8k", tm)
     assert loaded.skip and "\n" not in loaded.skip
