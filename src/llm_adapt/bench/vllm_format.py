@@ -76,7 +76,16 @@ def result_filename(info: RunInfo, date: datetime, given: str | None, level: str
     return name
 
 
-def write_vllm_result(path: Path, data: dict[str, Any]) -> Path:
+SWEEP_SUMMARY = "summary.json"  # what `vllm bench sweep` writes per parameter set, and its plot commands read
+
+
+def write_sweep_summary(out: Path, results: list[Path]) -> Path:
+    """The command's vLLM-format results as one list in `out`/summary.json, the layout `vllm bench sweep`
+    writes, so `vllm bench sweep plot_pareto OUT` (and `plot`) draw a sweep of ours."""
+    return write_vllm_result(out / SWEEP_SUMMARY, [json.loads(path.read_text()) for path in results])
+
+
+def write_vllm_result(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data))
