@@ -186,9 +186,8 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
 
 def check_same_family(reference_dir: Path, target_dir: Path) -> None:
     """--target-model must share the architecture, shapes and tokenizer of the reference model."""
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.models.spec import load_config, spec_from_config
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     if not Path(target_dir).is_dir():
         raise UsageError(f"--target-model {target_dir}: not a model directory")

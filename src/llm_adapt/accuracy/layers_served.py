@@ -340,11 +340,10 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
                progress: Progress, gold: Gold | None = None, keep_records: bool = False) -> LayersResult:
     """Gold (or the one given), the engine's capture of every prompt, the floor on the captured ones,
     compared. `capture`: the mode that ran and the deployment's, recorded in the result."""
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.accuracy.endpoint import served_max_model_len
     from llm_adapt.accuracy.reference import measure_reference
     from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.models.tokenizer import load_tokenizer
     from llm_adapt.prompts import load_prompts
 
     started = time.monotonic()

@@ -233,10 +233,9 @@ def run_msprobe_layers(source, directory: Path, opts, served_dtype: str, capture
     import time
     from dataclasses import replace
 
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.accuracy import layers_served as ls
     from llm_adapt.accuracy.reference import measure_reference
+    from llm_adapt.models.tokenizer import load_tokenizer
     from llm_adapt.prompts import load_prompts
 
     started = time.monotonic()

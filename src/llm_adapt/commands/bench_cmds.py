@@ -150,9 +150,8 @@ def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  
 
 def bench_tokenizer(args: argparse.Namespace, model_dir: Path | None):
     """The tokenizer that builds prompts: --tokenizer, the model's own, else the default model's."""
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.models.source import resolve_model
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     path = args.tokenizer or model_dir
     note = None

@@ -171,11 +171,10 @@ def task_accuracy(cfg: RunConfig, state: RunState) -> None:
 
 
 def bench(cfg: RunConfig, state: RunState) -> None:
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench, server_tokenizes, with_latency_level
     from llm_adapt.engines.preflight import resolve_model_name
     from llm_adapt.models.source import prompt_tokenizer_dir
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     s, endpoint = cfg.sizes, endpoint_of(cfg, state)
     model, _ = resolve_model_name(endpoint)

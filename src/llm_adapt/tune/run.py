@@ -124,14 +124,13 @@ class AccuracyCheck:
 
     @classmethod
     def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
-        from llm_adapt.models.tokenizer import load_tokenizer
-
+        from llm_adapt.accuracy.measure import measure_floor
         from llm_adapt.accuracy.options import CompareOptions
         from llm_adapt.accuracy.reference import measure_reference
-        from llm_adapt.accuracy.measure import measure_floor
-        from llm_adapt.prompts import load_prompts
         from llm_adapt.accuracy.runner import RunnerSpec, floor_numerics
         from llm_adapt.models.source import resolve_model
+        from llm_adapt.models.tokenizer import load_tokenizer
+        from llm_adapt.prompts import load_prompts
 
         source = resolve_model(inspect_result.model["path"])
         if not source.has_weights or not source.has_tokenizer:
@@ -193,9 +192,8 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
 
 
 def _bench_once(server, inspect_result, opts, out, label: str, index, progress) -> dict:
-    from llm_adapt.models.tokenizer import load_tokenizer
-
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
+    from llm_adapt.models.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(inspect_result.model["path"])
     bench_opts = BenchOptions(mode="throughput", num_prompts=opts.num_prompts, input_len=opts.input_len,
