@@ -18,6 +18,7 @@ import torch
 from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, capture_modes, judged, match_record
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError
+from llm_adapt.inspect.plan import DeployPlan
 from tests.conftest import CORPUS_TOKENS
 
 # ---- a vLLM-shaped model: layers return (hidden, residual), the add is fused into the next norm ----
@@ -511,11 +512,11 @@ def test_layers_stage_needs_the_eager_vllm_engine_of_the_run(tmp_path):
 def test_run_engine_gets_the_capture_directory_only_in_a_copy(tmp_path):
     from llm_adapt.run.stages import with_capture
 
-    inspected = types.SimpleNamespace(plan={"env": {"A": "1"}, "dtype": "bf16"},
+    inspected = types.SimpleNamespace(plan=DeployPlan.model_construct(env={"A": "1"}, dtype="bf16"),
                                       model_copy=lambda update: types.SimpleNamespace(**update))
     plan = with_capture(run_parts(tmp_path, layers="on")[0], inspected).plan
-    assert plan["env"] == {"A": "1", plugin.ENV_DIR: str((tmp_path / "capture").resolve())}
-    assert inspected.plan["env"] == {"A": "1"}
+    assert plan.env == {"A": "1", plugin.ENV_DIR: str((tmp_path / "capture").resolve())}
+    assert inspected.plan.env == {"A": "1"}
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -551,7 +552,7 @@ def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_en
     state.engine_scope, state.engine_stack = contextlib.ExitStack(), contextlib.ExitStack()
     state.engine_stack.callback(lambda: stopped.append(True))
     state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
-    state.inspect = types.SimpleNamespace(plan={"env": {}}, model_copy=lambda update: types.SimpleNamespace(**update))
+    state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}), model_copy=lambda update: types.SimpleNamespace(**update))
     _run_stage(cfg, state, "layers", layers)
     assert stopped == [True] and state.server is None
     assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]

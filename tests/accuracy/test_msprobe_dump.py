@@ -303,18 +303,19 @@ def test_list_keeps_exactly_the_compared_modules(name, kept):
 
 
 def test_npu_plan_has_the_opt_in_msprobe_capture(default_model):
+    from llm_adapt.engines.command import Command
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
 
     options = PlanOptions(model_path=str(default_model.path), served_model_name="m", device_memory_gib=64)
     npu = run_inspect(default_model, options, "npu").plan
-    entry = npu["layer_dump"]
-    assert entry["argv"][:len(npu["argv"]["eager"])] == npu["argv"]["eager"] and "--enforce-eager" in entry["argv"]
-    flag = entry["argv"].index("--additional-config")
-    assert json.loads(entry["argv"][flag + 1]) == {"dump_config": msprobe_config.dump_config()}
+    entry = npu.layer_dump
+    assert entry["argv"][:len(npu.argv["eager"])] == npu.argv["eager"] and "--enforce-eager" in entry["argv"]
+    additional = Command.from_argv(entry["argv"]).get("--additional-config")
+    assert json.loads(additional) == {"dump_config": msprobe_config.dump_config()}
     assert shlex.split(entry["command"].replace("\\\n", " "))[-1] == entry["argv"][-1]  # quoted for the shell
     assert "--msprobe-dump ./msprobe_dump" in entry["then"] and "msprobe_guide.md" in entry["source"]
-    assert run_inspect(default_model, options, "cpu").plan["layer_dump"] is None
+    assert run_inspect(default_model, options, "cpu").plan.layer_dump is None
 
 
 def test_with_an_endpoint_each_prompt_is_sent_alone_then_the_dump_is_read(tiny_llama, tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ def test_shell_text_one_option_per_line_and_quoted():
 def test_max_model_len_helpers_and_tune_trials_go_through_it():
     assert argv_max_model_len(ARGV) == 2048 and argv_max_model_len(ARGV[:3]) is None
     assert argv_max_model_len(with_max_model_len(ARGV, 1024)) == 1024
-    argv, env = apply_trial(ARGV, {"A": "1", "B": "2"}, Trial("graph + seqs", "x", graph=True, env={"C": "3"},
-                                                               args=("--max-num-seqs", "64"), unset_env=("B",)))
-    cmd = Command.from_argv(argv)
+    cmd, env = apply_trial(Command.from_argv(ARGV), {"A": "1", "B": "2"},
+                           Trial("graph + seqs", "x", graph=True, env={"C": "3"}, args=("--max-num-seqs", "64"),
+                                 unset_env=("B",)))
     assert not cmd.has("--enforce-eager") and cmd.get("--max-num-seqs") == "64" and env == {"A": "1", "C": "3"}

@@ -8,12 +8,13 @@ import pytest
 from llm_adapt.engines import session
 from llm_adapt.engines.server import EngineStartError, LaunchSpec
 from llm_adapt.engines.vllm import argv_max_model_len, estimated_max_len, with_max_model_len
+from llm_adapt.inspect.plan import DeployPlan
 
 REFUSAL = ("ValueError: To serve at least one request with the model's max seq len (37376), (3.99 GiB KV cache is "
            "needed, which is larger than the available KV cache memory (3.99 GiB). Based on the available memory, "
            "the estimated maximum model length is 37248. Try increasing `gpu_memory_utilization` ...")
-PLAN = {"max_model_len_from": "plan", "max_model_len": 37376, "kv_cache_blocks": 292, "block_size": 128,
-        "kv_pool_exact": True}
+PLAN = DeployPlan.model_construct(max_model_len_from="plan", max_model_len=37376, kv_cache_blocks=292, block_size=128,
+                                  kv_pool_exact=True)
 
 
 def test_estimate_is_parsed_only_from_the_refusal():
@@ -24,8 +25,7 @@ def test_estimate_is_parsed_only_from_the_refusal():
 
 def test_retry_only_for_the_plans_own_length_and_a_shorter_estimate():
     assert session.retry_length(REFUSAL, PLAN, 37376) == 37248
-    assert session.retry_length(REFUSAL, PLAN | {"max_model_len_from": "user"}, 37376) is None
-    assert session.retry_length(REFUSAL, {k: v for k, v in PLAN.items() if k != "max_model_len_from"}, 37376) is None
+    assert session.retry_length(REFUSAL, PLAN.model_copy(update={"max_model_len_from": "user"}), 37376) is None
     assert session.retry_length("RuntimeError: boom", PLAN, 37376) is None
     assert session.retry_length(REFUSAL, PLAN, 37248) is None  # no shorter: a second start would fail the same way
     assert session.retry_length(REFUSAL.replace("37248", "0"), PLAN, 37376) is None
@@ -72,14 +72,13 @@ class Inspected:
 def fake_plan(mml, source):
     argv = [sys.executable, "-c", FAKE, "--max-model-len", str(mml), "--served-model-name", "m",
             "--host", "127.0.0.1", "--port", "0"]
-    return {"argv": {"eager": argv}, "env": {}, "max_model_len": mml, "max_model_len_from": source,
-            "kv_cache_blocks": 3, "block_size": 128, "kv_cache_tokens": 384, "max_concurrency": 1.5,
-            "kv_pool_exact": True}
+    return DeployPlan.model_construct(argv={"eager": argv}, env={}, max_model_len=mml, max_model_len_from=source,
+                                      kv_cache_blocks=3, block_size=128, kv_cache_tokens=384, max_concurrency=1.5,
+                                      kv_pool_exact=True)
 
 
 def fake_launch(engine, plan, model_dir, mode, port, timeout, extra):
-    argv = list(plan["argv"][mode])
-    argv[argv.index("--port") + 1] = str(port)
+    argv = plan.command(mode).with_option("--port", str(port)).argv()
     return LaunchSpec(engine="vllm", argv=argv, env={}, host="127.0.0.1", port=port, served_model="m",
                       ready_paths=("/health",), startup_timeout_s=30)
 
@@ -99,7 +98,7 @@ def test_refused_plan_length_starts_again_at_the_estimate(tmp_path, monkeypatch)
 
 def test_prediction_is_judged_at_the_served_length(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "launch_spec", fake_launch)
-    plan = fake_plan(256, "plan") | {"kv_cache_tokens": 999}  # a stale figure for another length must not count
+    plan = fake_plan(256, "plan").model_copy(update={"kv_cache_tokens": 999})  # a stale figure for another length must not count
     with session.started_engine(Inspected(plan), "vllm", tmp_path, notify=print) as (_, result):
         assert result.predicted["kv_cache_tokens"] == 384 and result.prediction_matches
 

@@ -183,12 +183,12 @@ def test_a_model_without_a_native_implementation_is_planned_on_the_transformers_
     source = resolve_model(str(tiny_llama))
     options = PlanOptions(model_path=str(tiny_llama), served_model_name="m", kv_cache_space_gib=1)
     native = stage.run_inspect(source, options, "cpu")
-    assert native.support["vllm"] == "native" and "--model-impl" not in native.plan["argv"]["eager"]
+    assert native.support["vllm"] == "native" and "--model-impl" not in native.plan.argv["eager"]
     backend = Support("transformers-backend", "test registry", "Transformers backend (--model-impl transformers)", "x")
     monkeypatch.setattr(stage, "classify", lambda spec, registry: backend)
     planned = stage.run_inspect(source, options, "cpu")
     for mode in ("eager", "graph"):
-        argv = planned.plan["argv"][mode]
+        argv = planned.plan.argv[mode]
         assert argv[argv.index("--model-impl") + 1] == "transformers"
 
 

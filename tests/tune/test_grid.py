@@ -1,11 +1,15 @@
 import pytest
 
+from llm_adapt.engines.command import Command
+from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.tune.run import recommend
 from llm_adapt.tune.stats import ratio_with_uncertainty, summary
 
-PLAN = {"max_num_seqs": 16, "tensor_parallel": 1, "env": {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_OMP_THREADS_BIND": "0-1"},
-        "argv": {"eager": ["python", "-m", "vllm", "--max-num-seqs", "16", "--port", "8000", "--enforce-eager"]}}
+# the fields of a plan the grid reads (model_construct: a partial plan, as plain data)
+PLAN = DeployPlan.model_construct(
+    max_num_seqs=16, tensor_parallel=1, env={"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_OMP_THREADS_BIND": "0-1"},
+    argv={"eager": ["python", "-m", "vllm", "--max-num-seqs", "16", "--port", "8000", "--enforce-eager"]})
 
 
 def test_cpu_grid_starts_from_engine_defaults_and_tries_binding():
@@ -17,9 +21,9 @@ def test_cpu_grid_starts_from_engine_defaults_and_tries_binding():
 
 def test_cpu_grid_measures_the_preload_alone_and_with_binding():
     preload = "/usr/lib/libtcmalloc_minimal.so.4:/venv/lib/libiomp5.so"
-    plan = dict(PLAN, env={**PLAN["env"], "LD_PRELOAD": preload})
+    plan = PLAN.with_env({"LD_PRELOAD": preload})
     grid = build_grid(plan, "cpu", cores=2)
-    envs = {t.knob: apply_trial(plan["argv"]["eager"], plan["env"], t)[1] for t in grid}
+    envs = {t.knob: apply_trial(plan.command(), plan.env, t)[1] for t in grid}
     assert "LD_PRELOAD" not in envs["baseline"] and "VLLM_CPU_OMP_THREADS_BIND" not in envs["baseline"]
     assert "LD_PRELOAD" not in envs["VLLM_CPU_OMP_THREADS_BIND"]  # binding alone
     assert envs["LD_PRELOAD"]["LD_PRELOAD"] == preload and "VLLM_CPU_OMP_THREADS_BIND" not in envs["LD_PRELOAD"]
@@ -32,17 +36,17 @@ def test_cpu_grid_without_preload_has_no_preload_trial():
 
 
 def test_npu_grid_has_graph_variants_and_tp_when_devices_allow():
-    plan = dict(PLAN, tensor_parallel=1)
+    plan = PLAN.model_copy(update={"tensor_parallel": 1})
     knobs = {t.knob for t in build_grid(plan, "npu", devices=2)}
     assert {"cudagraph_mode", "--tensor-parallel-size", "--gpu-memory-utilization"} <= knobs
     assert "--tensor-parallel-size" not in {t.knob for t in build_grid(plan, "cuda", devices=1)}
 
 
 def test_apply_trial():
-    argv, env = apply_trial(PLAN["argv"]["eager"], PLAN["env"],
+    command, env = apply_trial(PLAN.command(), PLAN.env,
                             Trial("x", "k", env={"A": "1"}, unset_env=("VLLM_CPU_OMP_THREADS_BIND",),
                                   args=("--max-num-seqs", "32"), remove_args=("--max-num-seqs",), graph=True))
-    assert argv == ["python", "-m", "vllm", "--port", "8000", "--max-num-seqs", "32"]
+    assert command.argv() == ["python", "-m", "vllm", "--port", "8000", "--max-num-seqs", "32"]
     assert env == {"VLLM_CPU_KVCACHE_SPACE": "4", "A": "1"}
 
 

@@ -229,14 +229,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--objective goodput needs --slo, e.g. --slo ttft=500,tpot=100")
     require_vllm()
     source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, f"tune-{inspected.platform['name']}")
+    out = open_run_dir(args.out, source.name, f"tune-{inspected.plan.platform}")
     options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, max_trials=args.max_trials,
                           repeats=args.repeats,
                           num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,
                           startup_timeout_s=args.startup_timeout, accuracy_check=not args.no_accuracy_check)
     with progress_bar() as report:
         result = run_tune(inspected, options, out, cores=cpu_cores(),
-                          devices=max(1, local_device_count(inspected.platform["name"])), progress=report,
+                          devices=max(1, local_device_count(inspected.plan.platform)), progress=report,
                           log=lambda m: print(m, file=sys.stderr))
     print_tune(result, Console())
     print(f"result: {out / 'tune.json'}")

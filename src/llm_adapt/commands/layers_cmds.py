@@ -131,11 +131,11 @@ def _with_engine(args, opts, capture) -> int:
     out = open_run_dir(args.out, source.name, "layers")
     inspected.save(out / rundir.INSPECT)
     capture_dir = (out / "capture").resolve()
-    plan = {**inspected.plan, "env": {**inspected.plan["env"], ENV_DIR: str(capture_dir)}}
+    plan = inspected.plan.with_env({ENV_DIR: str(capture_dir)})
     print(f"starting vllm (eager, layer capture on) for {source.name} ...", file=sys.stderr)
     with started_engine(inspected.model_copy(update={"plan": plan}), "vllm", out, mode="eager", port=args.port,
                         startup_timeout_s=args.startup_timeout) as (server, _):
-        return _measure(args, source, server.endpoint, capture_dir, inspected.plan["dtype"], opts, capture, out)
+        return _measure(args, source, server.endpoint, capture_dir, inspected.plan.dtype, opts, capture, out)
 
 
 def _measure(args, source, endpoint, capture_dir: Path, served_dtype: str, opts, capture, out: Path) -> int:

@@ -58,7 +58,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.tuned:
         from llm_adapt.tune.run import TuneResult
 
-        result.plan["tuned"] = TuneResult.load(args.tuned).recommendation
+        result.plan.tuned = TuneResult.load(args.tuned).recommendation
     if args.try_backend:
         from llm_adapt.home import adapt_home
         from llm_adapt.engines.backend_trial import settle_strategy

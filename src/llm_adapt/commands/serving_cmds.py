@@ -73,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     engine = choose_engine(args.engine)
     source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, f"serve-{inspected.platform['name']}")
+    out = open_run_dir(args.out, source.name, f"serve-{inspected.plan.platform}")
     inspected.save(out / rundir.INSPECT)
     print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
     with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,

@@ -13,12 +13,15 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
+
+if TYPE_CHECKING:
+    from llm_adapt.inspect.plan import DeployPlan
 
 
 class ServeResult(StageResult):
@@ -46,7 +49,7 @@ def choose_engine(requested: str | None) -> str:
     return requested or ("vllm" if have_vllm else "transformers")
 
 
-def launch_spec(engine: str, plan: dict[str, Any], model_dir: Path, mode: str, port: int, startup_timeout_s: float,
+def launch_spec(engine: str, plan: DeployPlan, model_dir: Path, mode: str, port: int, startup_timeout_s: float,
                 extra_args: list[str] | None = None):
     if engine == "vllm":
         from llm_adapt.engines.vllm import vllm_launch
@@ -54,10 +57,7 @@ def launch_spec(engine: str, plan: dict[str, Any], model_dir: Path, mode: str, p
         return vllm_launch(plan, port=port, mode=mode, extra_args=extra_args, startup_timeout_s=startup_timeout_s)
     from llm_adapt.engines.transformers_serve import transformers_launch
 
-    from llm_adapt.engines.command import Command
-
-    host = Command.from_argv(plan["argv"]["eager"]).get("--host") or "127.0.0.1"
-    return transformers_launch(model_dir, port=port, host=host, dtype=plan["dtype"], startup_timeout_s=startup_timeout_s)
+    return transformers_launch(model_dir, port=port, host=plan.host, dtype=plan.dtype, startup_timeout_s=startup_timeout_s)
 
 
 def dummy_args(inspect_result) -> list[str]:
@@ -95,13 +95,13 @@ def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "e
         yield server, result
 
 
-def retry_length(cause: str | None, plan: dict[str, Any], refused: int | None) -> int | None:
+def retry_length(cause: str | None, plan: DeployPlan, refused: int | None) -> int | None:
     """The length for a second start: vLLM's own estimate, only when the plan (not the user) chose
     the refused length and the estimate is a real, shorter length."""
     from llm_adapt.engines.vllm import estimated_max_len
 
     estimate = estimated_max_len(cause)
-    if plan.get("max_model_len_from") != "plan" or estimate is None or refused is None:
+    if plan.max_model_len_from != "plan" or estimate is None or refused is None:
         return None
     return estimate if 0 < estimate < refused else None
 
@@ -112,7 +112,7 @@ def attempt_record(spec: LaunchSpec, outcome: str, cause: str | None, log: Path)
     return {"max_model_len": argv_max_model_len(spec.argv), "outcome": outcome, "cause": cause, "log": str(log)}
 
 
-def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: dict[str, Any], run_dir: Path,
+def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: DeployPlan, run_dir: Path,
            notify: Callable[[str], None]) -> tuple[ManagedServer, list[dict[str, Any]]]:
     from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
 
@@ -137,7 +137,7 @@ def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: dict[str, Any], 
     return server, [first, attempt_record(spec, "started", None, log)]
 
 
-def serve_result(server: ManagedServer, spec, plan: dict[str, Any], mode: str) -> ServeResult:
+def serve_result(server: ManagedServer, spec, plan: DeployPlan, mode: str) -> ServeResult:
     facts: dict[str, Any] = {}
     if spec.engine == "vllm":
         from llm_adapt.engines.vllm import parse_vllm_log
@@ -152,16 +152,16 @@ def serve_result(server: ManagedServer, spec, plan: dict[str, Any], mode: str) -
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
 
 
-def _served_len(spec: LaunchSpec, plan: dict[str, Any]) -> int:
+def _served_len(spec: LaunchSpec, plan: DeployPlan) -> int:
     from llm_adapt.engines.vllm import argv_max_model_len
 
-    return (argv_max_model_len(spec.argv) if spec.engine == "vllm" else None) or plan["max_model_len"]
+    return (argv_max_model_len(spec.argv) if spec.engine == "vllm" else None) or plan.max_model_len
 
 
-def predicted_for(plan: dict[str, Any], max_model_len: int) -> dict[str, Any]:
+def predicted_for(plan: DeployPlan, max_model_len: int) -> dict[str, Any]:
     """The plan's KV figures at the length actually served (vLLM's formula: whole blocks per request)."""
     from llm_adapt.inspect import memory as mem
 
-    concurrency = mem.max_concurrency(plan["kv_cache_blocks"], max_model_len, plan["block_size"])
+    concurrency = mem.max_concurrency(plan.kv_cache_blocks, max_model_len, plan.block_size)
     return {"kv_cache_tokens": int(concurrency * max_model_len), "max_concurrency": round(concurrency, 2),
-            "max_model_len": max_model_len, "exact": plan["kv_pool_exact"]}
+            "max_model_len": max_model_len, "exact": plan.kv_pool_exact}

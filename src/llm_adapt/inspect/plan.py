@@ -13,8 +13,11 @@ max-model-len leaves the platform's kv_margin of it unused so that the plan's ow
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 
+from pydantic import BaseModel, ConfigDict
+
+from llm_adapt.engines.command import Command
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
@@ -62,8 +65,12 @@ class PlanOptions:
     dtype_note: str | None = None  # why the serving dtype was chosen, when the user did not choose it
 
 
-@dataclass
-class DeployPlan:
+class DeployPlan(BaseModel):
+    """The plan as every stage reads it: typed fields, and each mode's vLLM command as a `Command`.
+    Saved inside inspect.json as plain JSON (the report reads that file, not this class)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     platform: str
     dtype: str
     kv_dtype: str
@@ -91,14 +98,28 @@ class DeployPlan:
     max_num_seqs: int
     env: dict[str, str]
     env_notes: list[dict[str, str]]  # per variable: value, rule, en / zh explanation, source
-    commands: dict[str, str]
-    argv: dict[str, list[str]]
+    commands: dict[str, str]  # per mode: the shell text the report prints
+    argv: dict[str, list[str]]  # per mode: the same command as words (see `command`)
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = []
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
+    tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
+
+    def command(self, mode: str = "eager") -> Command:
+        """The mode's vLLM command ("eager" or "graph"), to read or change one option."""
+        return Command.from_argv(self.argv[mode])
+
+    def with_env(self, extra: dict[str, str]) -> "DeployPlan":
+        """The same plan with `extra` added to the engine's environment."""
+        return self.model_copy(update={"env": {**self.env, **extra}})
+
+    @property
+    def host(self) -> str:
+        """The address the planned server binds."""
+        return self.command().get("--host") or "127.0.0.1"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
 
 
 @dataclass(frozen=True)
@@ -293,8 +314,6 @@ def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> l
 
 def render_command(env: dict[str, str], argv: list[str]) -> str:
     """Shell text: one `export` per variable, then the command with one option per line."""
-    from llm_adapt.engines.command import Command
-
     return Command.from_argv(argv).shell(env)
 
 

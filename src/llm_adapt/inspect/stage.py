@@ -10,7 +10,7 @@ from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
 from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
-from llm_adapt.inspect.plan import PlanOptions, make_plan
+from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
 from llm_adapt.inspect.operator_gate import gate_of_model
@@ -35,7 +35,7 @@ class InspectResult(StageResult):
     support: dict[str, str]
     operators: list[dict[str, Any]]
     platform: dict[str, Any]
-    plan: dict[str, Any]
+    plan: DeployPlan
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
     caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
@@ -131,5 +131,5 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         operators=[op.to_dict() for op in operator_inventory(facts, target.name, platforms.cpu_flags())],
         inventory=facts.to_dict(), caveats=caveat_dicts(facts, target.name, platforms.cpu_flags()),
         platform=platform_report(target.name, detected),
-        plan=plan.to_dict(), operator_gate=gate_of_model(source.path),
+        plan=plan, operator_gate=gate_of_model(source.path),
     )

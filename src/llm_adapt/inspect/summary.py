@@ -48,28 +48,28 @@ def print_inspect(result: InspectResult, console: Console) -> None:
                       markup=False, highlight=False)
     console.print(_memory_table(result))
     console.print(f"\n[bold]Deployment plan[/bold] on {result.platform['display']}: "
-                  f"TP {plan['tensor_parallel']} x PP {plan['pipeline_parallel']} over {plan['nodes']} node(s)")
+                  f"TP {plan.tensor_parallel} x PP {plan.pipeline_parallel} over {plan.nodes} node(s)")
     for mode in ("eager", "graph"):
         title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform['graph_mode']}"
         console.print(f"\n[bold]{title}[/bold]")
-        console.print(plan["commands"][mode], markup=False, highlight=False, soft_wrap=True)
-    if plan.get("env_notes"):  # inspect/platform_env.py: each variable, why, and its source
+        console.print(plan.commands[mode], markup=False, highlight=False, soft_wrap=True)
+    if plan.env_notes:  # inspect/platform_env.py: each variable, why, and its source
         console.print("\n[bold]Environment[/bold]")
-        console.print("\n".join(note_lines(plan["env_notes"])), markup=False, highlight=False, soft_wrap=True)
-    if plan.get("multinode"):
-        known = {n["name"] for n in plan.get("env_notes", [])}
-        console.print("\n" + "\n".join(summary_lines(plan["multinode"], known)), markup=False, highlight=False,
+        console.print("\n".join(note_lines(plan.env_notes)), markup=False, highlight=False, soft_wrap=True)
+    if plan.multinode:
+        known = {n["name"] for n in plan.env_notes}
+        console.print("\n" + "\n".join(summary_lines(plan.multinode, known)), markup=False, highlight=False,
                       soft_wrap=True)
-    if plan.get("layer_dump"):  # npu: opt-in layer capture through msprobe (inspect/msprobe_config.py)
-        dump = plan["layer_dump"]
+    if plan.layer_dump:  # npu: opt-in layer capture through msprobe (inspect/msprobe_config.py)
+        dump = plan.layer_dump
         console.print(f"\n[bold]Layer capture (opt-in, {dump['mode']}): {dump['tool']}[/bold]")
         console.print(f"{dump['command']}\nthen: {dump['then']}", markup=False, highlight=False, soft_wrap=True)
-    tuned = plan.get("tuned")
+    tuned = plan.tuned
     if tuned:
         gain = f"{tuned['gain']:.2f}x ± {tuned['gain_uncertainty']:.2f}" if "gain" in tuned else "n/a"
         console.print(f"\n[bold]Tuned ({tuned['name']}; gain over engine defaults {gain}; {tuned['note']})[/bold]")
         console.print(tuned["command"], markup=False, highlight=False, soft_wrap=True)
-    for warning in plan["warnings"]:
+    for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     if params["agree"] is False:
         console.print(f"[red]warning:[/red] config says {params['from_config']:,} parameters, "
@@ -105,12 +105,12 @@ def _memory_table(result: InspectResult) -> Table:
     plan = result.plan
     table = Table(title="Memory (per device)", show_header=False)
     table.add_row("weights fp32 / bf16 / int8", " / ".join(gib(result.weight_bytes[d]) for d in ("fp32", "bf16", "int8")))
-    table.add_row(f"device memory{' (assumed)' if plan['device_memory_assumed'] else ''}", f"{plan['device_memory_gib']:g} GiB")
-    table.add_row(f"weights on each device ({plan['dtype']})", gib(plan["weight_bytes_per_device"]))
-    table.add_row("activation reserve (estimate)", gib(plan["activation_reserve_bytes"]))
-    table.add_row("KV pool" + (" (VLLM_CPU_KVCACHE_SPACE)" if plan["kv_pool_exact"] else " (estimate)"), gib(plan["kv_pool_bytes"]))
-    table.add_row(f"KV bytes per token ({plan['kv_dtype']})", f"{plan['kv_bytes_per_token']:,}")
-    table.add_row("KV cache tokens / blocks", f"{plan['kv_cache_tokens']:,} / {plan['kv_cache_blocks']:,} of {plan['block_size']}")
-    table.add_row("max-model-len (longest that fits)", f"{plan['max_model_len']:,} ({plan['longest_max_model_len']:,})")
-    table.add_row("max concurrency at max-model-len", f"{plan['max_concurrency']:.2f}x")
+    table.add_row(f"device memory{' (assumed)' if plan.device_memory_assumed else ''}", f"{plan.device_memory_gib:g} GiB")
+    table.add_row(f"weights on each device ({plan.dtype})", gib(plan.weight_bytes_per_device))
+    table.add_row("activation reserve (estimate)", gib(plan.activation_reserve_bytes))
+    table.add_row("KV pool" + (" (VLLM_CPU_KVCACHE_SPACE)" if plan.kv_pool_exact else " (estimate)"), gib(plan.kv_pool_bytes))
+    table.add_row(f"KV bytes per token ({plan.kv_dtype})", f"{plan.kv_bytes_per_token:,}")
+    table.add_row("KV cache tokens / blocks", f"{plan.kv_cache_tokens:,} / {plan.kv_cache_blocks:,} of {plan.block_size}")
+    table.add_row("max-model-len (longest that fits)", f"{plan.max_model_len:,} ({plan.longest_max_model_len:,})")
+    table.add_row("max concurrency at max-model-len", f"{plan.max_concurrency:.2f}x")
     return table

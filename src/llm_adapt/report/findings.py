@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
 
 from llm_adapt.status import JUDGED, worst
@@ -277,7 +278,7 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
             out.append(N["stage"].format(name=name, status=shown, reason=body.get("reason", N["interrupted"])))
     serve = run.get("serve") or {}
     open_host = serve.get("host") in ("0.0.0.0", "::")
-    remote_code = "--trust-remote-code" in serve.get("argv", [])
+    remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")
     for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
         if not _said_by_serve(warning, open_host, remote_code):
             out.append(N["plan"].format(warning=warning))

@@ -23,7 +23,7 @@ def inspect(cfg: RunConfig, state: RunState) -> None:
     if state.source is None:
         state.source = resolve_model(cfg.model_arg, weights=not cfg.dummy, offline=cfg.offline)
     state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
-    state.status.platform = state.inspect.platform["name"]
+    state.status.platform = state.inspect.plan.platform
     state.inspect.save(cfg.out / rundir.INSPECT)
 
 
@@ -74,8 +74,8 @@ def with_capture(cfg: RunConfig, inspected):
     """The plan with the capture plugin switched on (its hooks stay idle until the layers stage)."""
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
-    env = {**inspected.plan["env"], ENV_DIR: str((cfg.out / rundir.CAPTURE).resolve())}
-    return inspected.model_copy(update={"plan": {**inspected.plan, "env": env}})
+    plan = inspected.plan.with_env({ENV_DIR: str((cfg.out / rundir.CAPTURE).resolve())})
+    return inspected.model_copy(update={"plan": plan})
 
 
 def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
@@ -129,7 +129,7 @@ def layers(cfg: RunConfig, state: RunState) -> None:
         _start_into(cfg, state, state.engine_scope, engine, with_capture(cfg, state.inspect))
         capture["escalated_from"] = f"endpoint accuracy {verdict}"
     result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
-                        state.inspect.plan["dtype"], capture, cfg.progress, gold=state.gold)
+                        state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
     result.save(cfg.out / rundir.LAYERS)
 
 
@@ -151,7 +151,7 @@ def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.accuracy.options import served_floor
 
     options = compare_options(cfg)
-    floor = served_floor(options.reference, state.inspect.plan["dtype"])
+    floor = served_floor(options.reference, state.inspect.plan.dtype)
     result = compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, cfg.out, cfg.progress,
                               gold=state.gold)
     missing = [n for n, s in result.sections.items() if s["status"] == "not run"]
@@ -203,7 +203,8 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     from llm_adapt.bench.hostload import Sampler
     from llm_adapt.platforms import get_platform
 
-    platform, plan = get_platform(state.inspect.platform["name"]), state.inspect.plan
+    plan = state.inspect.plan
+    platform = get_platform(plan.platform)
     runs = latency.runs if latency else []
     tpot = runs[0]["metrics"].get("median_tpot_ms") if runs else None
     load = Sampler()
@@ -214,11 +215,11 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     bandwidth, compute = limits
     s = cfg.sizes
     context = s.input_len + s.output_len / 2
-    weights, kv = plan["weight_bytes_per_device"], plan["kv_bytes_per_token"]
+    weights, kv = plan.weight_bytes_per_device, plan.kv_bytes_per_token
     roofline = decode_roofline(weights, kv, context, tpot, bandwidth["gb_per_s"])
     level = best_level(sweep.runs) if sweep else None
     params = (state.inspect.parameters or {}).get("from_config")
-    batch = (batch_roofline(weights, kv, context, int(params / max(int(plan.get("tensor_parallel", 1)), 1)),
+    batch = (batch_roofline(weights, kv, context, int(params / max(plan.tensor_parallel, 1)),
                             level["concurrency"], level["output_tok_s"], bandwidth["gb_per_s"], compute["tflops"])
              if level and params else None)
     # the host's own load matters where the host is the device: it was measured beside the run

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from llm_adapt.engines.command import Command
 from llm_adapt.platforms import get_platform
+
+if TYPE_CHECKING:
+    from llm_adapt.inspect.plan import DeployPlan
 
 
 @dataclass(frozen=True)
@@ -20,12 +24,12 @@ class Trial:
     prior: float = 0.0  # expected relative gain, for ordering under a budget
 
 
-def cpu_trials(plan: dict, cores: int) -> list[Trial]:
+def cpu_trials(plan: DeployPlan, cores: int) -> list[Trial]:
     """The knobs that matter on vLLM-CPU. The baseline is the engine's own defaults: its thread binding and
     no LD_PRELOAD; binding and preload are then measured alone and together (the plan)."""
     all_cores = f"0-{cores - 1}" if cores > 1 else "0"
-    seqs = int(plan["max_num_seqs"])
-    preload = plan["env"].get("LD_PRELOAD")
+    seqs = plan.max_num_seqs
+    preload = plan.env.get("LD_PRELOAD")
     bind = {"VLLM_CPU_OMP_THREADS_BIND": all_cores}
     if preload:
         base, plan_env = "bind + preload", {**bind, "LD_PRELOAD": preload}
@@ -54,15 +58,15 @@ def cpu_trials(plan: dict, cores: int) -> list[Trial]:
         Trial(f"{base} + max-num-batched-tokens 1024", "--max-num-batched-tokens", env=plan_env,
               args=("--max-num-batched-tokens", "1024"), prior=0.05),
     ]
-    space = int(plan["env"].get("VLLM_CPU_KVCACHE_SPACE", "4"))
+    space = int(plan.env.get("VLLM_CPU_KVCACHE_SPACE", "4"))
     trials.append(Trial(f"{base} + KV cache {space * 2} GiB", "VLLM_CPU_KVCACHE_SPACE",
                         env={**plan_env, "VLLM_CPU_KVCACHE_SPACE": str(space * 2)}, prior=0.02))
     return trials
 
 
-def accelerator_trials(plan: dict, platform: str, devices: int) -> list[Trial]:
+def accelerator_trials(plan: DeployPlan, platform: str, devices: int) -> list[Trial]:
     """CUDA / Ascend: memory utilization, graph mode, batching, prefix caching, TP, Ascend graph variants."""
-    seqs = int(plan["max_num_seqs"])
+    seqs = plan.max_num_seqs
     trials = [
         Trial("engine defaults (eager)", "baseline"),
         Trial("graph mode", "graph mode", graph=True, prior=0.4),
@@ -77,7 +81,7 @@ def accelerator_trials(plan: dict, platform: str, devices: int) -> list[Trial]:
     ]
     for name, knob, args in get_platform(platform).graph_variants:
         trials.append(Trial(name, knob, graph=True, args=args, prior=0.2))
-    tp = int(plan["tensor_parallel"])
+    tp = plan.tensor_parallel
     if devices >= tp * 2:
         trials.append(Trial(f"graph mode + tensor parallel {tp * 2}", "--tensor-parallel-size", graph=True,
                             args=("--tensor-parallel-size", str(tp * 2)), remove_args=("--tensor-parallel-size",),
@@ -85,7 +89,7 @@ def accelerator_trials(plan: dict, platform: str, devices: int) -> list[Trial]:
     return trials
 
 
-def build_grid(plan: dict, platform: str, cores: int = 1, devices: int = 1) -> list[Trial]:
+def build_grid(plan: DeployPlan, platform: str, cores: int = 1, devices: int = 1) -> list[Trial]:
     return cpu_trials(plan, cores) if platform == "cpu" else accelerator_trials(plan, platform, devices)
 
 
@@ -115,13 +119,13 @@ def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, flo
     return chosen, skipped
 
 
-def apply_trial(argv: list[str], env: dict[str, str], trial: Trial) -> tuple[list[str], dict[str, str]]:
-    """The plan's eager argv and env with a trial's changes."""
-    command = Command.from_argv(argv).without(*trial.remove_args)
+def apply_trial(command: Command, env: dict[str, str], trial: Trial) -> tuple[Command, dict[str, str]]:
+    """The plan's eager command and env with a trial's changes."""
+    command = command.without(*trial.remove_args)
     if trial.graph:
         command = command.without("--enforce-eager")
     for flag, value in Command.from_argv(list(trial.args), program_len=0).options:
         command = command.with_option(flag, value)
     new_env = {k: v for k, v in env.items() if k not in trial.unset_env}
     new_env.update(trial.env)
-    return command.argv(), new_env
+    return command, new_env

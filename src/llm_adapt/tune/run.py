@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from llm_adapt.engines.command import Command
 from llm_adapt.inspect.plan import render_command
 from llm_adapt.results import StageResult
 from llm_adapt.tune import stats
@@ -50,7 +49,8 @@ class TuneResult(StageResult):
 
 def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, devices: int = 1,
              progress: Callable[[str, int, int], None] | None = None, log: Callable[[str], None] = print) -> TuneResult:
-    plan, platform = inspect_result.plan, inspect_result.platform["name"]
+    plan = inspect_result.plan
+    platform = plan.platform
     metric, higher = OBJECTIVES[opts.objective]
     grid = build_grid(plan, platform, cores, devices)
     result = TuneResult(platform=platform, objective=opts.objective, metric=metric,
@@ -140,7 +140,7 @@ class AccuracyCheck:
                                  ppl_window=128)
         tokenizer = load_tokenizer(source.path)
         gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
-        dtype = inspect_result.plan.get("dtype", "bf16")
+        dtype = inspect_result.plan.dtype
         floor = None if dtype == "fp32" else floor_numerics(RunnerSpec("cpu", dtype))
         floor_data = measure_floor(floor, source, gold, tokenizer, options, progress).data if floor else None
         return cls(source, options, floor, gold, floor_data)
@@ -163,11 +163,10 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
     from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
 
     plan = inspect_result.plan
-    argv, env = apply_trial(plan["argv"]["eager"], plan["env"], trial)
-    row: dict[str, Any] = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph, "argv": argv,
-                           "env": env, "unset_env": list(trial.unset_env)}
+    command, env = apply_trial(plan.command(), plan.env, trial)
+    row: dict[str, Any] = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph,
+                           "argv": command.argv(), "env": env, "unset_env": list(trial.unset_env)}
     port = free_port()
-    command = Command.from_argv(argv)
     launch = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
     spec = LaunchSpec(engine="vllm", argv=launch.argv(), env=env, host="127.0.0.1", port=port,
                       served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
