@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
@@ -21,6 +23,23 @@ from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
 
+class PlatformReport(BaseModel):
+    """The platform planned for, as inspect.json records it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    display: str
+    engine: str
+    local: bool  # the platform of this machine
+    graph_mode: str
+    block_size: int
+    # where the host is the device (CPU), the host's processor
+    cpu_model: str | None = None
+    cores: int | None = None
+    avx512: bool | None = None
+
+
 class InspectResult(StageResult):
     KIND: ClassVar[str] = "inspect"
 
@@ -34,7 +53,7 @@ class InspectResult(StageResult):
     kv_dtype: str
     support: dict[str, str]
     operators: list[dict[str, Any]]
-    platform: dict[str, Any]
+    platform: PlatformReport
     plan: DeployPlan
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
     caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
@@ -68,13 +87,13 @@ def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
     return report
 
 
-def platform_report(name: str, detected: str) -> dict[str, Any]:
+def platform_report(name: str, detected: str) -> PlatformReport:
     info = platforms.get_platform(name)
-    report = {"name": name, "display": info.display, "engine": info.engine, "local": name == detected,
-              "graph_mode": info.graph_mode, "block_size": info.block_size}
-    if name == "cpu":
-        report.update(cpu_model=platforms.cpu_model(), cores=platforms.cpu_cores(),
-                      avx512="avx512f" in platforms.cpu_flags())
+    report = PlatformReport(name=name, display=info.display, engine=info.engine, local=name == detected,
+                            graph_mode=info.graph_mode, block_size=info.block_size)
+    if info.host_memory:
+        report = report.model_copy(update={"cpu_model": platforms.cpu_model(), "cores": platforms.cpu_cores(),
+                                           "avx512": "avx512f" in platforms.cpu_flags()})
     return report
 
 

@@ -47,10 +47,10 @@ def print_inspect(result: InspectResult, console: Console) -> None:
                       f"Source: {caveat['source']}",
                       markup=False, highlight=False)
     console.print(_memory_table(result))
-    console.print(f"\n[bold]Deployment plan[/bold] on {result.platform['display']}: "
+    console.print(f"\n[bold]Deployment plan[/bold] on {result.platform.display}: "
                   f"TP {plan.tensor_parallel} x PP {plan.pipeline_parallel} over {plan.nodes} node(s)")
     for mode in ("eager", "graph"):
-        title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform['graph_mode']}"
+        title = "Eager mode" if mode == "eager" else f"Graph mode: {result.platform.graph_mode}"
         console.print(f"\n[bold]{title}[/bold]")
         console.print(plan.commands[mode], markup=False, highlight=False, soft_wrap=True)
     if plan.env_notes:  # inspect/platform_env.py: each variable, why, and its source
