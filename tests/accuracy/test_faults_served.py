@@ -230,11 +230,13 @@ def test_engine_fault_is_caught_and_its_kind_named(name, fault_engine, measured,
 
 EAGER = capture_modes(graph=False, accept_eager=False)
 # Faults the prefill sees, at several depths and sizes: the layer capture inside the engine must name
-# the planted layer itself (the error curve's first step up), not a later one its error spread to.
-LOCALIZED = ["prefill-only:5:1.3", "scaled:12:1.1", "scaled:22:1.05"]
+# the planted layer itself (the error curve's first step up), not a later one its error spread to, and
+# inside it the part the fault sits in (the scaled faults scale the MLP's output).
+LOCALIZED = {"prefill-only:5:1.3": "MLP", "scaled:12:1.1": "MLP", "scaled:22:1.05": "MLP",
+             "attention-scale:3:1.5": "attention"}
 
 
-@pytest.mark.parametrize("fault", LOCALIZED)
+@pytest.mark.parametrize("fault", list(LOCALIZED))
 def test_the_served_layers_name_the_planted_layer(fault, fault_engine, measured, default_model):
     from llm_adapt.accuracy.layers_served import run_layers
 
@@ -248,6 +250,11 @@ def test_the_served_layers_name_the_planted_layer(fault, fault_engine, measured,
     assert result.first_local_excess and result.first_local_excess["name"] == f"layer {layer}", (
         result.first_local_excess, [(r["name"], round(r.get("ratio") or 0, 2), round(r.get("allowed") or 0, 2))
                                     for r in result.layers])
+    parts = {p["name"]: p for p in result.first_local_excess["parts"]}
+    assert result.first_local_excess["part"] == LOCALIZED[fault], parts
+    other = next(name for name in parts if name != LOCALIZED[fault])
+    # the other part, fed the engine's own (already wrong) input, is far closer to the reference than the faulty one
+    assert parts[other]["rel_l2"] < parts[LOCALIZED[fault]]["rel_l2"] / 3, parts
 
 
 def test_the_fault_engine_with_its_fault_off_passes(fault_engine, measured, tmp_path):

@@ -165,6 +165,56 @@ def test_nothing_recorded_unless_armed_or_for_decode_steps(hooked):
     assert [r["positions"].tolist() for r in CaptureDump(directory).records] == [[3, 4]]
 
 
+class Attention(torch.nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, positions, hidden_states):
+        return self.proj(hidden_states)
+
+
+class PartLayer(torch.nn.Module):
+    """vLLM's Llama layer in miniature: fused add-norms (in place) around an attention and an MLP."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.input_layernorm, self.post_attention_layernorm = FusedNorm(), FusedNorm()
+        self.self_attn, self.mlp = Attention(dim), torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, positions, hidden, residual):
+        if residual is None:
+            residual, hidden = hidden, self.input_layernorm(hidden)
+        else:
+            hidden, residual = self.input_layernorm(hidden, residual)
+        hidden = self.self_attn(positions=positions, hidden_states=hidden)
+        hidden, residual = self.post_attention_layernorm(hidden, residual)
+        return self.mlp(hidden), residual
+
+
+def test_armed_parts_record_the_named_layers_attention_and_mlp_as_they_ran(tmp_path):
+    model = Model()
+    model.model.layers = torch.nn.ModuleList(PartLayer(8) for _ in range(3))
+    seen = {}  # what the parts really got and gave, cloned at the time (the norms work in place)
+    layer = model.model.layers[1]
+    for name, module in (("attention", layer.self_attn), ("MLP", layer.mlp)):
+        module.register_forward_hook(lambda m, a, kw, o, name=name: seen.update(
+            {f"{name}:in": (kw.get("hidden_states") if kw else a[0]).clone(), f"{name}:out": o.clone()}), with_kwargs=True)
+    handles = plugin.attach(model, tmp_path, None)
+    (tmp_path / plugin.ARMED).write_text("1")
+    forward(model, [3, 1, 4])
+    (tmp_path / plugin.ARMED).write_text('{"parts": [1]}')
+    forward(model, [2, 7, 1, 8])
+    for handle in handles:
+        handle.remove()
+    plain, armed = CaptureDump(tmp_path).records
+    assert not [k for k in plain["tensors"] if ":" in k]  # layers only unless parts are asked for
+    parts = {k for k in armed["tensors"] if ":" in k}
+    assert parts == {plugin.part_key(1, p, e) for p in ("attention", "MLP") for e in ("in", "out")}
+    for key in ("attention:in", "attention:out", "MLP:in", "MLP:out"):
+        assert torch.equal(armed["tensors"][f"layer 1:{key}"], seen[key]), key
+
+
 def test_a_failing_hook_leaves_the_model_serving(hooked, monkeypatch):
     model, directory = hooked
     expected = model(torch.tensor([3, 1, 4]), torch.arange(3))
@@ -348,6 +398,12 @@ def layers_run(tmp_path_factory):
         row["thousandth_ratio"] = 0.5
     checked = against_floor(served, floor, {})
     excess, verdict = judged(checked, "cpu:bf16", "bf16", 2.0, False)
+    # the engine's parts of the located layer, as parts_served writes them
+    excess = {**excess, "part": "MLP", "parts": [
+        {"name": "attention", "rel_l2": 4e-3, "floor_rel_l2": 4e-3, "ratio": 1.0, "allowed": 1.2, "basis": "noise floor",
+         "excess": False, "cos_min": 0.99999, "max_abs": 0.01},
+        {"name": "MLP", "rel_l2": 0.1, "floor_rel_l2": 4e-3, "ratio": 25.0, "allowed": 1.2, "basis": "noise floor",
+         "excess": True, "cos_min": 0.99, "max_abs": 0.5}]}
     LayersResult(model={"name": "m"}, endpoint={}, capture={"mode": "eager", "deploy_mode": "graph", "eager_for_graph": True},
                  reference="cpu:fp32", floor="cpu:bf16", served_dtype="bf16", error_kind=ERROR_KIND,
                  prompts={"count": 3, "captured": 2, "tokens": 120, "missing": [{"id": "p3", "reason": "HTTP 400: too long"}]},
@@ -355,8 +411,10 @@ def layers_run(tmp_path_factory):
     return run
 
 
-@pytest.mark.parametrize("lang, words", [("en", ("Inside the served engine", "Look first at **layer 2**", "stands in for")),
-                                         ("zh", ("服务引擎内部逐层精度", "优先排查 **layer 2**", "代替图模式"))])
+@pytest.mark.parametrize("lang, words", [
+    ("en", ("Inside the served engine", "Look first at **layer 2, MLP**", "stands in for",
+            "on the engine's own input to it", "| MLP | 10.000% |", "| attention | 0.400% |")),
+    ("zh", ("服务引擎内部逐层精度", "优先排查 **layer 2, MLP**", "代替图模式", "以引擎自身的输入运行", "| 注意力 | 0.400% |"))])
 def test_report_section_inside_the_served_engine(layers_run, lang, words):
     from llm_adapt.report.render import render_report
 
@@ -432,6 +490,9 @@ def test_perturbed_layer_is_localized_inside_the_engine(default_model, quick_gol
     with ManagedServer(spec, tmp_path / "engine.log") as server:
         result = served_layers(default_model, server.endpoint, tmp_path / "capture", quick_gold)
     assert result.first_local_excess["name"] == f"layer {faults.FAULT_LAYER}"
+    # the checkpoint's perturbation is in mlp.down_proj: inside the engine (bf16) the MLP is named, by its own error
+    parts = {p["name"]: p for p in result.first_local_excess["parts"]}
+    assert result.first_local_excess["part"] == "MLP" and not parts["attention"]["excess"], parts
     assert result.verdict["status"] == "FAIL"
     before = [r["ratio"] for r in result.layers[:faults.FAULT_LAYER + 1]]  # embeddings .. the layer before
     assert max(before) < 2, before

@@ -48,6 +48,21 @@ def test_without_a_floor_a_part_may_lose_a_few_roundoffs():
     assert located["parts"][0]["basis"] == "4 x fp32 unit roundoff"
 
 
+def test_a_part_the_floor_leaves_exact_is_judged_by_roundoff_not_an_infinite_ratio():
+    """vLLM-CPU in fp32 against the reference on another attention kernel: the floor's MLP is exact, so
+    its ratio would be infinite for any kernel difference; the attention the fault sits in must win."""
+    attention = {"name": "attention", "rel_l2": 0.30, "floor_rel_l2": 1e-7, "ratio": 3e6, "allowed": 1.3}
+    mlp = {"name": "MLP", "rel_l2": 8e-7, "floor_rel_l2": 0.0, "ratio": float("inf"), "allowed": 1.0}
+    located = locate_part([attention, mlp], factor=2.0, have_floor=True, dtype="fp32")
+    assert located["part"] == "attention"
+    assert located["parts"][1]["basis"] == "4 x fp32 unit roundoff" and located["parts"][1]["ratio"] < 10
+    # an exact MLP beside it stays clean; a wrong one is still named, by roundoff
+    clean = locate_part([attention | {"rel_l2": 1e-7, "ratio": 1.0}, mlp | {"rel_l2": 1e-8}], 2.0, True, "fp32")
+    assert clean["part"] is None
+    wrong = locate_part([attention | {"rel_l2": 1e-7, "ratio": 1.0}, mlp | {"rel_l2": 0.1}], 2.0, True, "fp32")
+    assert wrong["part"] == "MLP"
+
+
 def test_part_rows_put_each_part_beside_its_floor():
     target = {"attention": {"rel_l2": 0.4, "cos_min": 0.9, "max_abs": 1.0, "diff_sq_by_prompt": [4.0, 4.0]},
               "MLP": {"rel_l2": 0.01, "cos_min": 1.0, "max_abs": 0.1, "diff_sq_by_prompt": [1.0, 1.0]}}

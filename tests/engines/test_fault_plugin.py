@@ -83,9 +83,10 @@ class _Layer(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.self_attn = _Attention()
+        self.mlp = torch.nn.Identity()
 
     def forward(self, positions, hidden_states, residual):
-        return self.self_attn(positions, hidden_states) + 1.0, residual
+        return self.mlp(self.self_attn(positions, hidden_states) + 1.0), residual
 
 
 class _Inner(torch.nn.Module):
@@ -109,6 +110,8 @@ def test_one_planted_engine_serves_each_fault_of_the_file_in_turn(tmp_path):
     model.model = _Inner(3)
     seen = []  # a hook registered before the fault, as the layer capture may be: it must see the fault
     model.model.layers[2].register_forward_hook(lambda m, a, out: seen.append(float(out[0].max())))
+    in_mlp = []  # the scaled faults sit in the MLP: the served part pass records its output there
+    model.model.layers[2].mlp.register_forward_hook(lambda m, a, out: in_mlp.append(float(out.max())))
     path = tmp_path / "fault"
     plant(model, FaultFile(str(path)))
     positions, hidden = torch.arange(40, 44), torch.zeros(4, 2)
@@ -116,6 +119,7 @@ def test_one_planted_engine_serves_each_fault_of_the_file_in_turn(tmp_path):
     path.write_text("scaled:2:3")
     assert torch.equal(model.model(positions, hidden), torch.full((4, 2), 3.0 * 3))  # layer 2's 3 -> 9
     assert seen[-2:] == [3.0, 9.0]  # clean, then the faulty output, as recorded by the earlier hook
+    assert in_mlp[-2:] == [3.0, 9.0]
     path.write_text("attention-scale:1:2")
     model.model(positions, hidden)
     assert [s for _, s in (layer.self_attn.seen[-1] for layer in model.model.layers)] == [0.125, 0.25, 0.125]

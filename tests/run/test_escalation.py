@@ -28,7 +28,8 @@ def test_a_failing_run_captures_inside_its_engine_and_names_the_layer(tmp_path, 
     layers = json.loads((out / "layers.json").read_text())
     assert layers["capture"]["escalated_from"] == "endpoint accuracy FAIL"
     assert layers["first_local_excess"]["name"] == "layer 12", layers["first_local_excess"]
+    assert layers["first_local_excess"]["part"] == "MLP", layers["first_local_excess"]["parts"]  # the fault scales the MLP
     assert (out / "engine.log").read_text().count("engine fault planted") == 2  # the first engine, and the restart
     text = render_report(out, "en")[0].read_text()
-    assert "Escalated: endpoint accuracy was FAIL" in text and "Likely cause" in text and "layer 12" in text
+    assert "Escalated: endpoint accuracy was FAIL" in text and "Likely cause" in text and "**layer 12, MLP**" in text
 

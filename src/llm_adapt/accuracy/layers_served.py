@@ -374,7 +374,42 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
     seconds["floor"] = elapsed(started)
     capture = {**capture, "directory": str(capture_dir), "records": len(dump.records), "plugin": plugin_info,
                "records_kept": keep_records}
-    return layers_result(rows, missing, floor, spread, gold=gold, floor_label=spec.label, served_dtype=served_dtype,
-                         reference=opts.reference, local_factor=opts.local_factor,
-                         model={"name": source.name, "path": str(source.path), "served": model},
-                         endpoint=endpoint.redacted(), capture=capture, seconds=seconds)
+    result = layers_result(rows, missing, floor, spread, gold=gold, floor_label=spec.label, served_dtype=served_dtype,
+                           reference=opts.reference, local_factor=opts.local_factor,
+                           model={"name": source.name, "path": str(source.path), "served": model},
+                           endpoint=endpoint.redacted(), capture=capture, seconds=seconds)
+    started = time.monotonic()
+    result.first_local_excess = with_served_parts(result.first_local_excess, EndpointClient(endpoint, model), capture_dir,
+                                                  captured_gold(gold, missing), source.path, opts, spec, served_dtype,
+                                                  progress)
+    result.seconds["parts"] = elapsed(started)
+    return result
+
+
+def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capture_dir: Path, gold: Gold,
+                      model_path: Path, opts, floor_spec: RunnerSpec, served_dtype: str,
+                      progress: Progress) -> dict[str, Any] | None:
+    """The located layer with its parts inside the engine (accuracy/parts_served.py): one more prefill of
+    each captured prompt with that layer's attention and MLP recorded. The layer's location and every
+    figure before it stand if the look inside fails; the reason is kept."""
+    from llm_adapt.accuracy.parts_served import capture_parts, served_parts
+    from llm_adapt.accuracy.sublayer import layer_index
+
+    index = layer_index(where["name"]) if where else None
+    if index is None:
+        return where
+    sequences = [p.sequence for p in gold.prompts]
+    runners = []
+    try:
+        records = capture_parts(client, capture_dir, index, sequences, progress)
+        check_plugin(capture_dir)
+        progress(f"parts of layer {index}: reference and floor", 0, 1)
+        runners = [Runner(opts.reference, model_path), Runner(floor_spec, model_path)]
+        located = served_parts(records, sequences, index, *runners, opts.local_factor, served_dtype)
+        progress(f"parts of layer {index}: reference and floor", 1, 1)
+    except (AdaptError, RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:
+        located = {"part": None, "parts": [], "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        for runner in runners:
+            runner.close()
+    return {**where, **located}

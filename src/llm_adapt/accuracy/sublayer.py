@@ -121,13 +121,40 @@ def record_reference(runner, index: int, sequences: list[list[int]]) -> list[Par
     return records
 
 
+def _swap_input(record: PartRecord, name: str):
+    """A pre-hook that hands the part `record`'s input for it instead of its own (same device and dtype)."""
+    def swap(mod, args, kwargs):
+        own = _main_input(args, kwargs)
+        theirs = record.inputs[name].to(own.device, own.dtype)
+        if args:
+            return (theirs, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": theirs}
+    return swap
+
+
+@torch.no_grad()
+def replay_parts(runner, index: int, sequences: list[list[int]], given: list[PartRecord]) -> list[PartRecord]:
+    """What the runner's parts of layer `index` make of the inputs in `given` (another engine's, say):
+    records with those inputs and the runner's outputs, per sequence."""
+    out = []
+    for sequence, record in zip(sequences, given):
+        made = PartRecord(inputs=dict(record.inputs))
+        hooks = []
+        for name, module in layer_parts(runner.layers[index]).items():
+            if name in record.inputs:
+                hooks.append(module.register_forward_pre_hook(_swap_input(record, name), with_kwargs=True))
+                hooks.append(module.register_forward_hook(
+                    lambda mod, a, o, name=name, made=made: made.outputs.__setitem__(name, _fp32_cpu(_main_output(o)))))
+        _forward_to(runner, index, sequence, hooks)
+        out.append(made)
+    return out
+
+
 @torch.no_grad()
 def part_errors(runner, index: int, sequences: list[list[int]], reference: list[PartRecord]) -> dict[str, dict[str, Any]]:
     """Each part of the runner's layer `index` on the reference's input to it, against the
     reference's output of it: {part: accumulator summary (rel_l2, cos_min, max_abs, per-prompt squares)}."""
-    acc: dict[str, m.TensorAccumulator] = {}
-    channels: dict[str, torch.Tensor] = {}  # per output channel: squared error summed over tokens
-    energy: dict[str, torch.Tensor] = {}  # per output channel: the reference's squared output
+    errors = PartErrors()
     attention = getattr(runner.layers[index], "self_attn", None)
     layout = head_layout(attention) if attention is not None else None
     heads = HeadErrors(*layout) if layout else None
@@ -138,33 +165,38 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
         for name, module in layer_parts(runner.layers[index]).items():
             if name not in record.inputs:
                 continue  # the reference's layer never called it
-            acc.setdefault(name, m.TensorAccumulator())
-
-            def swap(mod, args, kwargs, name=name, record=record):
-                own = _main_input(args, kwargs)
-                theirs = record.inputs[name].to(own.device, own.dtype)
-                if args:
-                    return (theirs, *args[1:]), kwargs
-                return args, {**kwargs, "hidden_states": theirs}
-
-            def keep(mod, args, out, name=name, record=record):
-                ref, mine = record.outputs[name], _fp32_cpu(_main_output(out))
-                acc[name].add(ref, mine)
-                diff_sq = (mine.double() - ref.double()).pow(2).reshape(-1, ref.shape[-1]).sum(0)
-                ref_sq = ref.double().pow(2).reshape(-1, ref.shape[-1]).sum(0)
-                channels[name] = channels[name] + diff_sq if name in channels else diff_sq
-                energy[name] = energy[name] + ref_sq if name in energy else ref_sq
-
-            hooks.append(module.register_forward_pre_hook(swap, with_kwargs=True))
-            hooks.append(module.register_forward_hook(keep))
+            hooks.append(module.register_forward_pre_hook(_swap_input(record, name), with_kwargs=True))
+            hooks.append(module.register_forward_hook(
+                lambda mod, a, o, name=name, record=record: errors.add(name, record.outputs[name],
+                                                                       _fp32_cpu(_main_output(o)))))
         _forward_to(runner, index, sequence, hooks)
-    out = {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
-                  "channels": channel_concentration(relative_channel_error(channels[name], energy[name]).tolist())
-                  if name in channels else None}
-           for name, a in acc.items()}
+    out = errors.summary()
     if heads is not None and heads.diff_sq is not None and "attention" in out:
         out["attention"]["heads"] = heads.summary()
     return out
+
+
+class PartErrors:
+    """Per part: the accumulated error of outputs against the reference's, and per output channel the
+    squared error and the reference's energy, summed over tokens."""
+
+    def __init__(self):
+        self.acc: dict[str, m.TensorAccumulator] = {}
+        self.channels: dict[str, torch.Tensor] = {}
+        self.energy: dict[str, torch.Tensor] = {}
+
+    def add(self, name: str, ref: torch.Tensor, mine: torch.Tensor) -> None:
+        self.acc.setdefault(name, m.TensorAccumulator()).add(ref, mine)
+        diff_sq = (mine.double() - ref.double()).pow(2).reshape(-1, ref.shape[-1]).sum(0)
+        ref_sq = ref.double().pow(2).reshape(-1, ref.shape[-1]).sum(0)
+        self.channels[name] = self.channels[name] + diff_sq if name in self.channels else diff_sq
+        self.energy[name] = self.energy[name] + ref_sq if name in self.energy else ref_sq
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
+                       "channels": channel_concentration(
+                           relative_channel_error(self.channels[name], self.energy[name]).tolist())}
+                for name, a in self.acc.items()}
 
 
 class HeadErrors:

@@ -325,15 +325,22 @@ def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str)
     return None
 
 
+NO_FLOOR_ERROR = 1e-9  # a floor's rel. L2 error at or below this is no error at all (metrics.ratio_or_none's tiny)
+
+
 def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dtype: str) -> dict[str, Any]:
     """Which part of a located layer is out of line, each part fed the reference's input, by the
     rule layers are judged by (own_error_excess). rows: [{"name", "rel_l2", "ratio"?, "allowed"?}]
     in forward order. Returns {"part": the worst part out of line or None, "parts": rows, each
-    marked}. Pure."""
+    marked}. A part the floor leaves exactly as the reference computes it (the floor's other kernel
+    path does not reach it: an MLP beside an attention kernel) has no noise floor to be a ratio of,
+    and is judged by the dtype's roundoff instead. Pure."""
     marked = []
     for row in rows:
-        ratio, basis, excess = own_error_excess(row["rel_l2"], row.get("ratio"), row.get("allowed", 1.0), factor,
-                                                have_floor, dtype)
+        floor_value = row.get("floor_rel_l2")
+        floored = have_floor and not (floor_value is not None and floor_value <= NO_FLOOR_ERROR)
+        ratio, basis, excess = own_error_excess(row["rel_l2"], row.get("ratio") if floored else None,
+                                                row.get("allowed", 1.0), factor, floored, dtype)
         marked.append({**row, "ratio": ratio, "basis": basis, "excess": excess})
     out = [r for r in marked if r["excess"]]
     worst_part = max(out, key=lambda r: _num(r["ratio"]) if math.isfinite(r["rel_l2"]) else math.inf) if out else None

@@ -24,6 +24,11 @@ Residual fusion: vLLM's Llama-style layers return (hidden, residual) and fold th
 next layer's fused add-norm, so a layer's true output is hidden + residual. That sum is taken inside
 the hook, at once: the next fused add-norm may overwrite both tensors in place.
 
+Parts: when the armed file names layers (`{"parts": [5]}`), those layers' attention and MLP
+(`self_attn`, `mlp`) also record their input and output (`layer 5:attention:in`, ...), so the client
+can run the reference's same part on the engine's own input (accuracy/parts_served.py). The input is
+copied before the part runs: the fused add-norm that made it works in place.
+
 Eager only: under torch.compile or CUDA graphs the hooks would be traced into a graph or skipped by
 a replay. The plugin then refuses (refused.json says why) and attaches nothing.
 """
@@ -44,6 +49,22 @@ ERROR = "error.json"  # a hook that failed (the engine itself goes on serving)
 RECORD_GLOB = "capture-*.pt"
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)$")
+# (the name the report uses, the attribute of vLLM's decoder layer): the parts the capture can record
+PARTS = (("attention", "self_attn"), ("MLP", "mlp"))
+
+
+def part_key(layer: int, part: str, end: str) -> str:
+    """The record's key of a part's input ("in") or output ("out"): 'layer 5:attention:out'."""
+    return f"layer {layer}:{part}:{end}"
+
+
+def armed_parts(text: str) -> set[int]:
+    """The layers whose parts an armed file asks for ('{"parts": [5]}'); none for '1' or anything else. Pure."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return set()
+    return {int(i) for i in data.get("parts", [])} if isinstance(data, dict) else set()
 
 
 def register() -> bool:
@@ -134,10 +155,13 @@ class Recorder:
         self.directory, self.names = directory, names
         self.current: dict[str, Any] | None = None
         self.count = 0
+        self.parts: set[int] = set()  # layers whose parts this forward records
 
     def on_embed(self, input_ids, output) -> None:
         self.current = None
-        if (self.directory / ARMED).exists() and input_ids is not None:
+        armed = self.directory / ARMED
+        if armed.exists() and input_ids is not None:
+            self.parts = armed_parts(armed.read_text())
             self.current = {"input_ids": input_ids.detach().cpu().reshape(-1).clone(), "positions": None,
                             "tensors": {}}
             self.add("embeddings", output)
@@ -154,9 +178,13 @@ class Recorder:
         if self.current is not None:
             self.current["tensors"][name] = unfused(name, output).cpu()
 
+    def add_part(self, layer: int, key: str, tensor: Any) -> None:
+        if self.current is not None and layer in self.parts and tensor is not None:
+            self.current["tensors"][key] = tensor.detach().to("cpu", copy=True).float()
+
     def finish(self) -> None:
         record, self.current = self.current, None
-        if record is None or not is_prefill_chunk(record["positions"]) or set(record["tensors"]) != set(self.names):
+        if record is None or not is_prefill_chunk(record["positions"]) or not set(self.names) <= set(record["tensors"]):
             return
         import torch
 
@@ -195,6 +223,7 @@ def attach(model, directory: Path, refusal: str | None) -> list:
         return []
     recorder = Recorder(directory, names)
     handles = [module.register_forward_hook(_hook(recorder, name), with_kwargs=True) for name, module in targets]
+    handles += _part_hooks(recorder, targets)
     _write_json(directory / READY, {"pid": os.getpid(), "mode": "eager", "names": names,
                                     "model": type(model).__name__})
     return handles
@@ -215,6 +244,49 @@ def _hook(recorder: Recorder, name: str):
         except Exception as exc:  # a capture bug must never take the served model down
             recorder.current = None
             _write_json(recorder.directory / ERROR, {"module": name, "error": f"{type(exc).__name__}: {exc}"})
+    return hook
+
+
+def _part_hooks(recorder: Recorder, targets: list[tuple[str, Any]]) -> list:
+    """Each decoder layer's attention and MLP: a pre-hook keeps the input, a hook the output (idle unless
+    the armed file names the layer)."""
+    handles = []
+    for name, layer in targets:
+        if not name.startswith("layer "):
+            continue
+        index = int(name.split()[1])
+        for part, attr in PARTS:
+            module = getattr(layer, attr, None)
+            if module is None or not hasattr(module, "register_forward_hook"):
+                continue
+            handles.append(module.register_forward_pre_hook(
+                _part_hook(recorder, index, part_key(index, part, "in"), lambda a, kw, o: _part_input(a, kw)),
+                with_kwargs=True))
+            handles.append(module.register_forward_hook(
+                _part_hook(recorder, index, part_key(index, part, "out"), lambda a, kw, o: _main(o)), with_kwargs=True))
+    return handles
+
+
+def _part_input(args: tuple, kwargs: dict):
+    """The hidden states a part is called with: vLLM's attention takes (positions, hidden_states), its MLP (x)."""
+    if "hidden_states" in kwargs:
+        return kwargs["hidden_states"]
+    tensors = [a for a in args if hasattr(a, "is_floating_point") and a.is_floating_point()]
+    return tensors[0] if tensors else next((v for v in kwargs.values() if hasattr(v, "is_floating_point")), None)
+
+
+def _main(output):
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+def _part_hook(recorder: Recorder, index: int, key: str, pick):
+    """A pre-hook (3 arguments) or hook (4) recording `pick(args, kwargs, output)` under `key`; never raises."""
+    def hook(module, args, kwargs, output=None):
+        try:
+            recorder.add_part(index, key, pick(args, kwargs, output))
+        except Exception as exc:  # a capture bug must never take the served model down
+            _write_json(recorder.directory / ERROR, {"module": key, "error": f"{type(exc).__name__}: {exc}"})
+        return None
     return hook
 
 

@@ -6,8 +6,8 @@ LLM_ADAPT_ENGINE_FAULT names a fault, or LLM_ADAPT_ENGINE_FAULT_FILE names a fil
 (switched while the engine runs; serve with prefix caching off); never set either on a deployment.
 Faults:
 
-  decode-only:L:S      decoder layer L's branch output (before the residual add) times S, on decode
-                       tokens only
+  decode-only:L:S      decoder layer L's MLP output (the branch before the residual add) times S, on
+                       decode tokens only (a layer without an MLP: its branch output)
   prefill-only:L:S     the same on prompt (prefill) tokens only
   scaled:L:S           the same on every token, every step
   attention-scale:L:S  layer L's attention softmax scale times S
@@ -163,11 +163,14 @@ def _hook_layer(index: int, layer, state: dict) -> None:
             return args, {**kwargs, "positions": moved}
         return (moved, *args[1:]), kwargs
 
+    def remember_positions(module, args, kwargs):
+        state[("positions", index)] = kwargs.get("positions", args[0] if args else None)  # layer(positions, ...)
+
     def scale_output(module, args, kwargs, output):
         fault = state["fault"]
         if not (fault and fault.layer == index and fault.kind in ("scaled", "decode-only", "prefill-only")):
             return None
-        positions = kwargs.get("positions", args[0] if args else None)
+        positions = state.get(("positions", index))
         hidden, residual = output if isinstance(output, tuple) else (output, None)
         if fault.kind == "scaled" or positions is None:
             hidden = hidden * fault.value
@@ -179,8 +182,12 @@ def _hook_layer(index: int, layer, state: dict) -> None:
         return (hidden, residual) if isinstance(output, tuple) else hidden
 
     attn.register_forward_pre_hook(before_attention, with_kwargs=True)
-    # first among the layer's hooks: the layer capture (capture_plugin.py) records the faulty output
-    layer.register_forward_hook(scale_output, with_kwargs=True, prepend=True)
+    layer.register_forward_pre_hook(remember_positions, with_kwargs=True)
+    # inside the MLP, where the served part pass must find it (vLLM's Llama-style layers return the MLP's
+    # output as their branch); first among the hooks: the layer capture (capture_plugin.py) records the
+    # faulty output
+    branch = layer.mlp if isinstance(getattr(layer, "mlp", None), torch_module()) else layer
+    branch.register_forward_hook(scale_output, with_kwargs=True, prepend=True)
 
 
 def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> None:
@@ -202,6 +209,12 @@ def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> Non
 
     attn_block.register_forward_pre_hook(swap, with_kwargs=True)
     attn_block.register_forward_hook(restore, with_kwargs=True)
+
+
+def torch_module():
+    import torch
+
+    return torch.nn.Module
 
 
 def torch_where(rows, value: float, like):

@@ -1,0 +1,99 @@
+"""Which part of the located layer, inside the served engine: its attention and its MLP, each judged on
+the engine's own input to it.
+
+A served engine gives no shadow pass (a layer fed the reference's input), but its capture gives each
+part's input and output (engines/capture_plugin.py, armed for one layer). The fp32 reference's same
+part, fed the engine's input, says what the part should have made of it: the difference is the part's
+own error, whatever the engine's input inherited from the layers before. The floor's same part on the
+same input, against the same reference output, is its noise floor. The parts are then named by the
+rule the in-process part pass uses (verdict.locate_part).
+
+The norms are left out: vLLM fuses each with the residual add, in place, so the input the reference's
+norm needs (the residual stream before the add) is not a tensor the engine hands to a module.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_adapt.accuracy.options import Progress
+from llm_adapt.accuracy.sublayer import PartErrors, PartRecord, part_errors, part_rows, replay_parts
+from llm_adapt.accuracy.verdict import locate_part
+from llm_adapt.engines import capture_plugin as plugin
+
+SERVED_PARTS = tuple(name for name, _ in plugin.PARTS)
+
+
+def served_part_record(tensors: dict[str, torch.Tensor], index: int) -> PartRecord | None:
+    """The engine's parts of layer `index` from one prompt's matched capture ([T, D] each, as [1, T, D],
+    the reference's layout); None where the capture holds none of them. Pure."""
+    record = PartRecord()
+    for part in SERVED_PARTS:
+        key_in, key_out = plugin.part_key(index, part, "in"), plugin.part_key(index, part, "out")
+        if key_in in tensors and key_out in tensors:
+            record.inputs[part] = tensors[key_in].unsqueeze(0)
+            record.outputs[part] = tensors[key_out].unsqueeze(0)
+    return record if record.inputs else None
+
+
+def errors_between(expected: list[PartRecord], actual: list[PartRecord]) -> dict[str, dict[str, Any]]:
+    """Each part's error of `actual` outputs against `expected` ones, over every prompt: the summary the
+    in-process part pass gives (rel_l2, cos_min, max_abs, per-prompt squares, channel concentration). Pure."""
+    errors = PartErrors()
+    for want, got in zip(expected, actual):
+        for name, ref in want.outputs.items():
+            if name in got.outputs:
+                errors.add(name, ref, got.outputs[name])
+    return errors.summary()
+
+
+def judge_parts(served: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None, local_factor: float,
+                dtype: str) -> dict[str, Any]:
+    """{"part", "parts"} as the in-process pass writes it, for the engine's parts against the floor's. Pure."""
+    return locate_part(part_rows(served, floor), local_factor, floor is not None, dtype)
+
+
+def capture_parts(client, directory: Path, index: int, sequences: list[list[int]],
+                  progress: Progress) -> list[dict[str, Any]]:
+    """The engine's records of one more prefill of each sequence, with layer `index`'s parts armed: only
+    the records this pass wrote (a kept earlier capture stays where it is)."""
+    before = set(Path(directory).glob(plugin.RECORD_GLOB))
+    armed = Path(directory) / plugin.ARMED
+    armed.write_text(f'{{"parts": [{index}]}}')
+    try:
+        for i, ids in enumerate(sequences):
+            progress(f"parts of layer {index} in the engine", i, len(sequences))
+            client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0,
+                                        "cache_salt": uuid.uuid4().hex})
+    finally:
+        armed.unlink(missing_ok=True)
+    progress(f"parts of layer {index} in the engine", len(sequences), len(sequences))
+    new = sorted(set(Path(directory).glob(plugin.RECORD_GLOB)) - before)
+    records = [torch.load(p, weights_only=True) for p in new]
+    for path in new:
+        path.unlink()
+    return records
+
+
+def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], index: int, reference, floor,
+                 local_factor: float, dtype: str) -> dict[str, Any]:
+    """The located layer's parts inside the engine: {"part", "parts"}, or {"part": None, "parts": [],
+    "parts_skipped": why}. `reference` and `floor` are in-process runners (floor may be None)."""
+    from llm_adapt.accuracy.layers_served import match_record
+
+    kept_sequences, served = [], []
+    for sequence in sequences:
+        tensors, _ = match_record(records, sequence)
+        record = served_part_record(tensors, index) if tensors is not None else None
+        if record is not None:
+            kept_sequences.append(sequence)
+            served.append(record)
+    if not served:
+        return {"part": None, "parts": [], "parts_skipped": f"the engine recorded no part of layer {index}"}
+    expected = replay_parts(reference, index, kept_sequences, served)
+    floor_errors = part_errors(floor, index, kept_sequences, expected) if floor is not None else None
+    return judge_parts(errors_between(expected, served), floor_errors, local_factor, dtype)
