@@ -99,16 +99,6 @@ def processes_for(load_per_process: float | None, processes: int, cores: int) ->
     return max(processes, min(cores, math.ceil(processes * load_per_process / SPREAD_BELOW)))
 
 
-def busy_note(load: dict[str, Any] | None) -> str | None:
-    """One sentence for a report when the host was busy during a measurement; None when it was quiet
-    or not sampled. Pure."""
-    if not load or not load.get("busy"):
-        return None
-    return (f"other processes used {load['other_cores_mean']:.2f} of {load['cores']} cores on average during "
-            f"this measurement (peak {load['other_cores_max']:.2f}; a quiet host stays under "
-            f"{load['busy_threshold_cores']:.2f}): the figure is the shared machine's, not this one's alone")
-
-
 class Sampler:
     """Snapshots at the caller's pace; `summary()` of the intervals between them."""
 

@@ -27,14 +27,6 @@ DTYPE_BYTES: dict[str, float] = {
     "int4": 0.5,
 }
 
-# Short names used throughout (CLI, plan, report).
-CANONICAL_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
-
-
-def canonical_dtype(name: str) -> str:
-    return CANONICAL_DTYPE.get(name, name)
-
-
 def dtype_bytes(name: str) -> float:
     try:
         return DTYPE_BYTES[name]
@@ -63,16 +55,6 @@ def _role_params(spec: ModelSpec) -> dict[str, int]:
     for group in expected_groups(spec):
         totals[group.role] += group.params
     return totals
-
-
-def attention_params(spec: ModelSpec) -> int:
-    """Attention projections of every layer (q, k, v, o or MLA's), with the biases the family has."""
-    return _role_params(spec)["attention"]
-
-
-def mlp_params(spec: ModelSpec) -> int:
-    """MLPs of every layer: dense ones, and for MoE layers all experts, the router and shared experts."""
-    return _role_params(spec)["mlp"]
 
 
 def parameter_breakdown(spec: ModelSpec) -> ParamBreakdown:

@@ -83,10 +83,6 @@ class ModelSpec:
     def kv_size(self) -> int:
         return self.num_kv_heads * self.head_dim
 
-    @property
-    def is_moe(self) -> bool:
-        return bool(self.num_experts)
-
 
 def load_config(model_dir: Path) -> dict[str, Any]:
     """Read config.json of a model directory, with one clear line for each way it can be wrong."""
