@@ -529,7 +529,8 @@ def test_layers_stage_escalates_only_from_a_fail_or_warn(tmp_path):
     state.server = vllm
     _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran on a PASS"))
     assert state.status.stages["layers"] == {"status": "skipped", "reason":
-                                             "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"}
+                                             "endpoint accuracy PASS: nothing to localize (--layers captures anyway)",
+                                             "reason_key": "nothing_to_localize", "reason_args": {"verdict": "PASS"}}
     ran = []
     for status in ("FAIL", "WARN"):
         _endpoint_verdict(tmp_path, status)

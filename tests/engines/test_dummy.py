@@ -32,7 +32,8 @@ def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, default_model)
     assert real["endpoint_accuracy"] == real["adaptation"] == "done" and real["accuracy"] == "skipped"
     # a clean engine does not escalate to a capture inside it
     assert real_stages["layers"] == {"status": "skipped",
-                                     "reason": "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"}
+                                     "reason": "endpoint accuracy PASS: nothing to localize (--layers captures anyway)",
+                                     "reason_key": "nothing_to_localize", "reason_args": {"verdict": "PASS"}}
     assert not json.loads((out / "serve.json").read_text())["dummy_weights"]
     matrix = {r["row"]: r for r in json.loads((out / "adaptation.json").read_text())["stages"]["rows"]}
     assert matrix["engine starts"]["dummy"] is True and matrix["engine starts"]["real"] is True

@@ -7,6 +7,7 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
+from llm_adapt.run.reasons import rendered
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -120,6 +121,11 @@ TEXT = {
         "tput": "{n} 个请求同时发送时吞吐 {tps:.1f} 输出 tok/s，TTFT p50 {ttft:.0f} ms，TPOT p50 {tpot:.1f} ms。",
     },
 }
+
+
+def stage_status(body: dict, lang: str) -> str:
+    """A stage's status word (status.json) in the report's language."""
+    return NOTES[lang].get("statuses", {}).get(body.get("status"), body.get("status") or "")
 
 
 def part_name(part: str, lang: str) -> str:
@@ -244,7 +250,8 @@ NOTES = {
         "engine_failed": "serve 阶段失败{blocked}：引擎未能启动（原因与日志见摘要）。",
         "blocked": "；{names} 未运行",
         "stage": "{name} 阶段{status}：{reason}。", "interrupted": "被用户中断",
-        "statuses": {"failed": "失败", "not run": "未运行", "interrupted": "已中断"},
+        "statuses": {"failed": "失败", "not run": "未运行", "interrupted": "已中断", "skipped": "已跳过",
+                     "not applicable": "不适用", "done": "完成", "pending": "待运行", "running": "运行中"},
         "plan": "部署计划：{warning}。",
         "feature": "特性“{name}”为 {status}：{evidence}",
         "section": "服务端精度“{name}”{status}：{reason}。",
@@ -275,7 +282,7 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     for name, body in stages.items():
         if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
             shown = N.get("statuses", {}).get(body["status"], body["status"])
-            out.append(N["stage"].format(name=name, status=shown, reason=body.get("reason", N["interrupted"])))
+            out.append(N["stage"].format(name=name, status=shown, reason=rendered(body, lang) or N["interrupted"]))
     serve = run.get("serve") or {}
     open_host = serve.get("host") in ("0.0.0.0", "::")
     remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")

@@ -13,10 +13,11 @@ import jinja2
 from llm_adapt.errors import UsageError
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
-                                      recommendation)
+                                      recommendation, stage_status)
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
+from llm_adapt.run.reasons import rendered
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -62,7 +63,8 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy")),
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
-            "why": lambda stage: _why(run, stage), "part_name": lambda part: part_name(part, lang)}
+            "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
+            "stage_reason": lambda body: rendered(body, lang), "stage_status": lambda body: stage_status(body, lang)}
 
 
 def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
@@ -85,12 +87,12 @@ def peak_server(run: RunData) -> dict | None:
     return {"rss": max(rss) if rss else None, "kv": max(kv) if kv else None, "device": max(device) if device else None}
 
 
-def _why(run: RunData, stage: str) -> str:
+def _why(run: RunData, stage: str, lang: str = "en") -> str:
     body = ((run.get("status") or {}).get("stages") or {}).get(stage)
     if not body:
-        return "not part of this run"
-    reason = body.get("reason")
-    return f"{body['status']}" + (f": {reason}" if reason else "")
+        return "not part of this run" if lang == "en" else "不属于本次运行"
+    reason = rendered(body, lang)
+    return stage_status(body, lang) + (f": {reason}" if reason else "")
 
 
 def render_report(run_dir: Path, lang: str = "en") -> list[Path]:

@@ -17,6 +17,7 @@ from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run import stages
 from llm_adapt.run.config import STAGES, RunConfig
+from llm_adapt.run.reasons import reason, stored
 from llm_adapt.run.state import RunState, RunStatus
 
 Stage = Callable[[RunConfig, RunState], None]
@@ -52,7 +53,7 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     why = interrupt_reason(exc)
     for stage in STAGES[:-1]:
         if state.status.stages.get(stage, {}).get("status") in (None, "pending"):
-            state.status.stages[stage] = {"status": "not run", "reason": why}
+            state.status.stages[stage] = {"status": "not run", **stored(why)}
     state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
@@ -63,10 +64,10 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
 def interrupt_reason(exc: BaseException) -> str:
     """Why the stages after a stop did not run, in the words the report shows. Pure."""
     if isinstance(exc, interrupts.Terminated):
-        return "the run was stopped (SIGTERM) before this stage"
+        return reason("sigterm")
     if isinstance(exc, KeyboardInterrupt):
-        return "the run was interrupted (Ctrl-C) before this stage"
-    return f"the run stopped before this stage ({type(exc).__name__})"
+        return reason("ctrl_c")
+    return reason("stopped", error=type(exc).__name__)
 
 
 def new_status(cfg: RunConfig) -> RunStatus:
@@ -82,19 +83,21 @@ def _load_or_new_status(cfg: RunConfig) -> RunStatus:
 
 
 def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> None:
+    if "reason" in extra:  # a keyed reason keeps its key and arguments for the report's languages
+        extra.update(stored(extra.pop("reason")))
     state.status.stages[stage] = {"status": status, **extra}
     state.status.save(cfg.out / rundir.STATUS)
 
 
 def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None:
     if stage in cfg.skip:
-        return _mark(cfg, state, stage, "skipped", reason="--skip " + stage)
+        return _mark(cfg, state, stage, "skipped", reason=reason("skip_flag", stage=stage))
     if stage == "eval" and not cfg.tasks:
-        return _mark(cfg, state, stage, "skipped", reason="opt-in: --tasks TASK,...")
+        return _mark(cfg, state, stage, "skipped", reason=reason("eval_opt_in"))
     if stage == "layers" and (why := stages.layers_not_wanted(cfg, state)):
         return _mark(cfg, state, stage, "skipped", reason=why)
     if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "layers", "eval"):
-        return _mark(cfg, state, stage, "not applicable", reason="dummy-weight verification: the weights are random")
+        return _mark(cfg, state, stage, "not applicable", reason=reason("dummy_weights"))
     previous = state.status.stages.get(stage, {})
     if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
         cfg.log(f"{stage}: done in an earlier run, kept")
@@ -132,7 +135,7 @@ def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None
 def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
     if stage in ("probes", "endpoint_accuracy", "eval", "bench") and state.server is None and cfg.endpoint is None:
         serve = state.status.stages.get("serve", {}).get("status", "did not start")
-        return f"no endpoint: the engine {serve} (its cause is in the serve row and the summary)"
+        return reason("no_endpoint", serve=serve)
     if stage == "layers":
         from llm_adapt.run.stages import layers_blocked
 
@@ -143,12 +146,12 @@ def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
 def _escalation_blocked(cfg: RunConfig, state: RunState) -> str | None:
     """An escalation that cannot run here is skipped, not a failure: it was not asked for."""
     blocked = _blocked_by(cfg, state, "layers")
-    return f"no escalation: the layers stage {blocked}" if blocked else None
+    return reason("no_escalation", blocked=blocked) if blocked else None
 
 
 def _serve(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
     if cfg.endpoint is not None:
-        return _mark(cfg, state, "serve", "skipped", reason=f"external endpoint {cfg.endpoint.base_url}")
+        return _mark(cfg, state, "serve", "skipped", reason=reason("external_endpoint", url=cfg.endpoint.base_url))
     if cfg.resume and state.status.stages.get("serve", {}).get("status") == "done":
         state.status.stages["serve"] = {"status": "pending"}  # a resumed run needs its engine again
     _run_stage(cfg, state, "serve", lambda c, s: stages.start_engine(c, s, scope))

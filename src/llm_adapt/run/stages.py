@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run.config import RunConfig
+from llm_adapt.run.reasons import reason
 from llm_adapt.run.state import RunState
 
 if TYPE_CHECKING:
@@ -81,9 +82,9 @@ def with_capture(cfg: RunConfig, inspected):
 def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
     """Why the layers stage cannot run here: it needs the eager vLLM engine this run started."""
     if cfg.graph:
-        return "the run deploys graph mode and capture needs eager; use `llm-adapt layers --graph --accept-eager`"
+        return reason("layers_graph")
     if state.server is None or state.server.spec.engine != "vllm":
-        return "needs the vLLM engine this run starts (the capture runs inside it); not an external endpoint"
+        return reason("layers_engine")
     return None
 
 
@@ -96,12 +97,12 @@ def layers_not_wanted(cfg: RunConfig, state: RunState) -> str | None:
     if cfg.layers == "on":
         return None
     if cfg.layers == "off":
-        return "turned off: --no-escalate (--layers captures anyway)"
+        return reason("no_escalate")
     verdict = endpoint_verdict(cfg.out)
     if verdict is None:
-        return "no endpoint accuracy verdict to escalate from (--layers captures anyway)"
+        return reason("no_verdict")
     if verdict not in ESCALATE_ON:
-        return f"endpoint accuracy {verdict}: nothing to localize (--layers captures anyway)"
+        return reason("nothing_to_localize", verdict=verdict)
     return None
 
 
