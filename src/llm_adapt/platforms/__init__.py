@@ -93,5 +93,6 @@ def default_serving_dtype(platform: str, has_native_bf16: bool | None = None) ->
     native = cpu_has_native_bf16() if has_native_bf16 is None else has_native_bf16
     if native:
         return "bf16", None
-    return "fp32", ("--dtype auto: fp32, since this CPU has no native bf16 (no AVX-512 BF16, AMX or Arm BF16) and "
-                    "vLLM-CPU's bf16 kernels convert to fp32 there; pass --dtype bf16 to serve bf16")
+    from llm_adapt.messages import reason
+
+    return "fp32", reason("dtype_auto_fp32")

@@ -7,7 +7,7 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
-from llm_adapt.run.reasons import rendered
+from llm_adapt.messages import rendered, rendered_warnings
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -286,9 +286,10 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     serve = run.get("serve") or {}
     open_host = serve.get("host") in ("0.0.0.0", "::")
     remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")
-    for warning in (run.get("inspect") or {}).get("plan", {}).get("warnings", []):
+    plan = (run.get("inspect") or {}).get("plan", {})
+    for warning, shown in zip(plan.get("warnings", []), rendered_warnings(plan, lang)):
         if not _said_by_serve(warning, open_host, remote_code):
-            out.append(N["plan"].format(warning=warning))
+            out.append(N["plan"].format(warning=shown))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
             out.append(N["feature"].format(name=row["name"], status=row["status"], evidence=row["evidence"]))

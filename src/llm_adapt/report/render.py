@@ -17,7 +17,7 @@ from llm_adapt.report.findings import (findings, main_target, notes, overall_ver
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.run.reasons import rendered
+from llm_adapt.messages import rendered, rendered_warnings
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -64,7 +64,8 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
             "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
-            "stage_reason": lambda body: rendered(body, lang), "stage_status": lambda body: stage_status(body, lang)}
+            "stage_reason": lambda body: rendered(body, lang), "stage_status": lambda body: stage_status(body, lang),
+            "plan_warnings": lambda plan: rendered_warnings(plan, lang)}
 
 
 def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:

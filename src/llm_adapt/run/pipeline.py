@@ -17,7 +17,7 @@ from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run import stages
 from llm_adapt.run.config import STAGES, RunConfig
-from llm_adapt.run.reasons import reason, stored
+from llm_adapt.messages import reason, stored
 from llm_adapt.run.state import RunState, RunStatus
 
 Stage = Callable[[RunConfig, RunState], None]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run.config import RunConfig
-from llm_adapt.run.reasons import reason
+from llm_adapt.messages import reason
 from llm_adapt.run.state import RunState
 
 if TYPE_CHECKING:
