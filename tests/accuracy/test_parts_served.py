@@ -93,3 +93,23 @@ def test_no_part_recorded_is_said_so(engine_like):
     reference, floor, sequences, _ = engine_like
     located = served_parts([], sequences, LAYER, reference, floor, 2.0, "bf16")
     assert located["part"] is None and "recorded no part of layer 1" in located["parts_skipped"]
+
+
+def test_a_server_gone_during_the_parts_pass_keeps_the_layer_and_says_why(tmp_path):
+    import types
+
+    from llm_adapt.accuracy.layers_served import with_served_parts
+    from llm_adapt.engines.client import ServerGone
+
+    class Gone:
+        def post(self, path, payload):
+            raise ServerGone("the server stopped answering (ConnectError)")
+
+    where = {"name": "layer 3", "local_rel_l2": 0.2, "ratio": 9.0, "basis": "noise floor"}
+    gold = types.SimpleNamespace(prompts=[types.SimpleNamespace(sequence=[1, 2, 3])])
+    opts = types.SimpleNamespace(reference=RunnerSpec("cpu", "fp32"), local_factor=2.0)
+    out = with_served_parts(where, Gone(), tmp_path, gold, tmp_path, opts, RunnerSpec("cpu", "fp32"), "fp32",
+                            lambda *a: None)
+    assert out["name"] == "layer 3" and out["ratio"] == 9.0 and out["part"] is None
+    assert "stopped answering" in out["parts_skipped"] and not (tmp_path / plugin.ARMED).exists()
+    assert with_served_parts(None, Gone(), tmp_path, gold, tmp_path, opts, None, "fp32", lambda *a: None) is None

@@ -32,7 +32,7 @@ from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, find_first_local_excess, judge_layers
 from llm_adapt.engines import capture_plugin as plugin
-from llm_adapt.engines.client import EndpointClient
+from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.results import StageResult
 
@@ -407,7 +407,7 @@ def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capt
         runners = [Runner(opts.reference, model_path), Runner(floor_spec, model_path)]
         located = served_parts(records, sequences, index, *runners, opts.local_factor, served_dtype)
         progress(f"parts of layer {index}: reference and floor", 1, 1)
-    except (AdaptError, RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:
+    except (AdaptError, ServerGone, RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:
         located = {"part": None, "parts": [], "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}
     finally:
         for runner in runners:
