@@ -126,21 +126,22 @@ def check_plugin(directory: Path) -> dict[str, Any]:
 
 
 def send_prefills(client: EndpointClient, directory: Path, sequences: list[list[int]],
-                  progress: Progress) -> list[str | None]:
+                  progress: Progress, armed_with: str = "1", label: str = "capture in the engine") -> list[str | None]:
     """One request at a time, each a prefill of exactly its tokens (max_tokens=1, a fresh cache salt so
-    no cached prefix shortens it), while the capture is armed. Per sequence: None, or why it failed."""
+    no cached prefix shortens it), while the capture is armed (`armed_with`: the armed file's text, see
+    capture_plugin.armed_parts). Per sequence: None, or why it failed."""
     armed = Path(directory) / plugin.ARMED
-    armed.write_text("1")
+    armed.write_text(armed_with)
     errors: list[str | None] = []
     try:
         for i, ids in enumerate(sequences):
-            progress("capture in the engine", i, len(sequences))
+            progress(label, i, len(sequences))
             reply = client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0,
                                                 "cache_salt": uuid.uuid4().hex})
             errors.append(None if reply.status_code == 200 else f"HTTP {reply.status_code}: {reply.text[:200]}")
     finally:
         armed.unlink(missing_ok=True)
-    progress("capture in the engine", len(sequences), len(sequences))
+    progress(label, len(sequences), len(sequences))
     return errors
 
 

@@ -14,7 +14,7 @@ norm needs (the residual stream before the add) is not a tensor the engine hands
 
 from __future__ import annotations
 
-import uuid
+import json
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +61,11 @@ def capture_parts(client, directory: Path, index: int, sequences: list[list[int]
                   progress: Progress) -> list[dict[str, Any]]:
     """The engine's records of one more prefill of each sequence, with layer `index`'s parts armed: only
     the records this pass wrote (a kept earlier capture stays where it is)."""
+    from llm_adapt.accuracy.layers_served import send_prefills
+
     before = set(Path(directory).glob(plugin.RECORD_GLOB))
-    armed = Path(directory) / plugin.ARMED
-    armed.write_text(f'{{"parts": [{index}]}}')
-    try:
-        for i, ids in enumerate(sequences):
-            progress(f"parts of layer {index} in the engine", i, len(sequences))
-            client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0,
-                                        "cache_salt": uuid.uuid4().hex})
-    finally:
-        armed.unlink(missing_ok=True)
-    progress(f"parts of layer {index} in the engine", len(sequences), len(sequences))
+    send_prefills(client, directory, sequences, progress, armed_with=json.dumps({"parts": [index]}),
+                  label=f"parts of layer {index} in the engine")
     new = sorted(set(Path(directory).glob(plugin.RECORD_GLOB)) - before)
     records = [torch.load(p, weights_only=True) for p in new]
     for path in new:

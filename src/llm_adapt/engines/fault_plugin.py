@@ -186,7 +186,9 @@ def _hook_layer(index: int, layer, state: dict) -> None:
     # inside the MLP, where the served part pass must find it (vLLM's Llama-style layers return the MLP's
     # output as their branch); first among the hooks: the layer capture (capture_plugin.py) records the
     # faulty output
-    branch = layer.mlp if isinstance(getattr(layer, "mlp", None), torch_module()) else layer
+    import torch
+
+    branch = layer.mlp if isinstance(getattr(layer, "mlp", None), torch.nn.Module) else layer
     branch.register_forward_hook(scale_output, with_kwargs=True, prepend=True)
 
 
@@ -209,12 +211,6 @@ def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> Non
 
     attn_block.register_forward_pre_hook(swap, with_kwargs=True)
     attn_block.register_forward_hook(restore, with_kwargs=True)
-
-
-def torch_module():
-    import torch
-
-    return torch.nn.Module
 
 
 def torch_where(rows, value: float, like):
