@@ -23,9 +23,6 @@ REASONS: dict[str, dict[str, str]] = {
     "sigterm": {"en": "the run was stopped (SIGTERM) before this stage", "zh": "运行在此阶段之前被终止（SIGTERM）"},
     "ctrl_c": {"en": "the run was interrupted (Ctrl-C) before this stage", "zh": "运行在此阶段之前被中断（Ctrl-C）"},
     "stopped": {"en": "the run stopped before this stage ({error})", "zh": "运行在此阶段之前停止（{error}）"},
-    "layers_graph": {"en": "the run deploys graph mode and capture needs eager; use `llm-adapt layers --graph "
-                           "--accept-eager`",
-                     "zh": "本次运行部署图模式，而逐层捕获需要 eager 模式；请使用 `llm-adapt layers --graph --accept-eager`"},
     "layers_engine": {"en": "needs the vLLM engine this run starts (the capture runs inside it); not an external "
                             "endpoint",
                       "zh": "需要本次运行自行启动的 vLLM 引擎（捕获在引擎内部进行），外部端点不行"},

@@ -23,6 +23,7 @@ EVAL = "eval.json"
 DIFF = "diff.json"
 ADAPTATION = "adaptation.json"  # the run against vLLM-Ascend's adapter workflow: gates, feature rows, dummy vs real
 LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
+EAGER_CHECK = "eager"  # a graph deployment's escalation: endpoint accuracy of the eager engine, beside the graph one's
 CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
 ENGINE_LOG = "engine.log"
 PLOTS = "plots"

@@ -123,3 +123,41 @@ def test_diagnose_names_the_range_of_an_fp16_server_and_not_of_a_bf16_one():
     assert out["candidates"][0]["next"] == CAUSES["range"][1]
     assert diagnose(_sections(5e-9, 6e-9), {"status": "FAIL"}, BOUND, peaks=_peaks(70000.0), dtype="bf16")["unknown"]
     assert diagnose(_sections(5e-9, 6e-9), {"status": "PASS"}, BOUND, peaks=_peaks(70000.0), dtype="fp16") is None
+
+
+def _mode(status, kl, decode_kl=None):
+    return {"status": status, "reasons": [], "kl": kl, "decode_kl": decode_kl}
+
+
+def test_graph_mode_is_named_when_only_the_graph_engine_is_out_of_line():
+    from llm_adapt.accuracy.diagnosis import graph_cause
+
+    found = graph_cause(_mode("FAIL", 0.012, 0.013), _mode("PASS", 2e-6, 3e-6))
+    assert found["signature"] == "graph" and found["kl_ratio"] == pytest.approx(6000)
+    assert found["graph"]["status"] == "FAIL" and "--enforce-eager" in found["cause"] and found["next"]
+    # a WARN is enough when its KL stands far above the eager engine's
+    assert graph_cause(_mode("WARN", 4e-5), _mode("PASS", 1e-5))["signature"] == "graph"
+
+
+def test_graph_mode_is_not_named_without_a_clean_eager_engine_or_an_out_of_line_graph():
+    from llm_adapt.accuracy.diagnosis import graph_vs_eager
+
+    assert graph_vs_eager(_mode("FAIL", 0.01), _mode("FAIL", 0.01)) is None  # both paths: the layers place it
+    assert graph_vs_eager(_mode("FAIL", 0.01), _mode("WARN", 0.001)) is None
+    assert graph_vs_eager(_mode("PASS", 1e-6), _mode("PASS", 1e-6)) is None  # clean
+    assert graph_vs_eager(_mode("FAIL", 0.01), None) is None  # no eager engine ran
+    assert graph_vs_eager(_mode("FAIL", 0.01), _mode(None, None)) is None
+    assert graph_vs_eager(_mode("WARN", 2e-5), _mode("PASS", 1e-5)) is None  # a WARN close to the eager KL: chance
+    assert graph_vs_eager(_mode("WARN", None), _mode("PASS", 1e-5)) is None  # a WARN without figures names nothing
+
+
+def test_mode_figures_reads_the_served_kl_of_each_section():
+    from llm_adapt.accuracy.diagnosis import mode_figures
+
+    sections = {"teacher_forced": {"status": "done", "server": {"kl_lb_mean": 0.02}},
+                "greedy": {"status": "done", "decode": {"server": {"kl_lb_mean": 0.03}}}}
+    assert mode_figures({"status": "FAIL", "reasons": ["a", "b", "c", "d"]}, sections) == {
+        "status": "FAIL", "reasons": ["a", "b", "c"], "kl": 0.02, "decode_kl": 0.03}
+    sections["greedy"] = {"status": "not run", "reason": "server gone"}
+    assert mode_figures({"status": "WARN"}, sections)["decode_kl"] is None
+    assert mode_figures(None, None) == {"status": None, "reasons": [], "kl": None, "decode_kl": None}

@@ -16,6 +16,7 @@ def test_fault_syntax():
     assert parse_fault("rope-beyond:40") == EngineFault("rope-beyond", None, 40.0)
     assert parse_fault("attention-scale:3:2").label == "attention-scale:3:2"
     assert parse_fault("foreign-kv:5:3") == EngineFault("foreign-kv", 5, 3.0)
+    assert parse_fault("graph-only:1:3") == EngineFault("graph-only", 1, 3.0)
     for bad in ("decode-only:5", "rope-beyond:x", "sideways:1:2", "scaled:one:2", "foreign-kv:5:x", "foreign-kv:5"):
         with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
             parse_fault(bad)
@@ -134,3 +135,20 @@ def test_one_planted_engine_serves_each_fault_of_the_file_in_turn(tmp_path):
     path.write_text("")
     assert torch.equal(model.model(positions, hidden), clean)
     assert model.model.layers[0].self_attn.seen[-1][0] == [40, 41, 42, 43]
+
+
+def test_the_graph_only_fault_lives_in_the_compiled_graph_alone():
+    """graph-only: the eager model is untouched; the same model compiled carries the fault (the hook adds
+    it while dynamo traces), as a graph mode's own bug would."""
+    from llm_adapt.engines.fault_plugin import FixedFault, parse_fault, plant
+
+    model = torch.nn.Module()
+    model.model = _Inner(3)
+    positions, hidden = torch.arange(40, 44), torch.zeros(4, 2)
+    clean = model.model(positions, hidden)
+    plant(model, FixedFault(parse_fault("graph-only:2:3")))
+    assert torch.equal(model.model(positions, hidden), clean)
+    torch._dynamo.reset()
+    compiled = torch.compile(model.model, backend="eager")
+    assert torch.equal(compiled(positions, hidden), torch.full((4, 2), 3.0 * 3))  # layer 2's 3 -> 9
+    assert torch.equal(model.model(positions, hidden), clean)  # eager again: still clean

@@ -123,3 +123,36 @@ def test_a_faster_setting_that_fails_its_accuracy_check_is_never_recommended():
     assert rec["name"] == "bind" and rec["accuracy_verified"] and rec["rejected_for_accuracy"] == ["graph"]
     rec = recommend([row("base", [30, 31]), row("bind", [52, 53])], "output_throughput", True)
     assert rec["significant"] and not rec["accuracy_verified"]  # no check ran: said so
+
+
+def test_a_graph_trial_out_of_line_beside_a_passing_eager_baseline_names_graph_mode(tmp_path, tiny_llama):
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.report.render import render_report
+    from llm_adapt.tune.run import TuneResult, name_graph_causes
+
+    def checked(name, status, kl, graph=False):
+        return row(name, [30, 31]) | {"graph": graph, "accuracy": {"status": status, "reasons": [], "kl": kl,
+                                                                   "decode_kl": kl}}
+
+    trials = [checked("base", "PASS", 1e-6), checked("bind", "PASS", 1e-6), checked("graph mode", "FAIL", 0.01, True),
+              checked("graph mode + seqs", "PASS", 1e-6, True)]
+    name_graph_causes(trials)
+    assert [t["name"] for t in trials if t["accuracy"].get("cause")] == ["graph mode"]
+    assert trials[2]["accuracy"]["cause"]["signature"] == "graph"
+    failing_base = [checked("base", "FAIL", 0.01), checked("graph mode", "FAIL", 0.01, True)]
+    name_graph_causes(failing_base)  # both modes out of line: not graph mode's alone
+    assert not failing_base[1]["accuracy"].get("cause")
+    unchecked = [row("base", [30, 31]) | {"graph": False}, checked("graph mode", "FAIL", 0.01, True)]
+    name_graph_causes(unchecked)  # no eager check to stand against
+    assert not unchecked[1]["accuracy"].get("cause")
+    TuneResult(platform="cpu", objective="throughput", metric="output_throughput",
+               settings={"repeats": 2, "num_prompts": 8}, trials=trials,
+               skipped=[], recommendation=recommend(trials, "output_throughput", True)).save(tmp_path / "tune.json")
+    source = resolve_model(str(tiny_llama))  # a run directory the report can render
+    run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="m", kv_cache_space_gib=1,
+                                    max_model_len=512), "cpu").save(tmp_path / "inspect.json")
+    text = render_report(tmp_path, "en")[0].read_text()
+    assert "graph mode: Verdict FAIL, base PASS" in text and "Graph mode: the compiled or captured graph" in text
+    assert "图模式：编译或捕获的计算图" in render_report(tmp_path, "zh")[0].read_text()

@@ -26,6 +26,12 @@ The rules, in order:
   the served dtype's largest finite value (fp16: 65,504), so the served model overflows there (inf,
   then NaN) or loses its large values. Checked on the gold alone, so it holds for a target run in
   process at that dtype too; bf16 and fp32 share fp32's exponent range and never fire it.
+- graph mode: the deployment in graph mode (torch.compile, CUDA graphs, ACLGraph) is out of line
+  while the same model, served eager by the same vLLM on the same prompts against the same gold,
+  passes. What differs is the compiled or captured graph: a fusion pass, a graph captured for
+  other shapes, a buffer the replay does not refresh. Checked by `run`'s escalation of a graph
+  deployment (it restarts the engine eager to capture inside it) and by `tune`'s graph trials
+  against its eager baseline.
 """
 
 from __future__ import annotations
@@ -124,6 +130,43 @@ def range_reason(found: dict[str, Any]) -> str:
             f"{CAUSES['range'][0]}")
 
 
+OUT_OF_LINE = ("FAIL", "WARN")
+WARN_FACTOR = 3.0  # a graph mode that only WARNs must hold this many times the eager engine's KL
+
+
+def mode_figures(verdict: dict[str, Any] | None, sections: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """What a mode comparison needs from one endpoint accuracy result: its verdict and the served
+    teacher-forced and decode-side top-k KL (None where not measured). Pure."""
+    sections = sections or {}
+    tf, greedy = sections.get("teacher_forced") or {}, sections.get("greedy") or {}
+    return {"status": (verdict or {}).get("status"), "reasons": list((verdict or {}).get("reasons") or [])[:3],
+            "kl": (tf.get("server") or {}).get("kl_lb_mean") if tf.get("status") == "done" else None,
+            "decode_kl": ((greedy.get("decode") or {}).get("server") or {}).get("kl_lb_mean")
+            if greedy.get("status") == "done" else None}
+
+
+def graph_vs_eager(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -> dict[str, Any] | None:
+    """'graph' when the graph-mode engine is out of line and the eager one, judged the same way, passes:
+    a graph FAIL, or a graph WARN whose teacher-forced KL is at least WARN_FACTOR x the eager one's.
+    None when either side is missing, both are out of line (the fault is in both paths: the layers
+    place it), or the graph mode passes. `graph`, `eager`: mode_figures() of each. Pure."""
+    if not graph or not eager or eager.get("status") != "PASS" or graph.get("status") not in OUT_OF_LINE:
+        return None
+    kl, eager_kl = graph.get("kl"), eager.get("kl")
+    if graph["status"] == "WARN" and not (_finite(kl) and _finite(eager_kl) and kl >= WARN_FACTOR * max(eager_kl, 1e-30)):
+        return None
+    figures = ("status", "reasons", "kl", "decode_kl")  # copies: the caller may file the cause beside them
+    return {"signature": "graph", "graph": {k: graph.get(k) for k in figures},
+            "eager": {k: eager.get(k) for k in figures},
+            "kl_ratio": kl / eager_kl if _finite(kl) and _finite(eager_kl) and eager_kl > 0 else None}
+
+
+def graph_cause(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -> dict[str, Any] | None:
+    """graph_vs_eager() as a candidate cause (with its next command), or None. Pure."""
+    found = graph_vs_eager(graph, eager)
+    return {"cause": CAUSES["graph"][0], "next": CAUSES["graph"][1], **found} if found else None
+
+
 # signature -> (cause, the command that tells more; the report gives the cause in its language)
 CAUSES = {
     "decode": ("the decode path: the decode attention kernel, the KV cache it writes and reads (a layer reading "
@@ -144,6 +187,11 @@ CAUSES = {
               "values where the gold's residual stream reaches them; run it in bf16 or fp32, whose exponent range "
               "is fp32's",
               "llm-adapt serve MODEL --dtype bfloat16"),
+    "graph": ("graph mode: the compiled or captured graph (torch.compile on CPU, CUDA graphs, ACLGraph on Ascend) "
+              "computes what the eager engine computes right: a fusion pass, a graph captured for other shapes or a "
+              "buffer its replay does not refresh; serve eager (--enforce-eager) until it is fixed, and report it "
+              "with both commands",
+              "llm-adapt serve MODEL"),
     "both": ("every step or the prefill path: a layer's weights, a kernel both prefill and decode run (an attention "
              "scale, a fused norm or activation), or a prefill kernel, whose error reaches every decode step "
              "through the KV cache; the engine's prefill capture places the layer",

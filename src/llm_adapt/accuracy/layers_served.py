@@ -293,6 +293,8 @@ class LayersResult(StageResult):
     first_local_excess: dict[str, Any] | None
     verdict: dict[str, Any]
     seconds: dict[str, float]
+    # a graph deployment's escalation: both modes' endpoint figures and the likely cause (run/stages.py)
+    modes: dict[str, Any] | None = None
 
 
 def captured_gold(gold: Gold, missing: list[dict[str, str]]) -> Gold:

@@ -14,6 +14,14 @@ Faults:
   rope-beyond:P        every position past P rotated as if 16 positions further on (all layers)
   foreign-kv:L:M       layer L's attention writes and reads layer M's KV cache instead of its own,
                        as layers that share another's KV cache did in vLLM-Ascend's Gemma4 bug
+  graph-only:L:S       layer L's MLP output times S inside the compiled graph only: the hook adds it
+                       while torch.compile traces the model, so the graph mode's code carries it and
+                       an eager engine (--enforce-eager) never does, as a fusion pass or a captured
+                       graph's bug would; it must be named at start-up (a compiled graph does not
+                       read the fault file again)
+
+A named fault turns vLLM's compile cache off in the engine: the cache's key does not see the fault,
+so a graph compiled with one would serve a clean run later, or the reverse.
 
 Prefill against decode: V1 packs every scheduled request's tokens into one flat batch whose
 positions run up by one within a request. A run of one or two consecutive positions is a decode
@@ -29,7 +37,8 @@ from dataclasses import dataclass
 
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
-KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv")
+KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only")
+SCALED = ("scaled", "decode-only", "prefill-only", "graph-only")  # the faults that scale the MLP's output
 ROPE_SHIFT = 16
 DECODE_RUN = 2  # runs of consecutive positions up to this long are decode tokens
 
@@ -85,6 +94,7 @@ def register() -> bool:
     text, path = os.environ.get(ENV_FAULT), os.environ.get(ENV_FAULT_FILE)
     if not text and not path:
         return False
+    os.environ["VLLM_DISABLE_COMPILE_CACHE"] = "1"
     source = FaultFile(path) if path else FixedFault(parse_fault(text))
     from llm_adapt.engines.capture_plugin import after_model_load
 
@@ -168,11 +178,13 @@ def _hook_layer(index: int, layer, state: dict) -> None:
 
     def scale_output(module, args, kwargs, output):
         fault = state["fault"]
-        if not (fault and fault.layer == index and fault.kind in ("scaled", "decode-only", "prefill-only")):
+        if not (fault and fault.layer == index and fault.kind in SCALED):
+            return None
+        if fault.kind == "graph-only" and not torch.compiler.is_compiling():
             return None
         positions = state.get(("positions", index))
         hidden, residual = output if isinstance(output, tuple) else (output, None)
-        if fault.kind == "scaled" or positions is None:
+        if fault.kind in ("scaled", "graph-only") or positions is None:
             hidden = hidden * fault.value
         else:
             rows = decode_mask(positions)

@@ -60,15 +60,20 @@ def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -
     _start_into(cfg, state, scope, engine, with_capture(cfg, state.inspect) if capture else state.inspect)
 
 
-def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, engine: str, inspected) -> None:
+def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, engine: str, inspected,
+                mode: str | None = None) -> None:
     """One engine in its own stack inside the run's scope: the escalation can stop it and start
     another before the run ends."""
     from llm_adapt.engines.session import started_engine
 
     own = scope.enter_context(contextlib.ExitStack())
-    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode="graph" if cfg.graph else "eager",
+    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode=mode or deploy_mode(cfg),
                                                  startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
     state.server, state.engine_stack, state.engine_scope = server, own, scope
+
+
+def deploy_mode(cfg: RunConfig) -> str:
+    return "graph" if cfg.graph else "eager"
 
 
 def with_capture(cfg: RunConfig, inspected):
@@ -80,9 +85,8 @@ def with_capture(cfg: RunConfig, inspected):
 
 
 def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
-    """Why the layers stage cannot run here: it needs the eager vLLM engine this run started."""
-    if cfg.graph:
-        return reason("layers_graph")
+    """Why the layers stage cannot run here: it needs the vLLM engine this run started (a graph-mode
+    one is restarted eager: the capture's hooks do not run inside a compiled graph)."""
     if state.server is None or state.server.spec.engine != "vllm":
         return reason("layers_engine")
     return None
@@ -116,22 +120,60 @@ def endpoint_verdict(out: Path) -> str | None:
 def layers(cfg: RunConfig, state: RunState) -> None:
     """Every layer's output captured inside the served engine, against the gold of the accuracy stage.
     Escalated from a FAIL or WARN: the engine is restarted with the capture plugin first (it is not
-    loaded on a run that did not ask, so the benchmarks measure the deployment as planned)."""
+    loaded on a run that did not ask, so the benchmarks measure the deployment as planned). A
+    graph-mode deployment is restarted eager (hooks do not run inside a compiled graph); when it was
+    out of line, the eager engine's endpoint accuracy is measured first, on the same prompts and
+    gold: an eager engine that passes names graph mode as the likely cause."""
     from llm_adapt.accuracy.layers_served import capture_modes, run_layers
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
-    capture = capture_modes(graph=False, accept_eager=False)
-    if ENV_DIR not in state.server.spec.env:
-        verdict = endpoint_verdict(cfg.out)
-        cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine with the layer capture plugin")
-        engine = state.server.spec.engine
-        state.engine_stack.close()
-        state.server = None  # a restart that fails leaves the later stages "no endpoint", not a dead one
-        _start_into(cfg, state, state.engine_scope, engine, with_capture(cfg, state.inspect))
-        capture["escalated_from"] = f"endpoint accuracy {verdict}"
+    capture = capture_modes(graph=cfg.graph, accept_eager=True)  # a graph run's capture is said to be eager
+    verdict, engine = endpoint_verdict(cfg.out), state.server.spec.engine
+    if cfg.graph or ENV_DIR not in state.server.spec.env:
+        cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine {'eager ' if cfg.graph else ''}"
+                "with the layer capture plugin")
+        _restart(cfg, state, engine, with_capture(cfg, state.inspect), mode="eager")
+        if verdict in ESCALATE_ON:
+            capture["escalated_from"] = f"endpoint accuracy {verdict}"
+    modes = eager_against_graph(cfg, state) if cfg.graph and verdict in ESCALATE_ON else None
     result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
                         state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
+    result.modes = modes
     result.save(cfg.out / rundir.LAYERS)
+    if cfg.graph and engine_needed_later(cfg):
+        cfg.log("layers: restarting the graph-mode deployment for the stages after this one")
+        _restart(cfg, state, engine, state.inspect, mode="graph")
+
+
+def _restart(cfg: RunConfig, state: RunState, engine: str, inspected, mode: str) -> None:
+    state.engine_stack.close()
+    state.server = None  # a restart that fails leaves the later stages "no endpoint", not a dead one
+    _start_into(cfg, state, state.engine_scope, engine, inspected, mode=mode)
+
+
+def engine_needed_later(cfg: RunConfig) -> bool:
+    """Whether a stage after `layers` talks to the engine (so it must be the deployment as planned)."""
+    return "bench" not in cfg.skip or (bool(cfg.tasks) and "eval" not in cfg.skip)
+
+
+def eager_against_graph(cfg: RunConfig, state: RunState) -> dict:
+    """The endpoint accuracy check again, on the eager engine the escalation started, against the
+    graph-mode deployment's: both modes' figures, and graph mode as the likely cause when only the
+    graph mode is out of line (accuracy/diagnosis.py)."""
+    from llm_adapt.accuracy.diagnosis import graph_cause, mode_figures
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult, compare_endpoint
+    from llm_adapt.accuracy.options import served_floor
+
+    options = compare_options(cfg)
+    out = cfg.out / rundir.EAGER_CHECK
+    out.mkdir(parents=True, exist_ok=True)
+    eager = compare_endpoint(state.source, state.server.endpoint, options,
+                             served_floor(options.reference, state.inspect.plan.dtype), out, cfg.progress,
+                             gold=state.gold)
+    graph = EndpointAccuracyResult.load(cfg.out / rundir.ENDPOINT_ACCURACY)
+    figures = {"graph": mode_figures(graph.verdict, graph.sections), "eager": mode_figures(eager.verdict, eager.sections)}
+    return {**figures, "eager_result": f"{rundir.EAGER_CHECK}/{rundir.ENDPOINT_ACCURACY}",
+            "cause": graph_cause(figures["graph"], figures["eager"])}
 
 
 def endpoint_of(cfg: RunConfig, state: RunState):

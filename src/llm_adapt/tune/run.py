@@ -82,6 +82,7 @@ def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, de
         result.trials.append(again)
         if again.get("status") == "done":
             _merge_runs(baseline, again)
+    name_graph_causes(result.trials)
     result.recommendation = recommend(result.trials, metric, higher)
     result.save(out / rundir.TUNE)
     return result
@@ -150,11 +151,26 @@ class AccuracyCheck:
             f" with the {self.floor.label} floor" if self.floor else "")
 
     def run(self, endpoint, out: Path) -> dict[str, Any]:
+        """The verdict, its first reasons and the served KL figures (what a mode comparison reads)."""
+        from llm_adapt.accuracy.diagnosis import mode_figures
         from llm_adapt.accuracy.endpoint import compare_endpoint
 
         result = compare_endpoint(self.source, endpoint, self.options, self.floor, out, gold=self.gold,
                                   floor_data=self.floor_data)
-        return {"status": result.verdict["status"], "reasons": result.verdict["reasons"][:4]}
+        return mode_figures(result.verdict, result.sections)
+
+
+def name_graph_causes(trials: list[dict[str, Any]]) -> None:
+    """Each graph-mode trial whose accuracy check is out of line while the eager baseline's passed gets
+    graph mode as its likely cause (accuracy/diagnosis.py), with both figures. Pure but for the rows."""
+    from llm_adapt.accuracy.diagnosis import graph_cause
+
+    if not trials or trials[0].get("graph"):
+        return
+    eager = trials[0].get("accuracy")
+    for trial in trials[1:]:
+        if trial.get("graph") and trial.get("accuracy") and (cause := graph_cause(trial["accuracy"], eager)):
+            trial["accuracy"]["cause"] = cause
 
 
 def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress, log, suffix: str = "",

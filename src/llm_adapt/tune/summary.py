@@ -38,6 +38,8 @@ def print_tune(result: TuneResult, console: Console) -> None:
         console.print(f"\nrecommended: [bold]{rec['name']}[/bold] (gain over engine defaults {gain}; {rec['note']})")
         console.print(rec["command"], markup=False, highlight=False, soft_wrap=True)
         for name in rec.get("rejected_for_accuracy") or []:
-            console.print(f"not recommended: {name} was faster but failed its accuracy check")
+            console.print(f"not recommended: {name} was faster but failed its accuracy check" + (
+                "; likely cause: graph mode (the eager baseline passed the same check)"
+                if any(t["name"] == name and (t.get("accuracy") or {}).get("cause") for t in result.trials) else ""))
         if rec.get("significant") and not rec.get("accuracy_verified"):
             console.print("its accuracy was not checked in this tuning run (--no-accuracy-check or no weights)")
