@@ -310,7 +310,7 @@ def test_npu_plan_has_the_opt_in_msprobe_capture(default_model):
     options = PlanOptions(model_path=str(default_model.path), served_model_name="m", device_memory_gib=64)
     npu = run_inspect(default_model, options, "npu").plan
     entry = npu.layer_dump
-    assert entry["argv"][:len(npu.argv["eager"])] == npu.argv["eager"] and "--enforce-eager" in entry["argv"]
+    assert entry["argv"][:len(npu.command("eager").argv())] == npu.command("eager").argv() and "--enforce-eager" in entry["argv"]
     additional = Command.from_argv(entry["argv"]).get("--additional-config")
     assert json.loads(additional) == {"dump_config": msprobe_config.dump_config()}
     assert shlex.split(entry["command"].replace("\\\n", " "))[-1] == entry["argv"][-1]  # quoted for the shell

@@ -8,6 +8,7 @@ import pytest
 from llm_adapt.engines import session
 from llm_adapt.engines.server import EngineStartError, LaunchSpec
 from llm_adapt.engines.vllm import argv_max_model_len, estimated_max_len, with_max_model_len
+from llm_adapt.engines.command import Command
 from llm_adapt.inspect.plan import DeployPlan
 
 REFUSAL = ("ValueError: To serve at least one request with the model's max seq len (37376), (3.99 GiB KV cache is "
@@ -72,7 +73,7 @@ class Inspected:
 def fake_plan(mml, source):
     argv = [sys.executable, "-c", FAKE, "--max-model-len", str(mml), "--served-model-name", "m",
             "--host", "127.0.0.1", "--port", "0"]
-    return DeployPlan.model_construct(argv={"eager": argv}, env={}, max_model_len=mml, max_model_len_from=source,
+    return DeployPlan.model_construct(mode_commands={"eager": Command.from_argv(argv)}, env={}, max_model_len=mml, max_model_len_from=source,
                                       kv_cache_blocks=3, block_size=128, kv_cache_tokens=384, max_concurrency=1.5,
                                       kv_pool_exact=True)
 

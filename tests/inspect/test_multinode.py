@@ -51,7 +51,7 @@ def rendered(plan) -> str:
 
 
 def all_serve_argvs(plan) -> list[list[str]]:
-    argvs = [plan.argv["eager"], plan.argv["graph"]]
+    argvs = [plan.command("eager").argv(), plan.command("graph").argv()]
     for form in (plan.multinode or {}).get("forms", []):
         argvs += [node["serve_argv"] for node in form["nodes"] if node["serve_argv"]]
     return argvs

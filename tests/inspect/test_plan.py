@@ -32,9 +32,9 @@ def test_cpu_plan_kv_is_exact_and_binds_all_cores():
     assert plan.kv_pool_exact and plan.kv_cache_tokens == 93_184 and plan.kv_cache_blocks == 728
     assert plan.max_concurrency == pytest.approx(45.5)
     assert plan.env == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": "0-1"}
-    assert "--enforce-eager" in plan.argv["eager"] and "--enforce-eager" not in plan.argv["graph"]
+    assert "--enforce-eager" in plan.command("eager").argv() and "--enforce-eager" not in plan.command("graph").argv()
     assert plan.commands["eager"] != plan.commands["graph"]
-    assert "--gpu-memory-utilization" not in plan.argv["eager"]
+    assert "--gpu-memory-utilization" not in plan.command("eager").argv()
 
 
 def test_npu_8b_fits_one_64gib_card():
@@ -52,7 +52,7 @@ def test_70b_spreads_with_tensor_parallel_in_a_node():
     plan = plan_for("llama-3.1-70b", "npu", device_memory_gib=64, devices_per_node=8)
     assert plan.tensor_parallel == 4 and plan.pipeline_parallel == 1
     assert plan.env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2,3"
-    assert "--tensor-parallel-size" in plan.argv["graph"]
+    assert "--tensor-parallel-size" in plan.command("graph").argv()
     assert plan.weight_bytes_per_device == pytest.approx(mem.weight_bytes(70_553_706_496, "bf16") / 4, abs=1)
 
 
@@ -61,7 +61,7 @@ def test_70b_crosses_nodes_with_pipeline_parallel_over_ray():
     assert plan.tensor_parallel == 2 and plan.pipeline_parallel > 1 and plan.nodes == plan.pipeline_parallel
     ray = next(f for f in plan.multinode["forms"] if f["name"] == "ray")
     assert ray["nodes"][0]["ray_start"].startswith("ray start --head")
-    assert "--distributed-executor-backend" in plan.argv["eager"]
+    assert "--distributed-executor-backend" in plan.command("eager").argv()
     assert plan.env["CUDA_VISIBLE_DEVICES"] == "0,1"
 
 
@@ -90,10 +90,10 @@ def test_assumed_memory_is_labelled():
 
 def test_host_and_trust_remote_code_defaults():
     plan = plan_for("llama-3.2-1b", "cuda", device_memory_gib=80)
-    assert plan.argv["eager"][plan.argv["eager"].index("--host") + 1] == "127.0.0.1"
-    assert "--trust-remote-code" not in plan.argv["eager"]
+    assert plan.command("eager").get("--host") == "127.0.0.1"
+    assert "--trust-remote-code" not in plan.command("eager").argv()
     opened = plan_for("llama-3.2-1b", "cuda", device_memory_gib=80, host="0.0.0.0", trust_remote_code=True)
-    assert "--trust-remote-code" in opened.argv["eager"]
+    assert "--trust-remote-code" in opened.command("eager").argv()
     assert any("0.0.0.0" in w for w in opened.warnings) and any("trust-remote-code" in w for w in opened.warnings)
 
 
@@ -101,7 +101,7 @@ def test_kv_fp8_halves_kv_and_passes_flag():
     bf16 = plan_for("llama-3.1-8b", "cuda", device_memory_gib=80, max_model_len=8192)
     fp8 = plan_for("llama-3.1-8b", "cuda", device_memory_gib=80, max_model_len=8192, kv_dtype="fp8")
     assert fp8.kv_bytes_per_token * 2 == bf16.kv_bytes_per_token
-    assert "--kv-cache-dtype" in fp8.argv["eager"]
+    assert "--kv-cache-dtype" in fp8.command("eager").argv()
     assert fp8.kv_cache_blocks == pytest.approx(2 * bf16.kv_cache_blocks, rel=0.01)
 
 
@@ -183,12 +183,12 @@ def test_a_model_without_a_native_implementation_is_planned_on_the_transformers_
     source = resolve_model(str(tiny_llama))
     options = PlanOptions(model_path=str(tiny_llama), served_model_name="m", kv_cache_space_gib=1)
     native = stage.run_inspect(source, options, "cpu")
-    assert native.support["vllm"] == "native" and "--model-impl" not in native.plan.argv["eager"]
+    assert native.support["vllm"] == "native" and "--model-impl" not in native.plan.command("eager").argv()
     backend = Support("transformers-backend", "test registry", "Transformers backend (--model-impl transformers)", "x")
     monkeypatch.setattr(stage, "classify", lambda spec, registry: backend)
     planned = stage.run_inspect(source, options, "cpu")
     for mode in ("eager", "graph"):
-        argv = planned.plan.argv[mode]
+        argv = planned.plan.command(mode).argv()
         assert argv[argv.index("--model-impl") + 1] == "transformers"
 
 

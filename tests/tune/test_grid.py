@@ -9,7 +9,8 @@ from llm_adapt.tune.stats import ratio_with_uncertainty, summary
 # the fields of a plan the grid reads (model_construct: a partial plan, as plain data)
 PLAN = DeployPlan.model_construct(
     max_num_seqs=16, tensor_parallel=1, env={"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_OMP_THREADS_BIND": "0-1"},
-    argv={"eager": ["python", "-m", "vllm", "--max-num-seqs", "16", "--port", "8000", "--enforce-eager"]})
+    mode_commands={"eager": Command.from_argv(["python", "-m", "vllm", "--max-num-seqs", "16", "--port", "8000",
+                                               "--enforce-eager"])})
 
 
 def test_cpu_grid_starts_from_engine_defaults_and_tries_binding():

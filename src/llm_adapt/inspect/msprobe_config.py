@@ -19,7 +19,10 @@ prompt's prefill by its token ids instead. msprobe also writes each listed modul
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_adapt.engines.command import Command
 
 SOURCE = ("vLLM-Ascend 0.23.0.post1: docs/source/developer_guide/performance_and_debug/msprobe_guide.md "
           "(dump_config fields, --additional-config, dump layout), docs/source/user_guide/configuration/"
@@ -35,23 +38,20 @@ def dump_config(dump_path: str = DEFAULT_DUMP_PATH, steps: list[int] | None = No
             "async_dump": False, "tensor": {"scope": [], "list": list(MODULE_LIST), "data_mode": ["forward"]}}
 
 
-def capture_argv(eager_argv: list[str], config: dict[str, Any]) -> list[str]:
+def capture_command(eager: "Command", config: dict[str, Any]) -> "Command":
     """The eager server command with the dump_config passed inline."""
-    return [*eager_argv, "--additional-config", json.dumps({"dump_config": config}, separators=(",", ":"))]
+    return eager.with_option("--additional-config", json.dumps({"dump_config": config}, separators=(",", ":")))
 
 
-def plan_entry(eager_argv: list[str], env: dict[str, str], dump_path: str = DEFAULT_DUMP_PATH) -> dict[str, Any]:
+def plan_entry(eager: "Command", env: dict[str, str], dump_path: str = DEFAULT_DUMP_PATH) -> dict[str, Any]:
     """The plan's opt-in layer capture on Ascend: the config, the command, what to run next, the source."""
-    from llm_adapt.engines.command import Command
-
     config = dump_config(dump_path)
-    argv = capture_argv(eager_argv, config)
-    command = Command.from_argv(argv)
+    command = capture_command(eager, config)
 
     def flag(name: str) -> str:  # the option's value, or a placeholder the user fills in
         return command.get(name) or name.lstrip("-").upper()
 
-    return {"tool": "msprobe (pip install mindstudio-probe)", "config": config, "argv": argv,
+    return {"tool": "msprobe (pip install mindstudio-probe)", "config": config, "argv": command.argv(),
             "command": command.shell(env), "mode": "eager",
             "then": f"llm-adapt layers {flag('--model')} --endpoint http://{flag('--host')}:{flag('--port')}/v1 "
                     f"--msprobe-dump {dump_path}",

@@ -71,16 +71,15 @@ class Form:
     nodes: list[NodeCommands]
 
 
-def serve_command(plan_argv: list[str]) -> Command:
+def serve_command(base: Command) -> Command:
     """The plan's command as `vllm serve MODEL ...`: the form multi-node guides use (`--headless` and the
     data-parallel start rank are options of `vllm serve`, not of the API-server module)."""
-    base = Command.from_argv(plan_argv)
     return base.without(*PARALLEL_FLAGS).with_program("vllm", "serve", base.get("--model") or "")
 
 
-def plan_multinode(topo: Topology, plan_argv: list[str]) -> dict:
+def plan_multinode(topo: Topology, plan_command: Command) -> dict:
     """Both forms for `topo.nodes` nodes, the placeholders to fill, and each variable explained."""
-    serve = serve_command(plan_argv)
+    serve = serve_command(plan_command)
     forms = [_data_parallel(topo, serve), _ray(topo, serve)]
     values: dict[str, list[str]] = {}  # each variable's distinct values over forms and nodes
     for form in forms:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from llm_adapt.engines.command import Command
 from llm_adapt.errors import AdaptError, UsageError
@@ -66,11 +68,22 @@ class PlanOptions:
     dtype_note: str | None = None  # why the serving dtype was chosen, when the user did not choose it
 
 
+def _as_command(value) -> Command:
+    """A Command as it is, or one from the words inspect.json keeps (the only parse: reading a file)."""
+    return value if isinstance(value, Command) else Command.from_argv(list(value))
+
+
+# a Command inside the plan, saved as its words
+PlanCommand = Annotated[Command, BeforeValidator(_as_command), PlainSerializer(Command.argv, return_type=list[str]),
+                        WithJsonSchema({"type": "array", "items": {"type": "string"}})]
+
+
 class DeployPlan(BaseModel):
     """The plan as every stage reads it: typed fields, and each mode's vLLM command as a `Command`.
     Saved inside inspect.json as plain JSON (the report reads that file, not this class)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, serialize_by_alias=True,
+                              validate_by_name=True, validate_by_alias=True)
 
     platform: str
     dtype: str
@@ -100,7 +113,8 @@ class DeployPlan(BaseModel):
     env: dict[str, str]
     env_notes: list[dict[str, str]]  # per variable: value, rule, en / zh explanation, source
     commands: dict[str, str]  # per mode: the shell text the report prints
-    argv: dict[str, list[str]]  # per mode: the same command as words (see `command`)
+    # per mode: the same command, typed; saved in inspect.json as its words under "argv"
+    mode_commands: dict[str, PlanCommand] = Field(alias="argv")
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[str] = []
     warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages.py), or None
@@ -109,7 +123,7 @@ class DeployPlan(BaseModel):
 
     def command(self, mode: str = "eager") -> Command:
         """The mode's vLLM command ("eager" or "graph"), to read or change one option."""
-        return Command.from_argv(self.argv[mode])
+        return self.mode_commands[mode]
 
     def with_env(self, extra: dict[str, str]) -> "DeployPlan":
         """The same plan with `extra` added to the engine's environment."""
@@ -149,8 +163,8 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
     env = _env(platform, opts, layout)
     opts = replace(opts, quantization=opts.quantization or vllm_quantization_flag(spec.quant, platform.name))
-    argv = {mode: _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
-            for mode in ("eager", "graph")}
+    commands = {mode: _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
+                for mode in ("eager", "graph")}
     warnings = _warnings(spec, opts, platform, assumed, concurrency, seqs)
     return DeployPlan(
         platform=platform.name, dtype=opts.dtype, kv_dtype=kv_dtype,
@@ -165,11 +179,11 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         max_model_len_from="plan" if opts.max_model_len is None else "user", longest_max_model_len=longest,
         kv_margin=margin,
         max_concurrency=round(concurrency, 2), max_num_seqs=seqs, env=env,
-        commands={mode: render_command(env, args) for mode, args in argv.items()}, argv=argv,
+        commands={mode: command.shell(env) for mode, command in commands.items()}, mode_commands=commands,
         env_notes=penv.explain(platform.name, env),
-        multinode=_multinode(spec, platform, opts, layout, argv["graph"]),
+        multinode=_multinode(spec, platform, opts, layout, commands["graph"]),
         warnings=warnings, warning_keys=[keyed(w) for w in warnings],
-        layer_dump=msprobe_config.plan_entry(argv["eager"], env) if platform.layer_dump else None,
+        layer_dump=msprobe_config.plan_entry(commands["eager"], env) if platform.layer_dump else None,
     )
 
 
@@ -289,39 +303,43 @@ def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, st
     return env
 
 
-def _vllm_argv(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> list[str]:
-    argv = ["python", "-m", "vllm.entrypoints.openai.api_server",
-            "--model", opts.model_path, "--served-model-name", opts.served_model_name,
-            "--dtype", TORCH_DTYPE_NAMES[opts.dtype], "--max-model-len", str(mml), "--max-num-seqs", str(seqs)]
+VLLM_PROGRAM = ("python", "-m", "vllm.entrypoints.openai.api_server")
+
+
+def _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> Command:
+    options: list[tuple[str, str | None]] = [
+        ("--model", opts.model_path), ("--served-model-name", opts.served_model_name),
+        ("--dtype", TORCH_DTYPE_NAMES[opts.dtype]), ("--max-model-len", str(mml)), ("--max-num-seqs", str(seqs))]
     if layout.tp > 1:
-        argv += ["--tensor-parallel-size", str(layout.tp)]
+        options.append(("--tensor-parallel-size", str(layout.tp)))
     if layout.pp > 1:
-        argv += ["--pipeline-parallel-size", str(layout.pp), "--distributed-executor-backend", "ray"]
+        options += [("--pipeline-parallel-size", str(layout.pp)), ("--distributed-executor-backend", "ray")]
     if kv_dtype in KV_DTYPE_FLAGS:
-        argv += ["--kv-cache-dtype", KV_DTYPE_FLAGS[kv_dtype]]
+        options.append(("--kv-cache-dtype", KV_DTYPE_FLAGS[kv_dtype]))
     if not platform.host_memory:
-        argv += ["--gpu-memory-utilization", f"{opts.gpu_memory_utilization:g}"]
+        options.append(("--gpu-memory-utilization", f"{opts.gpu_memory_utilization:g}"))
     if opts.max_num_batched_tokens:
-        argv += ["--max-num-batched-tokens", str(opts.max_num_batched_tokens)]
+        options.append(("--max-num-batched-tokens", str(opts.max_num_batched_tokens)))
     if opts.trust_remote_code:
-        argv += ["--trust-remote-code"]
+        options.append(("--trust-remote-code", None))
     if opts.model_impl:
-        argv += ["--model-impl", opts.model_impl]
+        options.append(("--model-impl", opts.model_impl))
     if opts.quantization:
-        argv += ["--quantization", opts.quantization]
-    argv += ["--host", opts.host, "--port", str(opts.port)]
+        options.append(("--quantization", opts.quantization))
+    options += [("--host", opts.host), ("--port", str(opts.port))]
     if eager:
-        argv.append("--enforce-eager")
-    return argv
+        options.append(("--enforce-eager", None))
+    return Command(VLLM_PROGRAM, tuple(options))
 
 
 def render_command(env: dict[str, str], argv: list[str]) -> str:
-    """Shell text: one `export` per variable, then the command with one option per line."""
+    """Shell text of a command kept as words (a tune.json's trial): one `export` per variable, then the
+    command with one option per line."""
     return Command.from_argv(argv).shell(env)
 
 
 def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _Layout,
-               graph_argv: list[str]) -> dict | None:
+               graph: Command) -> dict | None:
     """Both multi-node forms when the model needs several nodes or --nodes asks for more than one."""
     nodes = max(layout.nodes, opts.max_nodes or 1)
     if nodes <= 1 or not platform.multinode:
@@ -329,7 +347,7 @@ def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _
     per_node = opts.devices_per_node or 8
     topo = Topology(platform=platform.name, nodes=nodes, devices_per_node=per_node, tp=layout.tp, pp=layout.pp,
                     ray_tp=max(_tp_candidates(spec, per_node)), num_layers=spec.num_layers)
-    return plan_multinode(topo, graph_argv)
+    return plan_multinode(topo, graph)
 
 
 def _multinode_platforms() -> str:
