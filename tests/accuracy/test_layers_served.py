@@ -617,3 +617,41 @@ def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_en
     assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]
     _run_stage(cfg, state, "bench", lambda c, s: pytest.fail("ran without an engine"))
     assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]
+
+
+@pytest.mark.parametrize("skip, modes", [((), ["eager", "graph"]), (("bench",), ["eager"])])
+def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_later_stages(tmp_path, monkeypatch,
+                                                                                         skip, modes):
+    """A graph-mode run is restarted eager for the capture (with the eager check of its endpoint
+    accuracy), then in graph mode again when a later stage measures the engine."""
+    import contextlib
+
+    from llm_adapt.accuracy import layers_served
+    from llm_adapt.engines import session
+    from llm_adapt.run import stages
+    from llm_adapt.run.pipeline import _run_stage
+
+    started = []
+
+    @contextlib.contextmanager
+    def fake_engine(inspected, engine, out, mode, **kwargs):
+        started.append(mode)
+        yield types.SimpleNamespace(spec=types.SimpleNamespace(engine=engine, env=dict(inspected.plan.env)),
+                                    endpoint=mode), None
+
+    class Result:
+        def save(self, path):
+            path.write_text("{}")
+
+    monkeypatch.setattr(session, "started_engine", fake_engine)
+    monkeypatch.setattr(layers_served, "run_layers", lambda *a, **k: Result())
+    monkeypatch.setattr(stages, "eager_against_graph", lambda cfg, state: {"checked_on": state.server.endpoint})
+    cfg, state = run_parts(tmp_path, graph=True, skip=skip)
+    _endpoint_verdict(tmp_path, "FAIL")
+    state.engine_scope, state.engine_stack = contextlib.ExitStack(), contextlib.ExitStack()
+    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
+    state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
+                                          model_copy=lambda update: types.SimpleNamespace(**update))
+    _run_stage(cfg, state, "layers", stages.layers)
+    assert state.status.stages["layers"]["status"] == "done", state.status.stages["layers"]
+    assert started == modes and state.server.endpoint == modes[-1]
