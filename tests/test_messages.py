@@ -82,3 +82,92 @@ def test_plan_warnings_keep_their_english_and_render_in_chinese(tiny_llama):
     # a warning without a key (a platform's own quantization line, an older inspect.json) is shown as written
     assert rendered_warnings({"warnings": ["int4 needs a GPU kernel"]}, "zh") == ["int4 needs a GPU kernel"]
     assert rendered_warnings({"warnings": ["a", "b"], "warning_keys": [None]}, "zh") == ["a", "b"]
+
+
+def _placeholders(text):
+    import string
+
+    texts = text.values() if isinstance(text, dict) else [text]
+    return {f.split(".")[0] for t in texts for _, f, _, _ in string.Formatter().parse(t) if f}
+
+
+def test_every_check_has_both_languages_with_the_same_fields_and_arguments():
+    from llm_adapt.messages import CHECKS
+
+    for key, texts in CHECKS.items():
+        assert set(texts["en"]) == set(texts["zh"]), key
+        for field, text in texts["en"].items():
+            assert _placeholders(text) == _placeholders(texts["zh"][field]), (key, field)
+            if isinstance(text, dict):
+                assert set(text) == set(texts["zh"][field]), (key, field)
+
+
+def test_a_check_keeps_its_english_words_and_renders_them_in_chinese():
+    from llm_adapt.accuracy.verdict import GREEDY_ARGS, check
+    from llm_adapt.messages import rendered_check
+
+    c = check("greedy", "warn", nt=3, n=6, nf="n/a", p=0.0291, **GREEDY_ARGS)
+    assert c["name"] == "genuine greedy divergences" and c["value"] == "3 of 6 vs floor n/a (p = 0.0291)"
+    assert c["threshold"].startswith("binomial tail at the floor's rate") and "p >= 0.05 pass" in c["threshold"]
+    assert json.loads(json.dumps(c)) == c  # plain JSON in the stage's result
+    zh = rendered_check(c, "zh")
+    assert zh["name"] == "贪心解码的真实分歧" and zh["value"] == "6 条中 3 条，噪声基线 无（p = 0.0291）"
+    assert zh["status"] == "warn" and "p >= 0.05 通过" in zh["threshold"]
+    assert rendered_check(c, "en") == c
+    # a figure the JSON could not keep (inf saved as null) or an unknown key: the stored words
+    assert rendered_check({**c, "args": {**c["args"], "p": None}}, "zh")["value"] == c["value"]
+    assert rendered_check({**c, "key": "from-a-later-version"}, "zh") == {**c, "key": "from-a-later-version"}
+
+
+def test_verdict_reasons_render_from_their_checks_and_keep_the_others():
+    from llm_adapt.accuracy.endpoint import judge_endpoint
+    from llm_adapt.messages import verdict_reasons
+
+    sections = {"tokenization": {"status": "done", "mismatches": [], "checked": 6},
+                "teacher_forced": {"status": "done", "nonfinite_positions": 3, "server": {}},
+                "perplexity": {"status": "not run", "reason": "server gone"},
+                "greedy": {"status": "not run", "reason": "server gone"}}
+    verdict = judge_endpoint(sections)
+    assert verdict["reasons"] == ["NaN/Inf in the server's log-probs: 3 positions", "perplexity: not run (server gone)",
+                                  "greedy: not run (server gone)"]
+    zh = verdict_reasons(verdict, "zh")
+    assert zh == ["服务端 log-prob 中的 NaN/Inf: 3 个位置", "perplexity: not run (server gone)", "greedy: not run (server gone)"]
+    assert verdict_reasons(verdict, "en") == verdict["reasons"]
+
+
+def test_the_chinese_report_gives_the_verdict_and_its_checks_in_chinese(tmp_path, tiny_llama):
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult, judge_endpoint
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.report.render import render_report
+
+    run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="m"),
+                "cpu").save(tmp_path / "inspect.json")
+    sections = {"tokenization": {"status": "done", "checked": 6,
+                                 "mismatches": [{"id": "greeting-1", "ours": "<s>hi", "server": "hi", "ours_tokens": 3,
+                                                 "server_tokens": 2}]},
+                **{name: {"status": "not run", "reason": "server gone"}
+                   for name in ("teacher_forced", "perplexity", "greedy")}}
+    EndpointAccuracyResult(model="m", endpoint={"base_url": "http://127.0.0.1:1/v1"}, reference="cpu:fp32", floor=None,
+                           settings={}, sections=sections, verdict=judge_endpoint(sections)).save(
+        tmp_path / "endpoint_accuracy.json")
+    md, html = (p.read_text() for p in render_report(tmp_path, "zh"))
+    assert "服务端模型对比金标准：FAIL" in md and "served model vs gold" not in md
+    assert "服务端分词 / 对话模板" in html and "6 条提示词中 1 条不同" in html
+    assert "server tokenization" not in html and "served model" not in html and "prompts differ" not in html
+    en_md, en_html = (p.read_text() for p in render_report(tmp_path, "en"))
+    assert "served model vs gold: FAIL" in en_md and "server tokenization / chat template" in en_html
+
+
+def test_a_basis_renders_from_its_fields():
+    from llm_adapt.messages import basis_text
+
+    step = {"basis": "noise floor, stepping up 2.03x from the layer before (chance allows 1.07x)", "step": 2.031,
+            "step_allowed": 1.0712}
+    assert basis_text(step, "en") == step["basis"]
+    assert basis_text(step, "zh") == "噪声基线，比上一层跃升 2.03 倍（随机波动允许 1.07 倍）"
+    assert basis_text({"basis": "noise floor"}, "zh") == "噪声基线"
+    assert basis_text({"basis": "4 x fp32 unit roundoff"}, "zh") == "4 × fp32 单位舍入误差"
+    assert basis_text({"basis": "4 x fp32 unit roundoff"}, "en") == "4 x fp32 unit roundoff"
+    assert basis_text({"basis": "a later version's words"}, "zh") == "a later version's words"

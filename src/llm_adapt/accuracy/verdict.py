@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from llm_adapt.messages import CHECK_FIELDS, check_text
 from llm_adapt.status import severity, worst as _worst
 
 K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
@@ -35,8 +36,13 @@ def worst(statuses: list[str]) -> str:
     return _worst(statuses, default="pass").upper()
 
 
-def check(name: str, value: Any, status: str, threshold: str, source: str) -> dict[str, Any]:
-    return {"name": name, "value": value, "status": status, "threshold": threshold, "source": source}
+def check(key: str, status: str, value: Any = None, **args: Any) -> dict[str, Any]:
+    """One judged check: its words in English (name, threshold, source, and the value where it has
+    words) from messages.CHECKS[key] and `args`, with the key and arguments kept beside them so the
+    report renders them in its language. `value`: the figure itself, where the value has no words."""
+    words = {field: check_text(key, field, "en", args) for field in CHECK_FIELDS}
+    return {"name": words["name"] or key, "value": value if words["value"] is None else words["value"],
+            "status": status, "threshold": words["threshold"], "source": words["source"], "key": key, "args": args}
 
 
 def graded(ratio: float | None, allowed: float) -> str:
@@ -68,9 +74,7 @@ def greedy_status(target_genuine: int, floor_genuine: int, prompts: int) -> tupl
     return ("fail" if p < GREEDY_P[1] else "warn" if p < GREEDY_P[0] else "pass"), p
 
 
-GREEDY_THRESHOLD = (f"binomial tail at the floor's rate (genuine+1)/(prompts+2): p >= {GREEDY_P[0]} pass, "
-                    f">= {GREEDY_P[1]} warn, else fail")
-GREEDY_SOURCE = "vLLM tests: a divergence outside the tie margin (and not mutual top-k) is real"
+GREEDY_ARGS = {"warn_p": GREEDY_P[0], "fail_p": GREEDY_P[1]}  # the greedy checks' threshold (messages.CHECKS)
 
 
 # ---- in-process targets ------------------------------------------------------------------------
@@ -107,15 +111,13 @@ def _verdict(checks: list[dict[str, Any]], **extra) -> dict[str, Any]:
 
 
 def _template(mismatches: list[str]) -> dict:
-    return check("the target's own chat template / tokenizer", f"{len(mismatches)} prompts render differently"
-                 + (f" ({', '.join(mismatches[:3])})" if mismatches else ""), "fail" if mismatches else "pass",
-                 "0 differences", "a deployment of the target must see the tokens that were judged")
+    return check("template", "fail" if mismatches else "pass", count=len(mismatches),
+                 examples=f" ({', '.join(mismatches[:3])})" if mismatches else "")
 
 
 def _nonfinite(t) -> dict:
     where = t.get("first_nonfinite")
-    return check("NaN/Inf in hidden states or logits", where or "none", "fail" if where else "pass",
-                 "none allowed where the reference is finite", "msprobe: NaN/Inf mismatch is an error")
+    return check("nonfinite", "fail" if where else "pass", form="some" if where else "none", where=where)
 
 
 def _cosine(t) -> dict:
@@ -130,22 +132,15 @@ def _cosine(t) -> dict:
     if any(v is None or not math.isfinite(v) for v in values):
         cos = float("nan")
     status = "fail" if not cos >= 0.9 else "warn" if cos < 0.99 else "pass"
-    name = "lowest per-token cosine of a layer's own output" if local else "lowest per-token cosine over all layers"
-    return check(name, _fmt(cos), status, ">= 0.99 pass, >= 0.9 warn",
-                 "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error"
-                 + (" (each layer on the reference's input, as msprobe compares one API)" if local else ""))
+    return check("cosine_local" if local else "cosine_all", status, _fmt(cos))
 
 
 def _localized(t, exact_expected: bool) -> dict:
     where = t.get("first_local_excess")
     if not where:
-        return check("a layer's own error out of line", "none", "pass", "no layer above its basis",
-                     "shadow (local) error, torch numeric suite's idea")
+        return check("localized", "pass", "none", form="none")
     value = f"{where['name']}: {_fmt(where.get('ratio'))}x its {where['basis']}" + _part_text(where)
-    status = "fail" if exact_expected else "warn"
-    return check("a layer's own error out of line", value, status,
-                 "FAIL on the reference's device and dtype (must match to rounding), else WARN",
-                 "shadow (local) error against the measured floor or the dtype's unit roundoff")
+    return check("localized", "fail" if exact_expected else "warn", value, form="some")
 
 
 def _part_text(where: dict[str, Any]) -> str:
@@ -174,28 +169,23 @@ def head_text(heads: dict[str, Any]) -> str:
 def _layer_ratio(t, f) -> dict:
     rows = [row for row in t["layers"] if "ratio" in row]
     if not rows:
-        return check("worst layer error / noise floor (rel. L2)", None, "fail", "a floor per layer", "no comparable layer")
+        return check("layer_ratio", "fail", None, form="none")
     statuses = [(graded(row["ratio"], row.get("allowed", 1.0)), row) for row in rows]
     status, row = max(statuses, key=lambda s: (severity(s[0]), _num(s[1]["ratio"])))
-    return check("worst layer error / noise floor (rel. L2)", f"{row['name']}: {_fmt(row['ratio'])}", status,
-                 f"<= {_fmt(row.get('allowed', 1.0))} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
-                 f"msprobe benchmark ratio against {f['label']}, widened by the floor's measured spread")
+    return check("layer_ratio", status, f"{row['name']}: {_fmt(row['ratio'])}", form="some",
+                 allowed=_fmt(row.get("allowed", 1.0)), k=K_SPREAD, floor=f["label"])
 
 
 def _kl_ratio(t, f) -> dict:
     vs = t.get("vs_floor") or {}
     ratio, allowed = vs.get("kl_ratio"), vs.get("kl_allowed", 1.0)
-    return check("mean KL / noise floor", _fmt(ratio), graded(ratio, allowed),
-                 f"<= {_fmt(allowed)} (1 + {K_SPREAD:g} x the floor's spread) pass, twice that warn",
-                 f"msprobe benchmark ratio applied to llama.cpp's KL, against {f['label']}")
+    return check("kl_ratio", graded(ratio, allowed), _fmt(ratio), allowed=_fmt(allowed), k=K_SPREAD, floor=f["label"])
 
 
 def _top1_vs_floor(t, f) -> dict:
     rt, et = t["logits"]["same_top1"], t["logits"]["same_top1_err"]
     rf, ef = f["logits"]["same_top1"], f["logits"]["same_top1_err"]
-    return check("same top-1 rate", f"{_fmt(rt)} vs floor {_fmt(rf)}", top1_status(rt, et, rf, ef),
-                 "within 2 standard errors of the floor, else mismatch ratio <= 2 warn",
-                 "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1))")
+    return check("top1_ratio", top1_status(rt, et, rf, ef), rt=_fmt(rt), rf=_fmt(rf))
 
 
 def top1_status(rt: float, et: float | None, rf: float, ef: float | None) -> str:
@@ -215,61 +205,52 @@ def _ppl_vs_floor(t, f) -> dict:
 def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> dict:
     """ln PPL ratio against the floor's, within K standard errors of the paired difference."""
     if ln_t is None or ln_f is None or not (math.isfinite(ln_t) and math.isfinite(ln_f)):
-        return check("ln PPL ratio vs floor", _fmt(ln_t), "fail", "finite", "llama.cpp's ln(PPL(Q)/PPL(base))")
+        return check("ppl", "fail", form="none", ln_t=_fmt(ln_t))
     allowed = K_SPREAD * math.hypot(_finite(se_t), _finite(se_f)) + PPL_ABS_TOLERANCE
     delta = ln_t - ln_f
     status = "pass" if abs(delta) <= allowed else "warn" if abs(delta) <= 2 * allowed else "fail"
-    return check("ln PPL ratio vs floor", f"{ln_t:+.4f} vs floor {ln_f:+.4f}", status,
-                 f"|difference| <= {allowed:.4f} ({K_SPREAD:g} standard errors + {PPL_ABS_TOLERANCE}) pass, twice that warn",
-                 f"llama.cpp's ln(PPL(Q)/PPL(base)), against {floor_label}")
+    return check("ppl", status, form="some", ln_t=ln_t, ln_f=ln_f, allowed=allowed, k=K_SPREAD,
+                 tolerance=PPL_ABS_TOLERANCE, floor=floor_label)
 
 
 def _greedy_vs_floor(t, f) -> dict:
     nt, nf, n = genuine_count(t["greedy"]), genuine_count(f["greedy"]), len(t["greedy"])
     status, p = greedy_status(nt, nf, n)
-    return check("genuine greedy divergences", f"{nt} of {n} vs floor {nf} (p = {p:.3g})", status,
-                 GREEDY_THRESHOLD, GREEDY_SOURCE)
+    return check("greedy", status, nt=nt, n=n, nf=nf, p=p, **GREEDY_ARGS)
 
 
 def _kl_absolute(t) -> dict:
     kl = t["logits"]["kl_mean"]
     status = "fail" if not math.isfinite(kl) else "pass" if kl <= ABSOLUTE_KL[0] else "warn" if kl <= ABSOLUTE_KL[1] else "fail"
-    return check("mean KL (no noise floor measured)", _fmt(kl), status,
-                 f"<= {ABSOLUTE_KL[0]} pass, <= {ABSOLUTE_KL[1]} warn", "absolute budget: the target runs on the reference's device")
+    return check("kl_absolute", status, _fmt(kl), pass_at=ABSOLUTE_KL[0], warn_at=ABSOLUTE_KL[1])
 
 
 def _top1_absolute(t) -> dict:
     rate = t["logits"]["same_top1"]
     status = "fail" if not math.isfinite(rate) else (
         "pass" if rate >= ABSOLUTE_TOP1[0] else "warn" if rate >= ABSOLUTE_TOP1[1] else "fail")
-    return check("same top-1 rate (no noise floor measured)", _fmt(rate), status,
-                 f">= {ABSOLUTE_TOP1[0]} pass, >= {ABSOLUTE_TOP1[1]} warn", "absolute budget")
+    return check("top1_absolute", status, _fmt(rate), pass_at=ABSOLUTE_TOP1[0], warn_at=ABSOLUTE_TOP1[1])
 
 
 def _ppl_absolute(t) -> dict:
     ln = t["perplexity"].get("ln_ratio")
     if ln is None or not math.isfinite(ln):
-        return check("ln PPL ratio (no noise floor measured)", _fmt(ln), "fail", "finite", "llama.cpp's ln PPL ratio")
+        return check("ppl_absolute", "fail", form="none", ln=_fmt(ln))
     status = "pass" if abs(ln) <= ABSOLUTE_LN_PPL[0] else "warn" if abs(ln) <= ABSOLUTE_LN_PPL[1] else "fail"
-    return check("ln PPL ratio (no noise floor measured)", f"{ln:+.4f}", status,
-                 f"|x| <= {ABSOLUTE_LN_PPL[0]} pass, <= {ABSOLUTE_LN_PPL[1]} warn", "absolute budget on llama.cpp's ln PPL ratio")
+    return check("ppl_absolute", status, form="some", ln=ln, pass_at=ABSOLUTE_LN_PPL[0], warn_at=ABSOLUTE_LN_PPL[1])
 
 
 def _greedy_absolute(t) -> dict:
     n, total = genuine_count(t["greedy"]), len(t["greedy"])
     status, p = greedy_status(n, 0, total)
-    return check("genuine greedy divergences (no noise floor measured)", f"{n} of {total} (p = {p:.3g})", status,
-                 GREEDY_THRESHOLD + " (floor count taken as 0)", GREEDY_SOURCE)
+    return check("greedy_absolute", status, n=n, total=total, p=p, **GREEDY_ARGS)
 
 
 def stops_check(rows: list[dict[str, Any]]) -> dict:
     """Answers that end earlier or later than the reference's, outside the tie margin."""
     early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
     late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
-    value = f"answers end early in {early}, late in {late} of {len(rows)} prompts"
-    return check("stop positions", value, "warn" if early or late else "pass", "0 genuine early or late stops",
-                 "a stop where the reference's margin for going on (or stopping) exceeds the tie margin: "
-                 "the EOS list or the stop handling differs")
+    return check("stops", "warn" if early or late else "pass", early=early, late=late, n=len(rows))
 
 
 def genuine_count(rows: list[dict[str, Any]]) -> int:

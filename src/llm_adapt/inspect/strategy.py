@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_adapt.messages import Reason, keyed, reason
+
 DIRECT = "direct registration"
 BACKEND = "Transformers backend"
 PLUGIN = "out-of-tree plugin"
@@ -46,6 +48,7 @@ class Strategy:
     evidence: list[str] = field(default_factory=list)
     trial: dict[str, Any] | None = None
     plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
+    headline_key: dict[str, Any] | None = None  # the headline's message key and arguments (messages.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,8 +59,8 @@ def decide(architecture: str, support: dict[str, str], trial: BackendTrial | Non
     """Pure: the strategy from the registry answer and, when not native, the backend trial."""
     registry = support["registry"]
     if support["vllm"] == "native":
-        return Strategy(DIRECT, f"{architecture} is in vLLM's model registry: vLLM runs its own implementation",
-                        [f"{registry}: {architecture} registered natively"])
+        return _strategy(DIRECT, reason("strategy_native", arch=architecture),
+                         [f"{registry}: {architecture} registered natively"])
     if trial is None:
         guess = BACKEND if support["vllm"] == "transformers-backend" else PLUGIN
         return Strategy(f"{guess} (not tried)", support["detail"],
@@ -69,13 +72,16 @@ def decide(architecture: str, support: dict[str, str], trial: BackendTrial | Non
              + f" ({trial.seconds:.0f} s)")
     evidence = [f"{registry}: {architecture} is not registered natively", tried]
     if trial.started and trial.answered:
-        return Strategy(BACKEND, f"{architecture} runs on vLLM's Transformers backend (--model-impl transformers); "
-                                 "a native port would be faster", evidence + ([f"reply: {trial.reply}"] if trial.reply else []),
-                        trial.to_dict())
-    return Strategy(PLUGIN, f"neither vLLM nor its Transformers backend runs {architecture}: "
-                            f"{trial.cause or 'no cause in the engine log'}",
-                    evidence + [f"engine: {trial.cause}" if trial.cause else "engine log names no cause"],
-                    trial.to_dict(), plugin)
+        return _strategy(BACKEND, reason("strategy_backend", arch=architecture),
+                         evidence + ([f"reply: {trial.reply}"] if trial.reply else []), trial.to_dict())
+    return _strategy(PLUGIN, reason("strategy_plugin", arch=architecture, cause=trial.cause or "no cause in the engine log"),
+                     evidence + [f"engine: {trial.cause}" if trial.cause else "engine log names no cause"],
+                     trial.to_dict(), plugin)
+
+
+def _strategy(decision: str, headline: Reason, evidence: list[str], trial: dict[str, Any] | None = None,
+              plugin: dict[str, Any] | None = None) -> Strategy:
+    return Strategy(decision, str(headline), evidence, trial, plugin, keyed(headline))
 
 
 def plugin_name(architecture: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import rendered, rendered_warnings
+from llm_adapt.messages import reason, rendered, rendered_warnings
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -48,35 +48,36 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     stages = (run.get("status") or {}).get("stages", {})
     if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
         cause = (stages["serve"].get("reason") or "").strip().splitlines()
-        parts.append(("FAIL", f"the engine did not start: {cause[0] if cause else 'no cause recorded'}"))
+        parts.append(("FAIL", reason("engine_not_started", cause=cause[0] if cause else "no cause recorded")))
     probes = run.get("probes")
     if probes:
         rows = {r["name"]: r for r in probes["rows"]}
         broken = [n for n in CORE_FEATURES if rows.get(n, {}).get("status") != "supported"]
         if broken:
-            parts.append(("FAIL", f"core features not working: {', '.join(broken)}"))
+            parts.append(("FAIL", reason("core_broken", names=", ".join(broken))))
         errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
         if errors:  # the server misbehaved (a timeout, a crash, a wrong answer to a request it accepted)
-            parts.append(("WARN", f"probes that found the server misbehaving: {', '.join(errors)}"))
+            parts.append(("WARN", reason("probes_misbehaving", names=", ".join(errors))))
     target = main_target(run.get("accuracy"))
     if target:
-        parts.append((target["verdict"]["status"], f"in-process {target['label']}: {target['verdict']['status']}"))
+        parts.append((target["verdict"]["status"], reason("in_process_verdict", label=target["label"],
+                                                          status=target["verdict"]["status"])))
     ep = run.get("endpoint_accuracy")
     if ep and ep.get("verdict"):
-        parts.append((ep["verdict"]["status"], f"served model vs gold: {ep['verdict']['status']}"))
+        parts.append((ep["verdict"]["status"], reason("served_verdict", status=ep["verdict"]["status"])))
     fr = false_ready(probes, ep, bool((run.get("status") or {}).get("dummy")))
     if fr and fr["false_ready"]:
-        parts.insert(0, ("FAIL", "false-ready: the server starts and answers 200, but its output is wrong "
-                                 "(served model vs gold: FAIL)"))
+        parts.insert(0, ("FAIL", reason("false_ready")))
     ev = (run.get("eval") or {}).get("verdict") or {}
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
-        parts.append((ev["status"], f"task accuracy vs gold: {ev['status']}" +
-                      (f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
+        parts.append((ev["status"], reason("task_verdict", status=ev["status"],
+                                           detail=f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
-    reasons = [p[1] for p in parts if p[0] != "PASS"] + [f"stage {s}: {stages[s]['status']}" for s in incomplete]
-    judged = any(p[1].startswith(("in-process", "served model", "task accuracy")) for p in parts)
+    reasons = [p[1] for p in parts if p[0] != "PASS"] + [reason("stage_incomplete", stage=s, status=stages[s]["status"])
+                                                         for s in incomplete]
+    judged = any(p[1].key in ("in_process_verdict", "served_verdict", "task_verdict") for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
-        reasons.append("no accuracy was judged in this run")
+        reasons.append(reason("nothing_judged"))
     status = worst(p[0] for p in parts)
     if (incomplete or not judged) and status == "PASS":
         status = "WARN"

@@ -7,6 +7,7 @@ import html
 import re
 from typing import Any
 
+from llm_adapt.messages import message, rendered_check
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
@@ -18,10 +19,11 @@ SECTION = {name: i + 1 for i, name in enumerate(SECTIONS)}
 LABELS = {
     "en": {"accuracy": "Accuracy vs noise floor", "throughput": "Output throughput", "latency": "TTFT / TPOT p50",
            "memory": "Peak server memory", "features": "Features supported", "issues": "Failed and warned checks",
-           "index": "Sections", "rows": "rows"},
+           "index": "Sections", "rows": "rows", "in_process": "in-process", "served": "served model",
+           "probe": "probe"},
     "zh": {"accuracy": "精度（相对噪声基线）", "throughput": "输出吞吐", "latency": "TTFT / TPOT p50",
            "memory": "服务端内存峰值", "features": "支持的特性", "issues": "未通过与告警的检查",
-           "index": "目录", "rows": "行"},
+           "index": "目录", "rows": "行", "in_process": "进程内", "served": "服务端模型", "probe": "探测"},
 }
 
 
@@ -56,7 +58,8 @@ def key_figures(run: RunData, lang: str = "en") -> list[dict[str, Any]]:
 def _accuracy_card(run: RunData) -> dict[str, Any] | None:
     ep = run.get("endpoint_accuracy")
     if ep and ep.get("verdict"):
-        ratio = next((c["value"] for c in ep["verdict"]["checks"] if c["name"] == "top-k KL / noise floor"), None)
+        ratio = next((c["value"] for c in ep["verdict"]["checks"]
+                      if c.get("key") == "served_kl_ratio" or c["name"] == "top-k KL / noise floor"), None)
         value = f"KL {ratio:.2f}x" if isinstance(ratio, (int, float)) else ep["verdict"]["status"]
         return {"value": value, "status": ep["verdict"]["status"]}
     target = main_target(run.get("accuracy"))
@@ -65,19 +68,20 @@ def _accuracy_card(run: RunData) -> dict[str, Any] | None:
     return None
 
 
-def problems(run: RunData) -> list[dict[str, str]]:
-    """Every failed or warned check of the run, failures first: where, what, value, status."""
-    out = []
+def problems(run: RunData, lang: str = "en") -> list[dict[str, str]]:
+    """Every failed or warned check of the run, failures first: where, what, value, status (in `lang`)."""
+    out, words = [], LABELS[lang]
     acc = run.get("accuracy") or {}
     for t in acc.get("targets", []):
-        for c in (t.get("verdict") or {}).get("checks", []):
-            out.append({"where": f"in-process {t['label']}", "what": c["name"], "value": str(c["value"]), "status": c["status"]})
+        for c in (rendered_check(c, lang) for c in (t.get("verdict") or {}).get("checks", [])):
+            out.append({"where": f"{words['in_process']} {t['label']}", "what": c["name"], "value": str(c["value"]),
+                        "status": c["status"]})
     ep = run.get("endpoint_accuracy") or {}
-    for c in (ep.get("verdict") or {}).get("checks", []):
-        out.append({"where": "served model", "what": c["name"], "value": str(c["value"]), "status": c["status"]})
+    for c in (rendered_check(c, lang) for c in (ep.get("verdict") or {}).get("checks", [])):
+        out.append({"where": words["served"], "what": c["name"], "value": str(c["value"]), "status": c["status"]})
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] == "error":
-            out.append({"where": "probe", "what": row["name"], "value": str(row.get("evidence", ""))[:160], "status": "fail"})
+            out.append({"where": words["probe"], "what": row["name"], "value": str(row.get("evidence", ""))[:160], "status": "fail"})
     kept = [p for p in out if p["status"] in ("warn", "fail")]
     return sorted(kept, key=lambda p: p["status"] != "fail")
 
@@ -86,9 +90,9 @@ def header_html(run: RunData, lang: str, section_ids: dict[int, str]) -> str:
     """Banner, cards and the failed/warned checks, as HTML (every text escaped)."""
     verdict = overall_verdict(run)
     status = verdict["status"]
-    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in verdict.get("reasons", [])[:6])
+    reasons = "".join(f"<li>{html.escape(message(r, lang))}</li>" for r in verdict.get("reasons", [])[:6])
     cards = "".join(_card(c, section_ids) for c in key_figures(run, lang))
-    issues = problems(run)
+    issues = problems(run, lang)
     listing = ""
     if issues:
         rows = "".join(f'<tr class="{p["status"]}"><td>{p["status"].upper()}</td><td>{html.escape(p["where"])}</td>'

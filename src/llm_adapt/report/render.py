@@ -17,7 +17,7 @@ from llm_adapt.report.findings import (findings, main_target, notes, overall_ver
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import rendered, rendered_warnings
+from llm_adapt.messages import basis_text, in_lang, message, rendered, rendered_check, rendered_warnings, verdict_reasons
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -53,7 +53,7 @@ def gib(value) -> str:
 def environment(lang: str) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.report", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=cell, num=num, pct=pct, gib=gib)
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, msg=lambda value: message(value, lang))
     return env
 
 
@@ -65,7 +65,11 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
             "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
             "stage_reason": lambda body: rendered(body, lang), "stage_status": lambda body: stage_status(body, lang),
-            "plan_warnings": lambda plan: rendered_warnings(plan, lang)}
+            "plan_warnings": lambda plan: rendered_warnings(plan, lang),
+            "check_in": lambda check: rendered_check(check, lang),
+            "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
+            "basis_in": lambda row: basis_text(row, lang),
+            "keyed_in": lambda text, key: in_lang(text, key, lang)}
 
 
 def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
