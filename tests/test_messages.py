@@ -120,7 +120,7 @@ def test_a_check_keeps_its_english_words_and_renders_them_in_chinese():
 
 
 def test_verdict_reasons_render_from_their_checks_and_keep_the_others():
-    from llm_adapt.accuracy.endpoint import judge_endpoint
+    from llm_adapt.accuracy.verdict import judge_endpoint
     from llm_adapt.messages import verdict_reasons
 
     sections = {"tokenization": {"status": "done", "mismatches": [], "checked": 6},
@@ -136,7 +136,8 @@ def test_verdict_reasons_render_from_their_checks_and_keep_the_others():
 
 
 def test_the_chinese_report_gives_the_verdict_and_its_checks_in_chinese(tmp_path, tiny_llama):
-    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult, judge_endpoint
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
+    from llm_adapt.accuracy.verdict import judge_endpoint
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.models.source import resolve_model

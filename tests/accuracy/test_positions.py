@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from llm_adapt.accuracy.layers_served import against_floor, judged
+from llm_adapt.accuracy.layers_served import against_floor
+from llm_adapt.accuracy.verdict import judged
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 
 # Six prompts that open with the same three template tokens, then differ: the suite's shape.

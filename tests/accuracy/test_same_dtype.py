@@ -2,7 +2,7 @@
 
 import math
 
-from llm_adapt.accuracy.endpoint import same_dtype_checks
+from llm_adapt.accuracy.verdict import same_dtype_checks
 from llm_adapt.accuracy.verdict import SAME_DTYPE_KL
 
 
@@ -34,7 +34,7 @@ def test_what_cannot_be_computed_is_never_a_pass():
 
 
 def _decode_check(kl, floor=None):
-    from llm_adapt.accuracy.endpoint import _greedy_checks
+    from llm_adapt.accuracy.verdict import _greedy_checks
 
     rows = [{"id": "p", "divergence": None, "stop": None}]
     greedy = {"rows": rows, "floor_genuine": 0 if floor else None,

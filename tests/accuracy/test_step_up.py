@@ -1,6 +1,6 @@
 """Where a served fault starts, from the full-error curve alone: the first step up beyond chance."""
 
-from llm_adapt.accuracy.layers_served import first_step_up, judged  # noqa: I001
+from llm_adapt.accuracy.verdict import first_step_up, judged
 
 
 def curve(ratios, allowed=1.29):

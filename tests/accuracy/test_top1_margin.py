@@ -1,6 +1,6 @@
 """Same top-1 against the floor, judged outside the gold's tie margin: plain rows."""
 
-from llm_adapt.accuracy.endpoint import top1_check
+from llm_adapt.accuracy.verdict import top1_check
 from llm_adapt.accuracy.endpoint_metrics import summarize
 
 
@@ -38,7 +38,7 @@ def test_without_decisive_positions_all_positions_are_judged():
 
 
 def test_a_server_at_the_golds_dtype_is_judged_to_rounding():
-    from llm_adapt.accuracy.endpoint import judge_endpoint
+    from llm_adapt.accuracy.verdict import judge_endpoint
 
     def sections(kl, flips):
         rows_ = rows(500, flips_tied=0, flips_decisive=flips)

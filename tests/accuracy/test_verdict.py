@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.endpoint import judge_endpoint
+from llm_adapt.accuracy.verdict import judge_endpoint
 from llm_adapt.accuracy.verdict import (
     K_SPREAD,
     allowed_ratio,

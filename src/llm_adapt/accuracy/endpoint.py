@@ -26,21 +26,8 @@ from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_reference
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
-from llm_adapt.accuracy.verdict import (
-    GREEDY_ARGS,
-    K_SPREAD,
-    SAME_DTYPE_KL,
-    SAME_DTYPE_TOP1,
-    allowed_ratio,
-    check,
-    genuine_count,
-    graded,
-    greedy_status,
-    ppl_check,
-    stops_check,
-    top1_status,
-    worst,
-)
+from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, allowed_ratio, clean_kl_bound, genuine_count,
+                                        judge_endpoint)
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
@@ -48,7 +35,7 @@ from llm_adapt.models.source import ModelSource
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
 
-SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
+SECTIONS = ENDPOINT_SECTIONS
 
 
 class EndpointAccuracyResult(StageResult):
@@ -112,16 +99,6 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
                                 peaks=activation_peaks(gold), dtype=served_dtype)
     result.save(out / rundir.ENDPOINT_ACCURACY)
     return result
-
-
-def clean_kl_bound(sections: dict[str, dict[str, Any]]) -> float:
-    """The mean top-k KL a clean server stays under: the floor's times its allowed ratio, or at the
-    gold's dtype the same-dtype pass threshold. Pure."""
-    tf = sections.get("teacher_forced") or {}
-    floor = (tf.get("floor") or {}).get("kl_lb_mean")
-    if floor is None or not math.isfinite(floor):
-        return SAME_DTYPE_KL[0]
-    return floor * (tf.get("spread") or {}).get("allowed", 1.0)
 
 
 class _Unsupported(Exception):
@@ -447,96 +424,3 @@ def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int], stop_
         return bool(generated[k] in ref_top and ref.generated[k] in server_top)
 
     return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, eos_ids, server_stops)
-
-
-def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[str, Any]] = ()) -> dict[str, Any]:
-    """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules);
-    `gold_skipped`: prompts left out before the gold was measured, listed with the others."""
-    checks = []
-    tok, tf, ppl, greedy = (sections[n] for n in SECTIONS)
-    if tok["status"] == "done":
-        n = len(tok["mismatches"])
-        checks.append(check("served_tokenization", "pass" if n == 0 else "fail", count=n, checked=tok["checked"]))
-    if tf["status"] == "done":
-        checks += _teacher_forced_checks(tf)
-    if ppl["status"] == "done" and "floor_ln_ratio" in ppl:
-        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], ppl["floor_ln_ratio"], ppl["floor_ln_ratio_sem"],
-                                "the in-process floor"))
-    elif ppl["status"] == "done":  # at the gold's dtype: against the gold itself
-        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], 0.0, 0.0, "the gold itself (same dtype)"))
-    if greedy["status"] == "done":
-        checks += _greedy_checks(greedy, tf.get("spread") if tf["status"] == "done" else None)
-    missing = [n for n, s in sections.items() if s["status"] != "done"]
-    status = worst([c["status"] for c in checks]) if checks else "WARN"
-    reasons = [f"{c['name']}: {c['value']}" for c in checks if c["status"] in ("warn", "fail")]
-    reasons += [f"{n}: {sections[n]['status']} ({sections[n].get('reason')})" for n in missing]
-    if missing and status == "PASS":
-        status = "WARN"
-    skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []}
-                     | {s["id"] for s in gold_skipped})
-    return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
-
-
-def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    bad = tf.get("nonfinite_positions", 0)
-    out.append(check("served_nonfinite", "fail" if bad else "pass", count=bad))
-    s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
-    if not s.get("positions"):
-        return out
-    if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask
-        return out + same_dtype_checks(s)
-    ratio = m.ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
-    allowed = spread.get("allowed", 1.0)
-    out.append(check("served_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
-                     allowed=allowed, k=K_SPREAD))
-    out.append(top1_check(s, f))
-    return out
-
-
-def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
-    """The server against the gold it should equal to rounding (no noise floor measured). Pure."""
-    kl = s.get("kl_lb_mean", math.nan)
-    status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
-    rate = s.get("same_top1_decisive", s.get("same_top1", math.nan)) if s.get("decisive_positions") else s.get("same_top1")
-    rate = math.nan if rate is None else rate
-    top1 = "pass" if rate >= SAME_DTYPE_TOP1[0] else "warn" if rate >= SAME_DTYPE_TOP1[1] else "fail"
-    return [check("same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl, pass_at=SAME_DTYPE_KL[0],
-                  warn_at=SAME_DTYPE_KL[1]),
-            check("same_dtype_top1", top1 if math.isfinite(rate) else "fail", rate=rate, pass_at=SAME_DTYPE_TOP1[0],
-                  warn_at=SAME_DTYPE_TOP1[1])]
-
-
-def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
-    """Same top-1 against the floor, on the positions outside the gold's tie margin: where the gold's
-    top two are that close, a flip is rounding (the greedy check classifies its divergences the same
-    way). Without such positions the rate over all positions is judged. Pure."""
-    if s.get("decisive_positions") and f.get("decisive_positions"):
-        keys, args = ("same_top1_decisive", "same_top1_decisive_err"), {
-            "form": "decisive", "margin": s["tie_margin"], "decisive": s["decisive_positions"],
-            "positions": s["positions"], "all_t": s["same_top1"], "all_f": f["same_top1"]}
-    else:
-        keys, args = ("same_top1", "same_top1_err"), {"form": "all"}
-    rt, et, rf, ef = s[keys[0]], s[keys[1]], f[keys[0]], f[keys[1]]
-    return check("served_top1", top1_status(rt, et, rf, ef), rt=rt, rf=rf, **args)
-
-
-def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[dict[str, Any]]:
-    rows = greedy["rows"]
-    nt, nf = genuine_count(rows), greedy.get("floor_genuine")
-    status, p = greedy_status(nt, nf or 0, len(rows))
-    out = [check("greedy", status, nt=nt, n=len(rows), nf=nf if nf is not None else "n/a", p=p, **GREEDY_ARGS)]
-    dec = greedy.get("decode") or {}
-    s, f = dec.get("server") or {}, dec.get("floor") or {}
-    if s.get("positions") and f.get("positions"):
-        ratio = m.ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"])
-        allowed = (spread or {}).get("allowed", 1.0)
-        out.append(check("decode_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
-                         allowed=allowed))
-    elif s.get("positions") and greedy.get("floor_genuine") is None:  # at the gold's dtype: the gold itself
-        kl = s["kl_lb_mean"]
-        status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
-        out.append(check("decode_same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl,
-                         pass_at=SAME_DTYPE_KL[0], warn_at=SAME_DTYPE_KL[1]))
-    out.append(stops_check(rows))
-    return out

