@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.verdict import msprobe_rule
 
 
 def test_rel_l2_cosine_max_abs():
@@ -25,12 +26,12 @@ def test_thousandth_ratio():
 
 
 def test_msprobe_rule():
-    assert m.msprobe_rule(0.999, 0.5, False) == "pass"
-    assert m.msprobe_rule(0.98, 0.01, False) == "fail"  # cos < 0.99 with max abs > 1e-3
-    assert m.msprobe_rule(0.98, 0.0005, False) == "pass"
-    assert m.msprobe_rule(0.85, 0.0, False) == "fail"
-    assert m.msprobe_rule(0.9999, 1.5, False) == "fail"
-    assert m.msprobe_rule(1.0, 0.0, True) == "fail"
+    assert msprobe_rule(0.999, 0.5, False) == "pass"
+    assert msprobe_rule(0.98, 0.01, False) == "fail"  # cos < 0.99 with max abs > 1e-3
+    assert msprobe_rule(0.98, 0.0005, False) == "pass"
+    assert msprobe_rule(0.85, 0.0, False) == "fail"
+    assert msprobe_rule(0.9999, 1.5, False) == "fail"
+    assert msprobe_rule(1.0, 0.0, True) == "fail"
 
 
 def test_kl_is_zero_for_same_and_matches_formula():

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.verdict import judge_endpoint
 from llm_adapt.accuracy.verdict import (
     K_SPREAD,
     allowed_ratio,
@@ -14,6 +13,8 @@ from llm_adapt.accuracy.verdict import (
     graded,
     greedy_status,
     judge,
+    judge_endpoint,
+    msprobe_dtype_rule,
     ppl_check,
     stops_check,
 )
@@ -194,12 +195,12 @@ def test_ratio_or_none():
 
 def test_msprobe_dtype_standard():
     shares_clean_bf16 = {"0.01": 0.004, "0.001": 0.0005, "0.0001": 0.3}
-    assert m.msprobe_dtype_rule(0.9999, 0.05, shares_clean_bf16, "bf16") == "pass"
-    assert m.msprobe_dtype_rule(0.9999, 0.05, shares_clean_bf16, "fp32") == "warning"  # ten-thousandths fail
-    assert m.msprobe_dtype_rule(0.9999, 0.05, {"0.001": 0.01, "0.0001": 0.3}, "fp32") == "error"
-    assert m.msprobe_dtype_rule(0.9999, 0.05, {"0.01": 0.004, "0.001": 0.01}, "bf16") == "warning"
-    assert m.msprobe_dtype_rule(0.98, 0.0001, shares_clean_bf16, "bf16") == "error"
-    assert m.msprobe_dtype_rule(0.9999, 0.0001, {"0.01": 0.5}, "bf16") == "pass"  # max abs < 1e-3
+    assert msprobe_dtype_rule(0.9999, 0.05, shares_clean_bf16, "bf16") == "pass"
+    assert msprobe_dtype_rule(0.9999, 0.05, shares_clean_bf16, "fp32") == "warning"  # ten-thousandths fail
+    assert msprobe_dtype_rule(0.9999, 0.05, {"0.001": 0.01, "0.0001": 0.3}, "fp32") == "error"
+    assert msprobe_dtype_rule(0.9999, 0.05, {"0.01": 0.004, "0.001": 0.01}, "bf16") == "warning"
+    assert msprobe_dtype_rule(0.98, 0.0001, shares_clean_bf16, "bf16") == "error"
+    assert msprobe_dtype_rule(0.9999, 0.0001, {"0.01": 0.5}, "bf16") == "pass"  # max abs < 1e-3
 
 
 # ---- the endpoint judge -----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import allowed_ratio, judged
+from llm_adapt.accuracy.verdict import allowed_ratio, judged, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
@@ -231,7 +231,7 @@ def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None
         for key in ("diff_sq_by_position", "diff_4th_by_position"):  # too long for the result; summarized
             row.pop(key, None)
         row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"), local_allowed=row.get("allowed", 1.0))
-        row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
+        row["msprobe_per_token"] = msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         out.append(row)
     return out
 

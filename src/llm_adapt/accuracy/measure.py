@@ -28,6 +28,7 @@ from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
 from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
+from llm_adapt.accuracy.verdict import msprobe_dtype_rule, msprobe_rule
 from llm_adapt.models.source import ModelSource
 from llm_adapt.prompts import render
 
@@ -189,7 +190,7 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
         row["msprobe"] = _msprobe_dtype_status(loc, spec.dtype, gold.report.dtype if gold.report else None)
         if row["nan_mismatch"]:
             row["msprobe"] = "error"
-        row["msprobe_per_token"] = m.msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
+        row["msprobe_per_token"] = msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         layers.append(row)
     return RunnerReport(
         label=spec.label, device=spec.device, dtype=spec.dtype, quant=spec.quant,
@@ -212,7 +213,7 @@ def _msprobe_dtype_status(loc: dict[str, Any], dtype: str, reference_dtype: str 
     read "error" under a PASS verdict. Across dtypes the ratio to the floor judges instead."""
     if reference_dtype is not None and reference_dtype != dtype:
         return "n/a"
-    return m.msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], dtype)
+    return msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], dtype)
 
 
 def _logits_summary(stats) -> dict[str, Any]:
