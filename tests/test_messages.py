@@ -172,3 +172,28 @@ def test_a_basis_renders_from_its_fields():
     assert basis_text({"basis": "4 x fp32 unit roundoff"}, "zh") == "4 × fp32 单位舍入误差"
     assert basis_text({"basis": "4 x fp32 unit roundoff"}, "en") == "4 x fp32 unit roundoff"
     assert basis_text({"basis": "a later version's words"}, "zh") == "a later version's words"
+
+
+def test_the_located_layer_reads_the_same_in_english_and_renders_in_chinese():
+    from llm_adapt.accuracy.verdict import judge_layers
+    from llm_adapt.messages import rendered_check
+
+    where = {"name": "layer 7", "ratio": 41.25, "basis": "noise floor", "part": "attention",
+             "parts": [{"name": "MLP", "ratio": 1.1, "basis": "noise floor"},
+                       {"name": "attention", "ratio": 52.5, "basis": "noise floor",
+                        "channels": {"concentrated": True, "share": 0.8, "count": 2, "of": 64, "top": [5, 9]},
+                        "heads": {"concentrated": True, "share": 1.0, "heads": [3, 4, 5], "of": 9, "kv_head": 1}}]}
+    verdict = judge_layers({"layers": [{"name": "layer 7", "rel_l2": 0.1, "cos_min": 0.999, "local_rel_l2": 0.1}],
+                            "first_local_excess": where, "first_nonfinite": None}, None)
+    c = next(c for c in verdict["checks"] if c["key"] == "localized")
+    assert c["value"] == ("layer 7: 41.25x its noise floor; in it the attention: 52.5x its noise floor, 80% of its "
+                          "error in 2 of 64 output channels (5, 9), 100% of its error in heads 3, 4, 5 of 9 (KV head 1)")
+    assert rendered_check(c, "zh")["value"] == (
+        "layer 7：41.25× 噪声基线；其中注意力：52.5× 噪声基线，80% 的误差集中在 64 个输出通道中的 2 个（5, 9），"
+        "100% 的误差集中在 9 个注意力头中的第 3, 4, 5 个（KV 头 1）")
+    step = {"name": "layer 12", "ratio": 1.76, "step": 1.74, "step_allowed": 1.29,
+            "basis": "noise floor, stepping up 1.74x from the layer before (chance allows 1.29x)"}
+    c = next(c for c in judge_layers({"layers": [], "first_local_excess": step, "first_nonfinite": None},
+                                     {"label": "f"})["checks"] if c["key"] == "localized")
+    assert c["value"] == "layer 12: 1.76x its noise floor, stepping up 1.74x from the layer before (chance allows 1.29x)"
+    assert rendered_check(c, "zh")["value"] == "layer 12：1.76× 噪声基线，比上一层跃升 1.74 倍（随机波动允许 1.29 倍）"

@@ -309,6 +309,47 @@ ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold i
                     "n/a": "无"}}
 
 
+PARTS = {"zh": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
+                "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"}}
+LOCATED = {"en": {"layer": "{layer}: {ratio}x its {basis}", "part": "; in it the {part}: {ratio}x its {basis}",
+                  "channels": ", {share:.0%} of its error in {count} of {of} output channels ({top})",
+                  "heads": ", {share:.0%} of its error in {heads}",
+                  "head_list": "head{plural} {heads} of {of}", "kv": " (KV head {kv})"},
+           "zh": {"layer": "{layer}：{ratio}× {basis}", "part": "；其中{part}：{ratio}× {basis}",
+                  "channels": "，{share:.0%} 的误差集中在 {of} 个输出通道中的 {count} 个（{top}）",
+                  "heads": "，{share:.0%} 的误差集中在{heads}",
+                  "head_list": " {of} 个注意力头中的第 {heads} 个", "kv": "（KV 头 {kv}）"}}
+
+
+def located_value(args: dict[str, Any], lang: str) -> str:
+    """The value of "a layer's own error out of line": the layer against its basis and, where the part pass
+    named one, the part, with the channels or heads its error sits in. Pure."""
+    words = LOCATED.get(lang, LOCATED["en"])
+    text = words["layer"].format(layer=args["layer"], ratio=args["ratio"], basis=basis_text(args, lang))
+    part = args.get("part")
+    if not part:
+        return text
+    text += words["part"].format(part=PARTS.get(lang, {}).get(part["name"], part["name"]), ratio=part["ratio"],
+                                 basis=basis_text(part, lang))
+    if (channels := part.get("channels")) and channels.get("concentrated"):
+        text += words["channels"].format(share=channels["share"], count=channels["count"], of=channels["of"],
+                                         top=", ".join(map(str, channels["top"])))
+    if (heads := part.get("heads")) and heads.get("concentrated"):
+        text += words["heads"].format(share=heads["share"], heads=head_list(heads, lang))
+    return text
+
+
+def head_list(heads: dict[str, Any], lang: str = "en") -> str:
+    """'head 4 of 9 (KV head 1)' or 'heads 3, 4, 5 of 9 (KV head 1)' from sublayer.head_concentration. Pure."""
+    words, named = LOCATED.get(lang, LOCATED["en"]), heads["heads"]
+    text = words["head_list"].format(plural="s" if len(named) > 1 else "", heads=", ".join(map(str, named)),
+                                     of=heads["of"])
+    return text + (words["kv"].format(kv=heads["kv_head"]) if heads.get("kv_head") is not None else "")
+
+
+VALUE_BUILDERS = {"localized": located_value}  # checks whose value is built from structured arguments
+
+
 def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | None) -> str | None:
     """A check's field in `lang` from its key and arguments; None where the table has no such field (the
     value is then the figure itself) or the arguments do not fit it (another version's check). Pure."""
@@ -317,6 +358,11 @@ def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | No
         return None
     words = ARG_WORDS.get(lang, {})
     args = {k: words.get(v, v) if isinstance(v, str) else v for k, v in (args or {}).items()}
+    if field == "value" and key in VALUE_BUILDERS and args.get("form") == "some":
+        try:
+            return VALUE_BUILDERS[key](args, lang)
+        except (KeyError, IndexError, ValueError, TypeError):  # another version's arguments: the stored words
+            return None
     text = entry.get(lang, {}).get(field, entry["en"].get(field))
     if isinstance(text, dict):
         text = text.get(args.get("form"))

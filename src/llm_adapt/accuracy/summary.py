@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
-from llm_adapt.accuracy.verdict import head_text
+from llm_adapt.messages import head_list as head_text
 
 COLORS = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
 

@@ -173,31 +173,19 @@ def _localized(t, exact_expected: bool) -> dict:
     where = t.get("first_local_excess")
     if not where:
         return check("localized", "pass", "none", form="none")
-    value = f"{where['name']}: {_fmt(where.get('ratio'))}x its {where['basis']}" + _part_text(where)
-    return check("localized", "fail" if exact_expected else "warn", value, form="some")
+    return check("localized", "fail" if exact_expected else "warn", form="some", **located_args(where))
 
 
-def _part_text(where: dict[str, Any]) -> str:
-    """'; in it the MLP: 41.2x its noise floor' where the part pass named one, else ''."""
+def located_args(where: dict[str, Any]) -> dict[str, Any]:
+    """The located layer as a check's arguments (messages.located_value words them): the layer, its
+    ratio and basis and, where the part pass named one, that part with its channels and heads."""
+    basis = {k: where.get(k) for k in ("basis", "step", "step_allowed") if where.get(k) is not None}
+    args: dict[str, Any] = {"layer": where["name"], "ratio": _fmt(where.get("ratio")), **basis}
     part = next((r for r in where.get("parts") or [] if r["name"] == where.get("part")), None)
-    if not part:
-        return ""
-    text = f"; in it the {part['name']}: {_fmt(part['ratio'])}x its {part['basis']}"
-    channels = part.get("channels") or {}
-    if channels.get("concentrated"):
-        text += (f", {channels['share']:.0%} of its error in {channels['count']} of {channels['of']} output channels"
-                 f" ({', '.join(map(str, channels['top']))})")
-    heads = part.get("heads") or {}
-    if heads.get("concentrated"):
-        text += f", {heads['share']:.0%} of its error in {head_text(heads)}"
-    return text
-
-
-def head_text(heads: dict[str, Any]) -> str:
-    """'head 4 of 9 (KV head 1)' or 'heads 3, 4, 5 of 9 (KV head 1)' from sublayer.head_concentration. Pure."""
-    named = heads["heads"]
-    text = f"head{'s' if len(named) > 1 else ''} {', '.join(map(str, named))} of {heads['of']}"
-    return text + (f" (KV head {heads['kv_head']})" if heads.get("kv_head") is not None else "")
+    if part:
+        args["part"] = {"name": part["name"], "ratio": _fmt(part["ratio"]), "basis": part["basis"],
+                        **{k: part[k] for k in ("channels", "heads") if part.get(k)}}
+    return args
 
 
 def _layer_ratio(t, f) -> dict:
