@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +14,6 @@ from llm_adapt import rundir
 from llm_adapt.cli import main
 from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.upstream.adaptation import DUMMY_DIR, build
-from llm_adapt.upstream.export import explained, numbers_in, run_json_numbers
 
 from .test_adaptation import write_run
 
@@ -112,3 +112,52 @@ def test_the_number_check_can_fail():
     # numbers glued to letters are names (v0.23.0, bf16, H200), not figures
     assert numbers_in("TP 1, 2,048 tokens, v0.23.0 in bf16 on H200, 12.5 s") == ["1", "2,048", "12.5"]
     assert re.search(r"\d", "no digits") is None
+
+
+# The check that exported files invent no figure: every number they print is one of the run's JSON.
+def run_json_numbers(run_dir: Path) -> list[float]:
+    """Every number in a run directory's JSON files (for the check that exported files invent none)."""
+    import json
+
+    found: list[float] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, (int, float)):
+            found.append(float(value))
+        elif isinstance(value, str):
+            found.extend(float(x.replace(",", "")) for x in NUMBER.findall(value))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+            for k in value:
+                walk(k)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for path in sorted(Path(run_dir).rglob("*.json")):
+        try:
+            walk(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
+
+
+def numbers_in(text: str) -> list[str]:
+    """The figures a reader sees in an exported file (digits, with thousands separators); digits glued
+    to a letter or a dot are part of a name (v0.23.0, bf16, H200)."""
+    return NUMBER.findall(text)
+
+
+def explained(number: str, known: list[float]) -> bool:
+    """Whether a printed number is one of the run's, as printed: rounded to its decimals (the sign is
+    read apart from the digits, so magnitudes are compared)."""
+    value = float(number.replace(",", ""))
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    step = 0.5 * 10 ** -decimals + 1e-12
+    return any(abs(abs(k) - value) <= step for k in known)
