@@ -35,6 +35,7 @@ from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.results import StageResult
+from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
               "inherits; the first layer out of line is where the excess starts")
@@ -60,6 +61,17 @@ class CaptureDump:
 
     def layers_for(self, sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
         return match_record(self.records, sequence)
+
+
+def with_capture(inspected, out: Path):
+    """The inspect result with the capture plugin switched on in its plan, recording into the run
+    directory's capture folder (its hooks stay idle until a capture arms them)."""
+    plan = inspected.plan.with_env({plugin.ENV_DIR: str(capture_dir(out))})
+    return inspected.model_copy(update={"plan": plan})
+
+
+def capture_dir(out: Path) -> Path:
+    return (Path(out) / rundir.CAPTURE).resolve()
 
 
 def capture_modes(graph: bool, accept_eager: bool) -> dict:

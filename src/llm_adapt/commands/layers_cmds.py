@@ -119,8 +119,8 @@ def _from_msprobe(args, opts, capture) -> int:
 
 
 def _with_engine(args, opts, capture) -> int:
+    from llm_adapt.accuracy.layers_served import capture_dir, with_capture
     from llm_adapt.cli_common import inspect_for_engine
-    from llm_adapt.engines.capture_plugin import ENV_DIR
     from llm_adapt.engines.session import started_engine
     from llm_adapt.engines.vllm import require_vllm
     from llm_adapt.rundir import open_run_dir
@@ -130,12 +130,10 @@ def _with_engine(args, opts, capture) -> int:
     source, inspected = inspect_for_engine(args)
     out = open_run_dir(args.out, source.name, "layers")
     inspected.save(out / rundir.INSPECT)
-    capture_dir = (out / "capture").resolve()
-    plan = inspected.plan.with_env({ENV_DIR: str(capture_dir)})
     print(f"starting vllm (eager, layer capture on) for {source.name} ...", file=sys.stderr)
-    with started_engine(inspected.model_copy(update={"plan": plan}), "vllm", out, mode="eager", port=args.port,
+    with started_engine(with_capture(inspected, out), "vllm", out, mode="eager", port=args.port,
                         startup_timeout_s=args.startup_timeout) as (server, _):
-        return _measure(args, source, server.endpoint, capture_dir, inspected.plan.dtype, opts, capture, out)
+        return _measure(args, source, server.endpoint, capture_dir(out), inspected.plan.dtype, opts, capture, out)
 
 
 def _measure(args, source, endpoint, capture_dir: Path, served_dtype: str, opts, capture, out: Path) -> int:

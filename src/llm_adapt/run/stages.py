@@ -78,10 +78,9 @@ def deploy_mode(cfg: RunConfig) -> str:
 
 def with_capture(cfg: RunConfig, inspected):
     """The plan with the capture plugin switched on (its hooks stay idle until the layers stage)."""
-    from llm_adapt.engines.capture_plugin import ENV_DIR
+    from llm_adapt.accuracy import layers_served
 
-    plan = inspected.plan.with_env({ENV_DIR: str((cfg.out / rundir.CAPTURE).resolve())})
-    return inspected.model_copy(update={"plan": plan})
+    return layers_served.with_capture(inspected, cfg.out)
 
 
 def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
@@ -124,7 +123,7 @@ def layers(cfg: RunConfig, state: RunState) -> None:
     graph-mode deployment is restarted eager (hooks do not run inside a compiled graph); when it was
     out of line, the eager engine's endpoint accuracy is measured first, on the same prompts and
     gold: an eager engine that passes names graph mode as the likely cause."""
-    from llm_adapt.accuracy.layers_served import capture_modes, run_layers
+    from llm_adapt.accuracy.layers_served import capture_dir, capture_modes, run_layers
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
     capture = capture_modes(graph=cfg.graph, accept_eager=True)  # a graph run's capture is said to be eager
@@ -136,7 +135,7 @@ def layers(cfg: RunConfig, state: RunState) -> None:
         if verdict in ESCALATE_ON:
             capture["escalated_from"] = f"endpoint accuracy {verdict}"
     modes = eager_against_graph(cfg, state) if cfg.graph and verdict in ESCALATE_ON else None
-    result = run_layers(state.source, state.server.endpoint, (cfg.out / rundir.CAPTURE).resolve(), compare_options(cfg),
+    result = run_layers(state.source, state.server.endpoint, capture_dir(cfg.out), compare_options(cfg),
                         state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
     result.modes = modes
     result.save(cfg.out / rundir.LAYERS)
