@@ -58,6 +58,11 @@ REASONS: dict[str, dict[str, str]] = {
                      "zh": "KV cache 连一个满长度请求都容纳不下"},
     "kv_below_seqs": {"en": "at full length only {fit} requests fit the KV cache, below --max-num-seqs {seqs}",
                       "zh": "满长度时 KV cache 只能容纳 {fit} 个请求，低于 --max-num-seqs {seqs}"},
+    # a multi-node form the plan cannot use (inspect/multinode.py)
+    "dp_needs_pp": {"en": "one replica needs {pp} nodes (PP {pp}); data parallel replicates whole models, so use the "
+                          "Ray form",
+                    "zh": "单个副本需要 {pp} 个节点（PP {pp}）；数据并行复制完整模型，请使用 Ray 方式"},
+    "ray_pp_over_layers": {"en": "PP {pp} exceeds the model's {layers} layers", "zh": "PP {pp} 超过模型的 {layers} 层"},
     # the adaptation strategy's headline (inspect/strategy.py)
     "strategy_native": {"en": "{arch} is in vLLM's model registry: vLLM runs its own implementation",
                         "zh": "{arch} 在 vLLM 的模型注册表中：vLLM 运行其自身的实现"},

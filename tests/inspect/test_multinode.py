@@ -11,6 +11,7 @@ import pytest
 
 from llm_adapt.engines.command import Command
 from llm_adapt.inspect.multinode import PLACEHOLDERS
+from llm_adapt.messages import in_lang
 from tests.inspect.test_plan import plan_for, smollm2_spec
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -44,7 +45,7 @@ def rendered(plan) -> str:
     blocks = [f"## the plan's {mode} command\n{plan.commands[mode]}" for mode in ("eager", "graph")]
     for form in (plan.multinode or {}).get("forms", []):
         if not form["available"]:
-            blocks.append(f"## {form['name']}: not available: {form['reason']['en']}")
+            blocks.append(f"## {form['name']}: not available: {form['reason']}")
         for node in form["nodes"]:
             blocks.append(f"## {form['name']}, node(s) {node['nodes']}, {node['role']}\n{node['shell']}")
     return "\n\n".join(blocks) + "\n"
@@ -150,7 +151,8 @@ def test_a_replica_spanning_nodes_has_only_the_ray_form():
     plan = CASES["cuda_pp_across_nodes"]()
     assert plan.pipeline_parallel > 1
     dp, ray = plan.multinode["forms"]
-    assert not dp["available"] and "Ray" in dp["reason"]["en"] and "Ray" in dp["reason"]["zh"] and not dp["nodes"]
+    assert not dp["available"] and "Ray" in dp["reason"] and not dp["nodes"]
+    assert "Ray 方式" in in_lang(dp["reason"], dp["reason_key"], "zh")
     assert ray["available"] and ray["parallel"]["pipeline_parallel_size"] == plan.nodes
 
 

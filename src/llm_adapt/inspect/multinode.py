@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 from llm_adapt.engines.command import Command
 from llm_adapt.inspect import platform_env as penv
+from llm_adapt.messages import Reason, keyed, reason
 
 DP_RPC_PORT = 13345  # vLLM's Data Parallel Deployment example; any free port all nodes can reach
 RAY_PORT = 6379  # Ray's default GCS port, as both guides start it
@@ -66,9 +67,10 @@ class NodeCommands:
 class Form:
     name: str  # "data_parallel" or "ray"
     available: bool
-    reason: dict[str, str]  # why not, when not available: {"en": ..., "zh": ...}
+    reason: str  # why not, when not available ("" when it is)
     parallel: dict[str, int]
     nodes: list[NodeCommands]
+    reason_key: dict | None = None  # the reason's message key and arguments (messages.py)
 
 
 def serve_command(base: Command) -> Command:
@@ -98,10 +100,7 @@ def plan_multinode(topo: Topology, plan_command: Command) -> dict:
 
 def _data_parallel(topo: Topology, serve: Command) -> Form:
     if topo.pp > 1:
-        return Form("data_parallel", False, {
-            "en": f"one replica needs {topo.pp} nodes (PP {topo.pp}); data parallel replicates whole models, "
-                  "so use the Ray form",
-            "zh": f"单个副本需要 {topo.pp} 个节点（PP {topo.pp}）；数据并行复制完整模型，请使用 Ray 方式"}, {}, [])
+        return _unavailable("data_parallel", reason("dp_needs_pp", pp=topo.pp))
     local = topo.devices_per_node // topo.tp
     size = local * topo.nodes
     parallel = {"data_parallel_size": size, "data_parallel_size_local": local, "tensor_parallel_size": topo.tp}
@@ -117,13 +116,12 @@ def _data_parallel(topo: Topology, serve: Command) -> Form:
         worker = (common.without(*SERVER_FLAGS).with_option("--headless")
                   .with_option("--data-parallel-start-rank", str(i * local)))
         nodes.append(_node(topo, "data_parallel", i, local * topo.tp, worker, None))
-    return Form("data_parallel", True, {}, parallel, nodes)
+    return Form("data_parallel", True, "", parallel, nodes)
 
 
 def _ray(topo: Topology, serve: Command) -> Form:
     if topo.nodes > topo.num_layers:
-        return Form("ray", False, {"en": f"PP {topo.nodes} exceeds the model's {topo.num_layers} layers",
-                                   "zh": f"PP {topo.nodes} 超过模型的 {topo.num_layers} 层"}, {}, [])
+        return _unavailable("ray", reason("ray_pp_over_layers", pp=topo.nodes, layers=topo.num_layers))
     parallel = {"tensor_parallel_size": topo.ray_tp, "pipeline_parallel_size": topo.nodes}
     head_serve = serve.with_option("--tensor-parallel-size", str(topo.ray_tp)) if topo.ray_tp > 1 else serve
     head_serve = (head_serve.with_option("--pipeline-parallel-size", str(topo.nodes))
@@ -134,7 +132,11 @@ def _ray(topo: Topology, serve: Command) -> Form:
                                               ("--node-ip-address", penv.NODE_IP)))
     nodes = [_node(topo, "ray", 0, topo.ray_tp, head_serve, head_start),
              _node(topo, "ray", 1, topo.ray_tp, None, worker_start, list(range(1, topo.nodes)))]
-    return Form("ray", True, {}, parallel, nodes)
+    return Form("ray", True, "", parallel, nodes)
+
+
+def _unavailable(name: str, why: Reason) -> Form:
+    return Form(name, False, str(why), {}, [], keyed(why))
 
 
 def _node(topo: Topology, form: str, index: int, devices: int, serve: Command | None, ray_start: Command | None,
@@ -161,7 +163,7 @@ def summary_lines(multinode: dict, known: set[str] = frozenset()) -> list[str]:
     for form in multinode["forms"]:
         title = "data parallel" if form["name"] == "data_parallel" else "Ray"
         if not form["available"]:
-            lines.append(f"\n{title}: not available: {form['reason']['en']}")
+            lines.append(f"\n{title}: not available: {form['reason']}")
             continue
         lines.append(f"\n{title}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in form["parallel"].items()))
         for node in form["nodes"]:
