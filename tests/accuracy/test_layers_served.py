@@ -620,15 +620,17 @@ def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_en
     assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]
 
 
-@pytest.mark.parametrize("skip, modes", [((), ["eager", "graph"]), (("bench",), ["eager"])])
+@pytest.mark.parametrize("skip, modes, capture_fails", [((), ["eager", "graph"], False), (("bench",), ["eager"], False),
+                                                        ((), ["eager", "graph"], True)])
 def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_later_stages(tmp_path, monkeypatch,
-                                                                                         skip, modes):
+                                                                                         skip, modes, capture_fails):
     """A graph-mode run is restarted eager for the capture (with the eager check of its endpoint
     accuracy), then in graph mode again when a later stage measures the engine."""
     import contextlib
 
     from llm_adapt.accuracy import layers_served
     from llm_adapt.engines import session
+    from llm_adapt.errors import AdaptError
     from llm_adapt.run import stages
     from llm_adapt.run.pipeline import _run_stage
 
@@ -645,7 +647,12 @@ def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_late
             path.write_text("{}")
 
     monkeypatch.setattr(session, "started_engine", fake_engine)
-    monkeypatch.setattr(layers_served, "run_layers", lambda *a, **k: Result())
+    def run_layers(*args, **kwargs):
+        if capture_fails:
+            raise AdaptError("no prompt was captured inside the engine")
+        return Result()
+
+    monkeypatch.setattr(layers_served, "run_layers", run_layers)
     monkeypatch.setattr(stages, "eager_against_graph", lambda cfg, state: {"checked_on": state.server.endpoint})
     cfg, state = run_parts(tmp_path, graph=True, skip=skip)
     _endpoint_verdict(tmp_path, "FAIL")
@@ -654,5 +661,5 @@ def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_late
     state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
                                           model_copy=lambda update: types.SimpleNamespace(**update))
     _run_stage(cfg, state, "layers", stages.layers)
-    assert state.status.stages["layers"]["status"] == "done", state.status.stages["layers"]
-    assert started == modes and state.server.endpoint == modes[-1]
+    assert state.status.stages["layers"]["status"] == ("failed" if capture_fails else "done"), state.status.stages
+    assert started == modes and state.server.endpoint == modes[-1]  # the later stages get the deployment back

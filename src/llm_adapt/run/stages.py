@@ -134,11 +134,21 @@ def layers(cfg: RunConfig, state: RunState) -> None:
         _restart(cfg, state, engine, with_capture(cfg, state.inspect), mode="eager")
         if verdict in ESCALATE_ON:
             capture["escalated_from"] = f"endpoint accuracy {verdict}"
-    modes = eager_against_graph(cfg, state) if cfg.graph and verdict in ESCALATE_ON else None
-    result = run_layers(state.source, state.server.endpoint, capture_dir(cfg.out), compare_options(cfg),
-                        state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
-    result.modes = modes
-    result.save(cfg.out / rundir.LAYERS)
+    try:
+        modes = eager_against_graph(cfg, state) if cfg.graph and verdict in ESCALATE_ON else None
+        result = run_layers(state.source, state.server.endpoint, capture_dir(cfg.out), compare_options(cfg),
+                            state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
+        result.modes = modes
+        result.save(cfg.out / rundir.LAYERS)
+    except Exception:  # the later stages still measure the deployment as planned; this stage's error stands
+        with contextlib.suppress(Exception):
+            _restore_graph(cfg, state, engine)
+        raise
+    _restore_graph(cfg, state, engine)
+
+
+def _restore_graph(cfg: RunConfig, state: RunState, engine: str) -> None:
+    """After a graph deployment's eager capture, the graph-mode engine again, where a later stage uses it."""
     if cfg.graph and engine_needed_later(cfg):
         cfg.log("layers: restarting the graph-mode deployment for the stages after this one")
         _restart(cfg, state, engine, state.inspect, mode="graph")
