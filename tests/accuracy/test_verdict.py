@@ -265,12 +265,10 @@ def test_an_endpoint_whose_every_log_prob_is_nan_fails_without_crashing():
 
 
 def test_a_server_that_cannot_serialise_its_log_probs_is_a_non_finite_fault_not_a_missing_feature():
-    import httpx
+    from llm_adapt.accuracy.endpoint_requests import NONFINITE, REFUSED, TOO_LONG, refusal
 
-    from llm_adapt.accuracy.endpoint import _NonFinite, _refusal, _TooLong, _Unsupported
-
-    nan = httpx.Response(400, text='{"error":{"message":"Out of range float values are not JSON compliant"}}')
-    assert isinstance(_refusal(nan, "prompt_logprobs request"), _NonFinite)
-    long = httpx.Response(400, text="This model's maximum context length is 2048 tokens")
-    assert isinstance(_refusal(long, "x"), _TooLong)
-    assert isinstance(_refusal(httpx.Response(404, text="no such route"), "x"), _Unsupported)
+    nan = refusal(400, '{"error":{"message":"Out of range float values are not JSON compliant"}}', "prompt_logprobs request")
+    assert nan.kind == NONFINITE and not nan.ok and "NaN/Inf" in nan.detail
+    assert refusal(400, "This model's maximum context length is 2048 tokens", "x").kind == TOO_LONG
+    missing = refusal(404, "no such route", "x")
+    assert missing.kind == REFUSED and missing.detail == "x answered 404: no such route"

@@ -13,13 +13,15 @@ import math
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-import httpx
 import numpy as np
 import torch
 
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.diagnosis import diagnose
+from llm_adapt.accuracy.endpoint_requests import (NONFINITE, TOO_LONG, Reply, first_gone, greedy_request,
+                                                  prompt_logprobs_of, prompt_logprobs_request, send_all,
+                                                  tokenize_request)
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
@@ -28,7 +30,7 @@ from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.runner import RunnerSpec
 from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, allowed_ratio, clean_kl_bound, genuine_count,
                                         judge_endpoint)
-from llm_adapt.engines.client import EndpointClient, ServerGone
+from llm_adapt.engines.client import EndpointClient
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.models.source import ModelSource
@@ -82,14 +84,12 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
              "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len, tick("greedy"))}
     for i, name in enumerate(SECTIONS):
         progress("endpoint accuracy", i, len(SECTIONS))
-        try:
-            result.sections[name] = {"status": "done", **steps[name]()}
-        except ServerGone as exc:
+        section = steps[name]()
+        if section.pop("gone", False):  # the server stopped answering: this section and the rest are not run
             for rest in SECTIONS[i:]:
-                result.sections[rest] = {"status": "not run", "reason": str(exc)}
+                result.sections[rest] = {"status": "not run", "reason": section["reason"]}
             break
-        except (_Unsupported, _NonFinite) as exc:
-            result.sections[name] = {"status": "unsupported", "reason": str(exc)}
+        result.sections[name] = section
         result.save(out / rundir.ENDPOINT_ACCURACY)
     progress("endpoint accuracy", len(SECTIONS), len(SECTIONS))
     result.settings["skipped_before_gold"] = gold.skipped
@@ -101,10 +101,6 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
     return result
 
 
-class _Unsupported(Exception):
-    pass
-
-
 def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int | None:
     """The context the server accepts, from its /v1/models card (vLLM's `max_model_len`)."""
     for card in listed or []:
@@ -114,86 +110,33 @@ def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int
 
 
 def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) -> dict[str, Any]:
-    mismatches, checked = [], 0
-
-    def tokenize(ref):
-        payload = ({"prompt": ref.prompt.text, "add_special_tokens": True} if ref.prompt.text is not None else
-                   {"messages": ref.prompt.as_messages(), "add_generation_prompt": True})
-        return client.post("/tokenize", payload)
-
-    for ref, reply in zip(gold.prompts, in_flight(tokenize, gold.prompts, progress=progress)):
-        reply = answer(reply)
-        if reply.status_code != 200:
-            raise _Unsupported(f"POST /tokenize answered {reply.status_code}: cannot check the server's rendering")
-        checked += 1
-        tokens = reply.json()["tokens"]
+    replies = send_all(client, [tokenize_request(ref.prompt.text, _messages(ref)) for ref in gold.prompts],
+                       progress=progress)
+    if gone := first_gone(replies):
+        return _gone(gone)
+    mismatches = []
+    for ref, reply in zip(gold.prompts, replies):
+        if not reply.ok:
+            return _unsupported(f"{reply.detail}: cannot check the server's rendering")
+        tokens = reply.body["tokens"]
         if tokens != ref.input_ids:
             mismatches.append({"id": ref.prompt.id, "ours": tokenizer.decode(ref.input_ids),
                                "server": tokenizer.decode(tokens), "ours_tokens": len(ref.input_ids),
                                "server_tokens": len(tokens)})
-    return {"checked": checked, "mismatches": mismatches}
+    return {"status": "done", "checked": len(replies), "mismatches": mismatches}
 
 
-IN_FLIGHT = 4  # requests at once: the server batches them, where one at a time left it idle between
+def _messages(ref) -> list[dict[str, str]] | None:
+    """A chat prompt's messages; None for a plain text prompt."""
+    return ref.prompt.as_messages() if ref.prompt.text is None else None
 
 
-def in_flight(call: Callable[[Any], Any], items: list[Any], workers: int = IN_FLIGHT,
-              progress: Callable[[int, int], None] | None = None) -> list[Any]:
-    """call(item) for every item, `workers` requests at once, answers in the items' order; an
-    exception is kept in its item's place (answer() raises it there). `progress(done, total)`
-    advances as answers arrive."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    def safe(item):
-        try:
-            return call(item)
-        except Exception as exc:  # kept, raised in order by the caller
-            return exc
-
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))))
-    try:
-        futures = [pool.submit(safe, item) for item in items]
-        for done, _ in enumerate(as_completed(futures), 1):
-            if progress:
-                progress(done, len(items))
-        return [f.result() for f in futures]
-    finally:  # a Ctrl-C returns at once: requests in flight end with the server we stop
-        pool.shutdown(wait=False, cancel_futures=True)
+def _gone(reply: Reply) -> dict[str, Any]:
+    return {"status": "not run", "reason": reply.detail, "gone": True}
 
 
-def answer(value: Any) -> Any:
-    if isinstance(value, Exception):
-        raise value
-    return value
-
-
-class _TooLong(Exception):
-    """The server refused one request for its length: that prompt is skipped, not the section."""
-
-
-class _NonFinite(Exception):
-    """The server computed NaN/Inf log-probs and could not even serialise them (vLLM answers 400
-    "Out of range float values are not JSON compliant"): evidence of a fault, not a missing feature."""
-
-
-def _refusal(reply: httpx.Response, what: str) -> Exception:
-    text = reply.text[:200]
-    if "out of range float" in reply.text.lower():
-        return _NonFinite(f"{what}: the server's log-probs are NaN/Inf ({text[:120]})")
-    if reply.status_code == 400 and any(w in text.lower() for w in ("maximum context length", "max_model_len",
-                                                                      "too long", "longer than")):
-        return _TooLong(f"the server refused it for its length: {text}")
-    return _Unsupported(f"{what} answered {reply.status_code}: {text[:160]}")
-
-
-def _prompt_logprobs(client: EndpointClient, ids: list[int], k: int) -> list[dict[int, dict]]:
-    reply = client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k})
-    if reply.status_code != 200:
-        raise _refusal(reply, "prompt_logprobs request")
-    plp = reply.json()["choices"][0].get("prompt_logprobs")
-    if not plp:
-        raise _Unsupported("the server ignored prompt_logprobs (no log-probs in the answer)")
-    return [{int(t): v for t, v in (pos or {}).items()} for pos in plp]
+def _unsupported(reason: str) -> dict[str, Any]:
+    return {"status": "unsupported", "reason": reason}
 
 
 def _skip(ref, reason: str) -> dict[str, Any]:
@@ -211,21 +154,25 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
     per_prompt: list[list[tuple[float, float]]] = []  # (server, floor) KL of each position the floor has
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
-    answers = dict(zip(map(id, fitting), in_flight(lambda ref: _prompt_logprobs(client, ref.sequence, k), fitting,
-                                                       progress=progress)))
+    replies = send_all(client, [prompt_logprobs_request(ref.sequence, k) for ref in fitting], progress=progress)
+    if gone := first_gone(replies):
+        return _gone(gone)
+    answers = dict(zip(map(id, fitting), replies))
     for n, ref in enumerate(gold.prompts):
         why = _fits(ref, len(ref.sequence) + 1, served_len)
         if why:
             skipped.append(_skip(ref, why))
             continue
-        try:
-            server = answer(answers[id(ref)])
-        except _TooLong as exc:
-            skipped.append(_skip(ref, str(exc)))
+        reply = answers[id(ref)]
+        if reply.kind == TOO_LONG:
+            skipped.append(_skip(ref, reply.detail))
             continue
-        except _NonFinite:
+        if reply.kind == NONFINITE:
             nonfinite += len(ref.sequence) - 1  # every position of this prompt is unusable
             continue
+        server = prompt_logprobs_of(reply.body) if reply.ok else None
+        if server is None:
+            return _unsupported(reply.detail or "the server ignored prompt_logprobs (no log-probs in the answer)")
         ref_lp = m.log_softmax64(ref.logits)
         pairs: list[tuple[float, float]] = []
         for p in range(1, len(ref.sequence)):
@@ -243,8 +190,8 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
                 variant_rows.append(_floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k))
         per_prompt.append(pairs)
     if not rows and not nonfinite:
-        raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
-    return {"server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
+        return _unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
+    return {"status": "done", "server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
             "by_position": em.position_profile(rows),
             "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
             "nonfinite_positions": nonfinite, "skipped": skipped,
@@ -284,21 +231,27 @@ def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
 def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> dict[str, Any]:
     server_nll, ref_nll, floor_nll, skipped = [], [], [], 0
     fits = [served_len is None or len(window) + 1 <= served_len for window in gold.corpus]
-    answers = iter(in_flight(lambda w: _prompt_logprobs(client, w, 1), [w for w, ok in zip(gold.corpus, fits) if ok],
-                                 progress=progress))
+    replies = send_all(client, [prompt_logprobs_request(w, 1) for w, ok in zip(gold.corpus, fits) if ok],
+                       progress=progress)
+    if gone := first_gone(replies):
+        return _gone(gone)
+    answers = iter(replies)
     for i, window in enumerate(gold.corpus):
-        if not fits[i]:
+        reply = next(answers) if fits[i] else None
+        if reply is None or reply.kind == TOO_LONG:
             skipped += 1
             continue
-        plp = answer(next(answers))
+        plp = prompt_logprobs_of(reply.body) if reply.ok else None
+        if plp is None:  # log-probs the server could not serialise, a refusal, or none given
+            return _unsupported(reply.detail or "the server ignored prompt_logprobs (no log-probs in the answer)")
         server_nll.append(np.array([-plp[p][window[p]]["logprob"] for p in range(1, len(window))]))
         ref_nll.append(gold.corpus_nll[i])
         if fl is not None:
             floor_nll.append(fl.corpus_nll[i])
     if not server_nll:
-        raise _Unsupported(f"no corpus window fits the served max_model_len ({served_len})")
+        return _unsupported(f"no corpus window fits the served max_model_len ({served_len})")
     ref, srv = np.concatenate(ref_nll), np.concatenate(server_nll)
-    out = {"ref": float(np.exp(ref.mean())), "server": float(np.exp(srv.mean())),
+    out = {"status": "done", "ref": float(np.exp(ref.mean())), "server": float(np.exp(srv.mean())),
            "ln_ratio": m.ln_ppl_ratio(ref, srv), "ln_ratio_sem": m.ln_ppl_ratio_sem(ref, srv),
            "tokens": int(len(ref)), "skipped_windows": skipped}
     if floor_nll:
@@ -312,18 +265,26 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
     rows, skipped, decode, floor_decode = [], [], [], []
     floor_rows = []
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)]
-    answers = dict(zip(map(id, fitting), in_flight(lambda ref: _server_greedy(client, ref, opts), fitting,
-                                                       progress=progress)))
+    replies = send_all(client, [greedy_request(ref.prompt.text, _messages(ref), opts.max_new_tokens, opts.top_k)
+                                for ref in fitting], progress=progress)
+    if gone := first_gone(replies):
+        return _gone(gone)
+    answers = dict(zip(map(id, fitting), replies))
     for n, ref in enumerate(gold.prompts):
         why = _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)
         if why:
             skipped.append(_skip(ref, why))
             continue
-        try:
-            generated, tops, stop_reason = answer(answers[id(ref)])
-        except _TooLong as exc:
-            skipped.append(_skip(ref, str(exc)))
+        reply = answers[id(ref)]
+        if reply.kind == TOO_LONG:
+            skipped.append(_skip(ref, reply.detail))
             continue
+        if not reply.ok:
+            return _unsupported(reply.detail)
+        answer = greedy_answer(reply.body)
+        if answer is None:
+            return _unsupported("the server returned neither token ids nor token logprobs")
+        generated, tops, stop_reason = answer
         row = _greedy_row(ref, generated, tops, tokenizer, opts, gold.eos_ids, stop_reason)
         rows.append(row)
         decode += _decode_positions(ref, generated, tops, row, opts.top_k)
@@ -331,8 +292,8 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
             floor_rows.append(fl.greedy[n])
             floor_decode += _decode_positions(ref, generated, tops, row, opts.top_k, fl.logprobs[n])
     if not rows:
-        raise _Unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
-    return {"rows": rows, "by_category": by_category(rows), "skipped": skipped,
+        return _unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
+    return {"status": "done", "rows": rows, "by_category": by_category(rows), "skipped": skipped,
             "floor_genuine": genuine_count(floor_rows) if fl is not None else None,
             "decode": {"server": em.summarize(decode), "floor": em.summarize(floor_decode) if floor_decode else None,
                        "note": "the server's log-probs for its own greedy tokens at decode positions (after the "
@@ -360,21 +321,15 @@ def _decode_positions(ref, generated: list[int], tops: list[dict[int, float]], r
     return out
 
 
-def _server_greedy(client, ref, opts) -> tuple[list[int], list[dict[int, float]], int | str | None]:
-    common = {"max_tokens": opts.max_new_tokens, "temperature": 0, "logprobs": True, "top_logprobs": opts.top_k,
-              "return_token_ids": True, "return_tokens_as_token_ids": True}
-    if ref.prompt.text is not None:
-        reply = client.post("completions", {"prompt": ref.prompt.text, **common, "logprobs": opts.top_k})
-    else:
-        reply = client.post("chat/completions", {"messages": ref.prompt.as_messages(), **common})
-    if reply.status_code != 200:
-        raise _refusal(reply, "greedy request")
-    choice = reply.json()["choices"][0]
+def greedy_answer(body: dict[str, Any]) -> tuple[list[int], list[dict[int, float]], int | str | None] | None:
+    """A greedy answer's token ids, per-token top log-probs and stop reason; None when it has neither ids
+    nor log-probs. Pure."""
+    choice = body["choices"][0]
     ids = choice.get("token_ids")
     tops = _top_logprobs(choice.get("logprobs"))
     if ids is None:
         if not tops:
-            raise _Unsupported("the server returned neither token ids nor token logprobs")
+            return None
         ids = _chosen_ids(choice.get("logprobs"))
     return list(ids), tops, choice.get("stop_reason")
 
