@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
-from llm_adapt.messages import head_list as head_text
+from llm_adapt.messages import head_list
 
 COLORS = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
 
@@ -52,7 +52,7 @@ def _print_target(t: RunnerReport, console: Console) -> None:
                 mark += f", {channels['share']:.0%} of it in channels {', '.join(map(str, channels['top']))}"
             heads = part.get("heads") or {}
             if heads.get("concentrated"):
-                mark += f", {heads['share']:.0%} of it in {head_text(heads)}"
+                mark += f", {heads['share']:.0%} of it in {head_list(heads)}"
             console.print(f"    {part['name']:20s} on the reference's input: {part['rel_l2']:.3e}, "
                           f"{part['ratio']:.1f}x its {part['basis']}  {mark}")
         if e.get("parts_skipped"):

@@ -67,13 +67,9 @@ def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, en
     from llm_adapt.engines.session import started_engine
 
     own = scope.enter_context(contextlib.ExitStack())
-    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode=mode or deploy_mode(cfg),
+    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode=mode or ("graph" if cfg.graph else "eager"),
                                                  startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
     state.server, state.engine_stack, state.engine_scope = server, own, scope
-
-
-def deploy_mode(cfg: RunConfig) -> str:
-    return "graph" if cfg.graph else "eager"
 
 
 def with_capture(cfg: RunConfig, inspected):
