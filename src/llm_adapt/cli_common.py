@@ -7,10 +7,10 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
 from llm_adapt.platforms import PLATFORMS
-from llm_adapt import rundir
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -59,17 +59,32 @@ def endpoint_from_args(args: argparse.Namespace):
     return endpoint_from_url(args.endpoint, args.served_model, args.api_key)
 
 
-def inspect_for_engine(args: argparse.Namespace):
-    """Resolve MODEL and build the plan an engine start needs."""
-    from llm_adapt.inspect.stage import run_inspect
+def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields) -> tuple["RunConfig", "RunState"]:  # noqa: F821
+    """A measuring command's share of `run`: MODEL resolved and planned by run's own stages (a
+    configuration error stops before any directory exists), its run directory (named by `label` of
+    the platform) with inspect.json, and run's config from the same flags. `fields` override it."""
+    from dataclasses import replace
+
     from llm_adapt.models.source import resolve_model
+    from llm_adapt.run import stages
+    from llm_adapt.run.config import RunConfig
+    from llm_adapt.run.pipeline import new_status
+    from llm_adapt.run.state import RunState
+    from llm_adapt.rundir import open_run_dir
 
     dummy = getattr(args, "dummy", False)  # only the commands that start engines have --dummy
-    source = resolve_model(args.model, weights=not dummy, offline=args.offline)
-    inspected = run_inspect(source, plan_options_from(args, source), args.platform)  # config errors first
+    cfg = RunConfig(out=Path(), model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
+                    platform=args.platform, engine=getattr(args, "engine", None), graph=getattr(args, "graph", False),
+                    port=args.port, startup_timeout_s=args.startup_timeout, dummy=dummy, offline=args.offline,
+                    log=lambda line: print(line, file=sys.stderr))
+    cfg = replace(cfg, **fields)
+    state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not dummy, offline=args.offline))
+    stages.plan(cfg, state)
     if not dummy:
-        source.require_weights("starting an engine")
-    return source, inspected
+        state.source.require_weights("starting an engine")
+    cfg = replace(cfg, out=open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
+    stages.save_plan(cfg, state)
+    return cfg, state
 
 
 @dataclass
@@ -83,7 +98,8 @@ class Target:
 
 @contextmanager
 def engine_or_endpoint(args: argparse.Namespace, label: str):
-    """Yield a Target: an external --endpoint, or an engine started for MODEL (stopped on the way out)."""
+    """Yield a Target: an external --endpoint, or an engine started for MODEL by run's serve stage
+    (stopped on the way out)."""
     from llm_adapt.rundir import open_run_dir
 
     if args.endpoint:
@@ -91,16 +107,11 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
         out = open_run_dir(args.out, "endpoint", label)
         yield Target(endpoint, None, out)
         return
-    from llm_adapt.engines.session import choose_engine, started_engine
+    from llm_adapt.run.stages import engine_kept
 
-    engine = choose_engine(args.engine)
-    source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, label)
-    inspected.save(out / rundir.INSPECT)
-    print(f"starting {engine} for {source.name} ...", file=sys.stderr)
-    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
-                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, _):
-        yield Target(server.endpoint, engine, out, server.proc.pid, source.path)
+    cfg, state = command_run(args, lambda platform: label)
+    with engine_kept(cfg, state) as server:
+        yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path)
 
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821

@@ -22,9 +22,9 @@ from llm_adapt.cli_common import (
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
+    command_run,
     engine_or_endpoint,
     help_formatter,
-    inspect_for_engine,
     show_result,
 )
 from llm_adapt.errors import UsageError
@@ -221,15 +221,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from llm_adapt.engines.vllm import require_vllm
     from llm_adapt.platforms import cpu_cores, local_device_count
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import open_run_dir
     from llm_adapt.tune.run import TuneOptions, run_tune
     from llm_adapt.tune.summary import print_tune
 
     if args.objective == "goodput" and not args.slo:
         raise UsageError("--objective goodput needs --slo, e.g. --slo ttft=500,tpot=100")
     require_vllm()
-    source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, f"tune-{inspected.plan.platform}")
+    cfg, state = command_run(args, lambda platform: f"tune-{platform}")
+    inspected, out = state.inspect, cfg.out
     options = TuneOptions(objective=args.objective, slo=args.slo, budget_minutes=args.budget, max_trials=args.max_trials,
                           repeats=args.repeats,
                           num_prompts=args.num_prompts, input_len=args.input_len, output_len=args.output_len,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from llm_adapt.cli_args import positive_float, positive_int
@@ -119,21 +118,17 @@ def _from_msprobe(args, opts, capture) -> int:
 
 
 def _with_engine(args, opts, capture) -> int:
-    from llm_adapt.accuracy.layers_served import capture_dir, with_capture
-    from llm_adapt.cli_common import inspect_for_engine
-    from llm_adapt.engines.session import started_engine
+    from llm_adapt.accuracy.layers_served import capture_dir
+    from llm_adapt.cli_common import command_run
     from llm_adapt.engines.vllm import require_vllm
-    from llm_adapt.rundir import open_run_dir
+    from llm_adapt.run.stages import engine_kept
 
     require_vllm()
-    args.dummy = False
-    source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, "layers")
-    inspected.save(out / rundir.INSPECT)
-    print(f"starting vllm (eager, layer capture on) for {source.name} ...", file=sys.stderr)
-    with started_engine(with_capture(inspected, out), "vllm", out, mode="eager", port=args.port,
-                        startup_timeout_s=args.startup_timeout) as (server, _):
-        return _measure(args, source, server.endpoint, capture_dir(out), inspected.plan.dtype, opts, capture, out)
+    # run's serve stage with --layers: vLLM, eager (the capture needs it), the capture plugin on
+    cfg, state = command_run(args, lambda platform: "layers", engine="vllm", graph=False, dummy=False, layers="on")
+    with engine_kept(cfg, state) as server:
+        return _measure(args, state.source, server.endpoint, capture_dir(cfg.out), state.inspect.plan.dtype, opts,
+                        capture, cfg.out)
 
 
 def _measure(args, source, endpoint, capture_dir: Path, served_dtype: str, opts, capture, out: Path) -> int:

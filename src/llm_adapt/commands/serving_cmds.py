@@ -12,9 +12,9 @@ from llm_adapt.cli_common import (
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
+    command_run,
     engine_or_endpoint,
     help_formatter,
-    inspect_for_engine,
     show_result,
 )
 from llm_adapt.errors import AdaptError, UsageError
@@ -68,24 +68,18 @@ def add_probe_parser(sub) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from llm_adapt.engines.session import choose_engine, started_engine
-    from llm_adapt.rundir import open_run_dir
+    from llm_adapt.run.stages import engine_kept
 
-    engine = choose_engine(args.engine)
-    source, inspected = inspect_for_engine(args)
-    out = open_run_dir(args.out, source.name, f"serve-{inspected.plan.platform}")
-    inspected.save(out / rundir.INSPECT)
-    print(f"starting {engine} for {source.name} (log: {out / 'engine.log'}) ...", file=sys.stderr)
-    with started_engine(inspected, engine, out, mode="graph" if args.graph else "eager", port=args.port,
-                        startup_timeout_s=args.startup_timeout, dummy=args.dummy) as (server, result):
-        facts = result.engine_facts
-        print(f"ready in {result.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
+    cfg, state = command_run(args, lambda platform: f"serve-{platform}")
+    with engine_kept(cfg, state) as server:
+        facts, started = state.started.engine_facts, state.started
+        print(f"ready in {started.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
         if facts.get("kv_cache_tokens") is not None:
-            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {result.predicted['kv_cache_tokens']:,} predicted")
+            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted['kv_cache_tokens']:,} predicted")
         print("Ctrl-C stops the server.", file=sys.stderr)
         while server.alive():
             time.sleep(1)
-        raise AdaptError(f"{engine} exited on its own (code {server.proc.returncode}); see {server.log_path}")
+        raise AdaptError(f"{server.spec.engine} exited on its own (code {server.proc.returncode}); see {server.log_path}")
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
@@ -15,9 +15,17 @@ from llm_adapt.run.state import RunState
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.options import CompareOptions
+    from llm_adapt.engines.server import ManagedServer
 
 
 def inspect(cfg: RunConfig, state: RunState) -> None:
+    plan(cfg, state)
+    save_plan(cfg, state)
+
+
+def plan(cfg: RunConfig, state: RunState) -> None:
+    """The model resolved and its deployment planned, in memory: a configuration error stops here,
+    before a command has made its run directory."""
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.models.source import resolve_model
 
@@ -25,6 +33,9 @@ def inspect(cfg: RunConfig, state: RunState) -> None:
         state.source = resolve_model(cfg.model_arg, weights=not cfg.dummy, offline=cfg.offline)
     state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
     state.status.platform = state.inspect.plan.platform
+
+
+def save_plan(cfg: RunConfig, state: RunState) -> None:
     state.inspect.save(cfg.out / rundir.INSPECT)
 
 
@@ -55,7 +66,7 @@ def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -
     from llm_adapt.engines.session import choose_engine
 
     engine = choose_engine(cfg.engine)
-    cfg.log(f"serve: starting {engine} ...")
+    cfg.log(f"serve: starting {engine} (log: {cfg.out / rundir.ENGINE_LOG}) ...")
     capture = cfg.layers == "on" and engine == "vllm" and not cfg.graph
     _start_into(cfg, state, scope, engine, with_capture(cfg, state.inspect) if capture else state.inspect)
 
@@ -67,9 +78,19 @@ def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, en
     from llm_adapt.engines.session import started_engine
 
     own = scope.enter_context(contextlib.ExitStack())
-    server, _ = own.enter_context(started_engine(inspected, engine, cfg.out, mode=mode or ("graph" if cfg.graph else "eager"),
-                                                 startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
-    state.server, state.engine_stack, state.engine_scope = server, own, scope
+    server, started = own.enter_context(started_engine(inspected, engine, cfg.out, port=cfg.port,
+                                                       mode=mode or ("graph" if cfg.graph else "eager"),
+                                                       startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
+    state.server, state.started, state.engine_stack, state.engine_scope = server, started, own, scope
+
+
+@contextlib.contextmanager
+def engine_kept(cfg: RunConfig, state: RunState) -> Iterator["ManagedServer"]:
+    """The serve stage for a command that measures one served model (probe, bench, eval, layers,
+    serve): the engine of the planned deployment, started as `run` starts it, stopped on the way out."""
+    with contextlib.ExitStack() as scope:
+        start_engine(cfg, state, scope)
+        yield state.server
 
 
 def with_capture(cfg: RunConfig, inspected):

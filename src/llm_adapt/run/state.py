@@ -10,6 +10,7 @@ from llm_adapt.results import StageResult
 if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import Gold
     from llm_adapt.engines.server import ManagedServer
+    from llm_adapt.engines.session import ServeResult
     from llm_adapt.inspect.stage import InspectResult
     from llm_adapt.models.source import ModelSource
 
@@ -32,5 +33,6 @@ class RunState:
     inspect: "InspectResult | None" = None
     gold: "Gold | None" = None  # the reference measured in-process, reused by endpoint accuracy
     server: "ManagedServer | None" = None  # the engine this run started
+    started: "ServeResult | None" = None  # how it started (serve.json)
     engine_stack: Any = None  # the ExitStack that stops it (the escalation restarts it with capture)
     engine_scope: Any = None  # the run's scope the engine's stack lives in
