@@ -20,7 +20,18 @@ def ids(f, platform):
 
 def test_every_rule_names_a_source_and_an_accuracy_check():
     for rule in RULES:
-        assert rule.source and rule.check and rule.platforms
+        assert rule.source and rule.check and (rule.platforms is None or rule.platforms)  # None: every platform
+
+
+def test_a_registered_platform_gets_the_rules_of_every_platform():
+    from tests.platforms.test_registry import XPU
+    from llm_adapt.platforms import register, unregister
+
+    register(XPU)
+    try:
+        assert ids(facts("gemma-2-9b"), "xpu") == {"norm-one-plus-w", "embed-scale"}  # not the Ascend or CUDA ones
+    finally:
+        unregister("xpu")
 
 
 def test_clean_llama_gets_no_model_caveat_anywhere():

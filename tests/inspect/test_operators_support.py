@@ -28,6 +28,11 @@ def test_inventory_flags_avx2_only_cpu():
     assert "CPU ISA" not in ops("cpu", {"avx2", "avx512f"})
 
 
+def test_no_avx2_line_where_the_cpu_is_not_x86_or_the_device_is_not_the_host():
+    assert "CPU ISA" not in ops("cpu", {"fp", "asimd", "bf16"})  # an Arm host (Kunpeng) has neither flag
+    assert "CPU ISA" not in ops("cuda", {"avx2"})  # a GPU platform: the host's ISA is not its kernels'
+
+
 def test_shipped_registry_is_stamped_and_knows_llama():
     registry = shipped_registry()
     assert registry.vllm_version and "LlamaForCausalLM" in registry.architectures

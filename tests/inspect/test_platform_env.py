@@ -1,6 +1,8 @@
 """The per-platform environment tables: which variable each rule sets, and that every variable a plan
 exports is explained with a source."""
 
+from dataclasses import replace
+
 import pytest
 
 from llm_adapt.inspect import platform_env as penv
@@ -66,12 +68,28 @@ def test_visible_devices_row_is_the_platforms_variable(platform):
 
 
 def test_every_row_has_a_known_rule_both_languages_and_a_source():
-    for platform, rows in penv.TABLES.items():
+    for platform in ("npu", "cuda", "cpu"):
+        rows = PLATFORMS[platform].env_rows
+        assert rows, platform
         assert len({row.name for row in rows}) == len(rows), platform
         for row in rows:
             assert row.rule in penv.RULES and row.en and row.zh and row.source, row.name
             assert row.verified in (penv.FROM_DOCS, penv.ON_CI)
             assert ("vLLM-Ascend" in row.source) == (platform == "npu"), row.name
+
+
+def test_a_registered_platform_exports_its_own_rows():
+    from tests.platforms.test_registry import XPU
+    from llm_adapt.platforms import register, unregister
+    from llm_adapt.platforms.env import EnvRow, const
+
+    register(replace(XPU, env_rows=(EnvRow("ZE_AFFINITY_MASK", const("0"), "always", "the GPUs", "GPU", "its docs"),)))
+    try:
+        assert env_for("xpu", EnvContext(devices=1)) == {"ZE_AFFINITY_MASK": "0"}
+        assert explain("xpu", {"ZE_AFFINITY_MASK": "0"})[0]["source"] == "its docs"
+    finally:
+        unregister("xpu")
+    assert env_for("xpu", EnvContext(devices=1)) == {}  # gone with its platform
 
 
 def test_explain_marks_an_unknown_variable_with_empty_text():

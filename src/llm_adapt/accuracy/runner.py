@@ -93,8 +93,8 @@ def auto_max_memory(text: str | None = None) -> dict[int | str, str] | None:
         name, sep, size = part.strip().partition("=")
         if not sep or not size:
             raise UsageError(f"{AUTO_MAX_MEMORY_ENV}={text!r}: expected DEVICE=SIZE pairs, e.g. cuda:0=70GiB,cpu=200GiB")
-        kind, _, index = name.partition(":")
-        caps[int(index) if kind in ("cuda", "npu", "xpu") and index.isdigit() else name] = size
+        _, _, index = name.partition(":")
+        caps[int(index) if index.isdigit() else name] = size  # an accelerator by its index, as accelerate keys it
     return caps
 
 
@@ -115,12 +115,6 @@ def check_device(device: str) -> None:
     backend = torch.backends.mps if kind == "mps" else getattr(torch, kind, None)
     if backend is None or not backend.is_available():
         raise UsageError(f"device {kind} is not available to torch here; pick another --target/--reference device")
-
-
-def synchronize(device: str) -> None:
-    kind = device.split(":")[0]
-    if kind in ("cuda", "npu", "xpu"):
-        getattr(torch, kind).synchronize()
 
 
 def quantize_int8_(model: torch.nn.Module, per_channel: bool) -> int:

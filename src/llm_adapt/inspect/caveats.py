@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from llm_adapt.inspect.inventory import ModelFacts
 
-ALL = ("cpu", "cuda", "npu")
+ALL = None  # a rule of every platform, a registered one included
 
 # vLLM 0.32 vllm/v1/attention/backends/cpu_attn.py, CPUAttentionBackend.get_supported_head_sizes;
 # other sizes fail at the first request with "Unsupported CPU attention configuration".
@@ -24,7 +24,7 @@ FP16_MAX = 65504.0
 class Rule:
     id: str
     operator: str  # the inventory row it belongs to
-    platforms: tuple[str, ...]
+    platforms: tuple[str, ...] | None  # None: ALL
     applies: Callable[[ModelFacts], bool]
     text: Callable[[ModelFacts], str]
     check: str  # what to look at in the accuracy section
@@ -114,9 +114,13 @@ RULES: tuple[Rule, ...] = (
 
 def platform_caveats(facts: ModelFacts, platform: str, cpu_flags: set[str] | None = None) -> list[Caveat]:
     """Every rule that applies to these facts on this platform, in table order."""
+    from llm_adapt.platforms import get_platform
+
     out = [Caveat(r.id, r.operator, platform, r.text(facts), r.check, r.source)
-           for r in RULES if platform in r.platforms and r.applies(facts)]
-    if platform == "cpu" and cpu_flags is not None and "avx512f" not in cpu_flags:
-        out.append(Caveat("cpu-avx2", "CPU ISA", platform, "vLLM-CPU runs its limited AVX2 kernels on this CPU",
-                          "none for accuracy; expect lower throughput", "/proc/cpuinfo flags of this machine"))
+           for r in RULES if (r.platforms is ALL or platform in r.platforms) and r.applies(facts)]
+    isa_note = get_platform(platform).isa_note
+    note = isa_note(cpu_flags) if isa_note is not None and cpu_flags is not None else None
+    if note:
+        out.append(Caveat(note[0], "CPU ISA", platform, note[1], "none for accuracy; expect lower throughput",
+                          "/proc/cpuinfo flags of this machine"))
     return out

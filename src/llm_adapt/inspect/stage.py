@@ -125,7 +125,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
     detected = platforms.detect_platform()
     target = platforms.get_platform(platform or detected)
     params = parameter_report(spec, source)
-    if target.name == "cpu":
+    if target.host_memory:  # the host is the device: its cores, free memory and preloads plan it
         options = replace(options, cpu_cores=platforms.cpu_cores(), host_available_gib=available_host_memory_gib(),
                           cpu_preload=platforms.cpu_preload_libs())
     elif options.devices_per_node is None and target.name == detected:

@@ -34,6 +34,10 @@ class Platform:
     default_max_num_batched_tokens: int = 8192
     kv_margin: float = DEVICE_KV_MARGIN
     env: dict[str, str] = field(default_factory=dict)
+    env_rows: tuple = ()  # platforms/env.EnvRow: the variables a plan for it exports, each with its rule and source
+    graph_name: str = "graph mode"  # its graph mode in two words, for a feature table's row
+    # (caveat id, text): what this host CPU's instruction set costs its engine, from /proc/cpuinfo flags
+    isa_note: Callable[[set[str]], tuple[str, str] | None] | None = field(default=None, compare=False, repr=False)
     # tune: graph-mode variants only this platform has: (name, knob, extra engine arguments)
     graph_variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # whether this machine has one of its devices (imports torch lazily); None: never detected

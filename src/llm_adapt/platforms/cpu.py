@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.env import ON_CI, VLLM_CPU, EnvRow, vllm_docs
+
 
 def measured_limits() -> tuple[dict, dict]:
     """The host's memory bandwidth and matmul rate, measured now (bench/hardware.py)."""
@@ -22,13 +24,37 @@ def quant_warning(quant) -> str | None:
             "or serve this one on a GPU / NPU") if problem else None
 
 
+def isa_note(flags: set[str]) -> tuple[str, str] | None:
+    """(caveat id, text): an x86 CPU with AVX2 but no AVX-512 runs vLLM-CPU's limited AVX2 kernels
+    (an Arm CPU has neither flag and gets no such line). Pure."""
+    if "avx2" in flags and "avx512f" not in flags:
+        return "cpu-avx2", "vLLM-CPU runs its limited AVX2 kernels on this CPU"
+    return None
+
+
+ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py)
+    EnvRow("VLLM_CPU_KVCACHE_SPACE", None, "cpu_plan",
+           "GiB of host memory vLLM-CPU reserves for the KV cache (the plan's pool, sized from the memory free now)",
+           "vLLM-CPU 为 KV Cache 预留的主机内存（GiB，按当前可用内存规划）",
+           vllm_docs(VLLM_CPU), ON_CI),
+    EnvRow("VLLM_CPU_OMP_THREADS_BIND", None, "cpu_plan",
+           "cores the worker's OpenMP threads are bound to: all (the default 'auto' leaves one to the frontend)",
+           "worker 的 OpenMP 线程绑定的 CPU 核：全部核（默认 auto 会留一个给前端）",
+           vllm_docs(VLLM_CPU), ON_CI),
+    EnvRow("LD_PRELOAD", None, "cpu_plan",
+           "tcmalloc (and Intel OpenMP on x86) loaded first, as vLLM's CPU installation guide does",
+           "预加载 tcmalloc（x86 上还有 Intel OpenMP），与 vLLM CPU 安装指南一致",
+           vllm_docs(VLLM_CPU), ON_CI),
+)
+
+
 PLATFORM = Platform(
-    name="cpu", display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
-    block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)",
+    name="cpu", env_rows=ENV_ROWS, display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
+    block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)", graph_name="torch.compile",
     visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     host_memory=True, multinode=False, default_max_num_seqs=16, default_max_num_batched_tokens=4096,
-    kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning,
+    kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning, isa_note=isa_note,
 )
 
 

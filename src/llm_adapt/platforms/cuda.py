@@ -6,6 +6,7 @@ import importlib.util
 import os
 
 from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
 
 
 def nvidia_driver_present() -> bool:
@@ -35,9 +36,30 @@ def datasheet_limits() -> tuple[dict, dict] | None:
     return {"gb_per_s": published["gb_per_s"], **cited}, {"tflops": published["tflops"], **cited}
 
 
+ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py)
+    EnvRow("CUDA_VISIBLE_DEVICES", visible_devices, "always",
+           "the GPUs this node's vLLM processes use (the plan's TP x local DP cards)",
+           "本节点 vLLM 进程使用的 GPU（按 TP × 本地 DP 的卡数）",
+           vllm_docs(VLLM_DP)),
+    EnvRow("NCCL_SOCKET_IFNAME", const(IFNAME), "multinode",
+           "network interface NCCL uses for the node's address (bootstrap, and transfers without InfiniBand)",
+           "NCCL 使用的网卡（建链；无 InfiniBand 时也用于传输）",
+           vllm_docs(NETWORK)),
+    EnvRow("GLOO_SOCKET_IFNAME", const(IFNAME), "multinode",
+           "network interface of torch's Gloo (host-side) process groups",
+           "torch Gloo（主机侧）进程组使用的网卡",
+           vllm_docs(NETWORK)),
+    EnvRow("VLLM_HOST_IP", node_ip, "ray",
+           "this node's own address, so that vLLM and Ray agree on it (a different value on each node)",
+           "本节点自身的 IP，使 vLLM 与 Ray 使用同一地址（每个节点不同）",
+           vllm_docs(VLLM_RAY, NETWORK)),
+)
+
+
 PLATFORM = Platform(
-    name="cuda", display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
+    name="cuda", env_rows=ENV_ROWS, display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
     block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
+    graph_name="CUDA graphs",
     visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device, hardware_limits=datasheet_limits,
 )

@@ -17,6 +17,22 @@ from pathlib import Path
 
 from llm_adapt.models.quant import MSMODELSLIM
 from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.env import (
+    ASCEND_RAY,
+    HCCL_TUNING,
+    IFNAME,
+    KIMI_TABLE,
+    MULTINODE_DP,
+    NIC_BINDING,
+    QWEN3_DENSE,
+    QWEN3_MOE,
+    TUNING,
+    EnvRow,
+    ascend_docs,
+    const,
+    node_ip,
+    visible_devices,
+)
 
 MIB = 1024 * 1024
 
@@ -35,9 +51,63 @@ def has_npu_device() -> bool:
         return False
 
 
+ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py)
+    EnvRow("ASCEND_RT_VISIBLE_DEVICES", visible_devices, "always",
+           "the NPUs this node's vLLM processes use (the plan's TP x local DP cards)",
+           "本节点 vLLM 进程使用的 NPU（按 TP × 本地 DP 的卡数）",
+           ascend_docs(QWEN3_DENSE, ASCEND_RAY)),
+    EnvRow("PYTORCH_NPU_ALLOC_CONF", const("expandable_segments:True"), "always",
+           "torch_npu's caching allocator grows segments instead of splitting fixed blocks: less fragmentation",
+           "torch_npu 缓存分配器使用可扩展段而非切分固定块，减少 NPU 内存碎片",
+           ascend_docs(TUNING, QWEN3_DENSE, KIMI_TABLE)),
+    EnvRow("TASK_QUEUE_ENABLE", const("1"), "always",
+           "torch_npu dispatches operators through its task queue; the tuning guide's level 2 saves more host time "
+           "but raises the memory peak",
+           "torch_npu 通过任务队列下发算子；调优指南中的 2 级可进一步节省主机时间，但会提高内存峰值",
+           ascend_docs(QWEN3_DENSE, TUNING, KIMI_TABLE)),
+    EnvRow("OMP_PROC_BIND", const("false"), "always",
+           "OpenMP threads are not pinned to cores (avoids overly strict CPU binding of the worker processes)",
+           "不把 OpenMP 线程绑定到固定核（避免 worker 进程的 CPU 绑定过严）",
+           ascend_docs(QWEN3_MOE, MULTINODE_DP, KIMI_TABLE)),
+    EnvRow("OMP_NUM_THREADS", const("1"), "always",
+           "one OpenMP thread per process: the NPU computes, so the workers' host threads need not compete for cores",
+           "每个进程一个 OpenMP 线程：计算在 NPU 上，worker 的主机线程无需争抢 CPU 核",
+           ascend_docs(QWEN3_MOE, MULTINODE_DP)),
+    EnvRow("HCCL_OP_EXPANSION_MODE", const("AIV"), "communicating",
+           "HCCL schedules collectives on the AI Vector cores instead of the AI CPU (the AIV communication path)",
+           "HCCL 集合通信由 AI Vector 核调度而非 AI CPU（AIV 通信路径）",
+           ascend_docs(HCCL_TUNING, QWEN3_DENSE, KIMI_TABLE)),
+    EnvRow("HCCL_BUFFSIZE", const("1024"), "communicating",
+           "MB of HCCL buffer for data shared between two NPUs; 1024 as in the guides' TP=2 dense example",
+           "两张 NPU 间共享数据的 HCCL 缓冲区大小（MB）；取 1024，与指南中 TP=2 稠密模型及已验证的示例一致",
+           ascend_docs(QWEN3_DENSE, HCCL_TUNING, KIMI_TABLE)),
+    EnvRow("HCCL_IF_IP", node_ip, "multinode",
+           "this node's own address, on which HCCL sets up its cross-node communicators",
+           "本节点自身的 IP，HCCL 在此地址上建立跨节点通信域",
+           ascend_docs(ASCEND_RAY, MULTINODE_DP, NIC_BINDING)),
+    EnvRow("GLOO_SOCKET_IFNAME", const(IFNAME), "multinode",
+           "network interface of torch's Gloo (host-side) process groups",
+           "torch Gloo（主机侧）进程组使用的网卡",
+           ascend_docs(ASCEND_RAY, MULTINODE_DP, NIC_BINDING)),
+    EnvRow("TP_SOCKET_IFNAME", const(IFNAME), "multinode",
+           "network interface of the TP (TensorPipe) sockets",
+           "TP（TensorPipe）通信套接字使用的网卡",
+           ascend_docs(ASCEND_RAY, MULTINODE_DP, NIC_BINDING)),
+    EnvRow("HCCL_SOCKET_IFNAME", const(IFNAME), "data_parallel",
+           "network interface HCCL uses for its host-side socket exchange between nodes",
+           "HCCL 节点间主机侧套接字通信使用的网卡",
+           ascend_docs(MULTINODE_DP, NIC_BINDING)),
+    EnvRow("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", const("1"), "ray",
+           "stops Ray (> 2.1) from rewriting ASCEND_RT_VISIBLE_DEVICES, so vLLM-Ascend sees the NPUs set above",
+           "阻止 Ray（> 2.1）改写 ASCEND_RT_VISIBLE_DEVICES，使 vLLM-Ascend 看到上面设置的 NPU",
+           ascend_docs(ASCEND_RAY)),
+)
+
+
 PLATFORM = Platform(
-    name="npu", display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
+    name="npu", env_rows=ENV_ROWS, display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
     block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
+    graph_name="ACLGraph",
     visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", assumed_device_memory_gib=64.0,
     runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0}, layer_dump=True,
     graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",

@@ -90,7 +90,8 @@ def accelerator_trials(plan: DeployPlan, platform: str, devices: int) -> list[Tr
 
 
 def build_grid(plan: DeployPlan, platform: str, cores: int = 1, devices: int = 1) -> list[Trial]:
-    return cpu_trials(plan, cores) if platform == "cpu" else accelerator_trials(plan, platform, devices)
+    host = get_platform(platform).host_memory  # the host is the device: threads and KV space are its knobs
+    return cpu_trials(plan, cores) if host else accelerator_trials(plan, platform, devices)
 
 
 def trial_cost_s(trial: Trial, startup_s: dict[str, float], run_s: float, repeats: int) -> float:

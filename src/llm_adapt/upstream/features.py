@@ -30,7 +30,6 @@ FLAGS = {
     "mtp": "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
     "multimodal": "--limit-mm-per-prompt '{\"image\": 1}'",
 }
-GRAPH_NAMES = {"npu": "ACLGraph", "cuda": "CUDA graphs", "cpu": "torch.compile"}
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")
 VISION_KEYS = ("vision_config", "audio_config", "visual", "vision_tower", "image_token_id", "image_token_index")
@@ -83,7 +82,9 @@ def multimodal_evidence(config: dict[str, Any]) -> tuple[bool, str]:
 def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None) -> dict[str, Any]:
     """Graph mode (ACLGraph on NPU, CUDA graphs on CUDA, torch.compile on CPU): supported when this run
     served in graph mode and answered; not verified when it served eager (the command that would)."""
-    name = GRAPH_NAMES.get(platform, "graph mode")
+    from llm_adapt.platforms import PLATFORMS
+
+    name = PLATFORMS[platform].graph_name if platform in PLATFORMS else "graph mode"
     row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command}
     if served_mode == "graph":
         return row | {"status": SUPPORTED if served_ok else UNSUPPORTED,
