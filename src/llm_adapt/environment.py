@@ -8,7 +8,6 @@ import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -100,23 +99,12 @@ def cpu_flags() -> list[str]:
 
 
 def accelerators() -> list[dict[str, Any]]:
-    """GPUs / NPUs as their own tools report them (no torch import needed)."""
+    """GPUs / NPUs as their own tools report them (each platform's device tool; no torch import needed)."""
     found: list[dict[str, Any]] = []
-    if shutil.which("nvidia-smi"):
-        out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
-        for line in out.splitlines():
-            name, memory, driver = (part.strip() for part in line.split(",")[:3])
-            found.append({"kind": "cuda", "name": name, "memory": memory, "driver": driver})
-    if shutil.which("npu-smi"):
-        found.extend(platforms_npu.describe_npus())
+    for target in platforms.PLATFORMS.values():
+        if target.smi and target.describe_devices and shutil.which(target.smi):
+            found.extend(target.describe_devices())
     return found
-
-
-def _run(argv: list[str]) -> str:
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
 
 
 def collect(argv: list[str] | None = None) -> EnvironmentResult:

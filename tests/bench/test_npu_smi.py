@@ -156,13 +156,47 @@ def test_npu_smi_that_fails_gives_no_memory(tmp_path, monkeypatch):
     assert asyncio.run(load.device_memory_used()) is None
 
 
-def test_nvidia_smi_is_read_first_and_summed(fake_npu_smi):
-    """With both tools on PATH the GPU's tool answers (as before NPU support); its MiB are summed over GPUs."""
-    nvidia = fake_npu_smi.parent / "nvidia-smi"
+def test_nvidia_smi_memory_is_summed_over_the_gpus(tmp_path, monkeypatch):
+    nvidia = tmp_path / "nvidia-smi"
     nvidia.write_text("#!/bin/sh\necho 1024\necho 2048\n")
     nvidia.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
     assert load.device_tool() == "nvidia-smi"
     assert asyncio.run(load.device_memory_used()) == 3072 * MIB
+
+
+def test_the_first_platform_in_detection_order_with_its_tool_answers(fake_npu_smi):
+    """Both tools on PATH: the platform detected first (npu, as detect_platform orders them) reads."""
+    nvidia = fake_npu_smi.parent / "nvidia-smi"
+    nvidia.write_text("#!/bin/sh\necho 1024\n")
+    nvidia.chmod(0o755)
+    assert load.device_tool() == "npu-smi"
+
+
+def test_a_registered_platform_reads_its_own_device_memory(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from llm_adapt.platforms import register, unregister
+    from tests.platforms.test_registry import XPU
+
+    tool = tmp_path / "xpu-smi"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    async def reader():
+        async def used():
+            return 7 * MIB
+        return used
+
+    register(replace(XPU, smi="xpu-smi", memory_reader=reader, describe_devices=lambda: [{"kind": "xpu"}]))
+    try:
+        assert load.device_tool() == "xpu-smi" and asyncio.run(load.device_memory_used()) == 7 * MIB
+        from llm_adapt.environment import accelerators
+
+        assert accelerators() == [{"kind": "xpu"}]
+    finally:
+        unregister("xpu")
 
 
 # The two-chip Atlas A2 (910B) layout with an HBM-Usage column and no-space "used/ total" pairs, as

@@ -8,14 +8,13 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import aiohttp
 
 from llm_adapt.bench.client import Record, RequestSpec, send
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
-from llm_adapt.platforms.npu import parse_table, parse_usages, visible_ids
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
@@ -156,7 +155,7 @@ class ResourceSampler:
     async def run(self) -> None:
         headers = auth_headers(self.endpoint) or None
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5), headers=headers) as session:
-            npu_ids = await npu_device_ids() if self.pid and device_tool() == "npu-smi" else None  # listed once
+            read_device_memory = await device_memory_reader() if self.pid else None
             start = time.perf_counter()
             while True:
                 sample: dict[str, Any] = {"t": round(time.perf_counter() - start, 3)}
@@ -168,7 +167,7 @@ class ResourceSampler:
                     pass
                 if self.pid:
                     sample["rss_bytes"] = tree_rss(self.pid)
-                    sample["device_memory_bytes"] = await device_memory_used(npu_ids)
+                    sample["device_memory_bytes"] = await read_device_memory() if read_device_memory else None
                 self.cpu.sample()
                 self.samples.append(sample)
                 await asyncio.sleep(self.interval_s)
@@ -213,58 +212,31 @@ def tree_rss(pid: int) -> int | None:
         return None
 
 
+def device_platform():
+    """The platform whose device tool is on PATH, in detection order: it lists the devices and reads
+    their memory. None on a host without one (the CPU)."""
+    from llm_adapt.platforms import PLATFORMS
+
+    return next((p for p in PLATFORMS.values() if p.smi and shutil.which(p.smi)), None)
+
+
 def device_tool() -> str | None:
-    """The tool the device memory is read with: nvidia-smi before npu-smi, as device_memory_used does."""
-    return next((tool for tool in ("nvidia-smi", "npu-smi") if shutil.which(tool)), None)
+    """The tool the device memory is read with."""
+    platform = device_platform()
+    return platform.smi if platform else None
 
 
-async def device_memory_used(npu_ids: list[int] | None = None) -> int | None:
-    """Memory in use on the accelerators, summed: NVIDIA GPUs through nvidia-smi, Ascend NPUs through
-    `npu-smi info -t usages -i N` (HBM, else the chip's own memory; whole percents of capacity).
-    None where neither tool is present or answers."""
-    tool = device_tool()
-    if tool == "nvidia-smi":
-        out = await _output("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits")
-        try:
-            return sum(int(v) for v in out.split()) * 1024 * 1024 if out.strip() else None
-        except ValueError:
-            return None
-    if tool == "npu-smi":
-        return await npu_memory_used(npu_ids)
-    return None
+async def device_memory_reader() -> Callable[[], Awaitable[int | None]] | None:
+    """What reads the memory in use on the accelerators a server started here can see (set up once:
+    the NPUs are listed once); None where no device tool is present."""
+    platform = device_platform()
+    return await platform.memory_reader() if platform and platform.memory_reader else None
 
 
-async def npu_memory_used(npu_ids: list[int] | None = None) -> int | None:
-    """HBM in use on the NPUs a server started from this environment can see."""
-    if npu_ids is None:
-        npu_ids = await npu_device_ids()
-    used = []
-    for npu_id in npu_ids:
-        out = await _output("npu-smi", "info", "-t", "usages", "-i", str(npu_id))
-        used += [u.used_bytes for u in parse_usages(out) if u.used_bytes is not None]
-    return sum(used) if used else None
-
-
-async def npu_device_ids() -> list[int]:
-    """NPU ids from the `npu-smi info` table, limited to ASCEND_RT_VISIBLE_DEVICES when it is set."""
-    table = parse_table(await _output("npu-smi", "info"))
-    return visible_ids(sorted({d.npu_id for d in table.devices}))
-
-
-async def _output(*argv: str, timeout: float = 5) -> str:
-    """A tool's standard output, or "" where it is missing, fails to start or hangs."""
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-    except OSError:
-        return ""
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return ""
-    return out.decode(errors="replace")
+async def device_memory_used() -> int | None:
+    """One reading of the memory in use on the accelerators, summed; None where no tool answers."""
+    reader = await device_memory_reader()
+    return await reader() if reader else None
 
 
 # ---- several client processes ------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 # A device plan leaves this share of the KV blocks unused, so that the plan's own command starts
@@ -35,6 +36,12 @@ class Platform:
     kv_margin: float = DEVICE_KV_MARGIN
     env: dict[str, str] = field(default_factory=dict)
     env_rows: tuple = ()  # platforms/env.EnvRow: the variables a plan for it exports, each with its rule and source
+    # the vendor's device tool, on PATH where its devices are: environment.json's device list
+    # (describe_devices) and the memory a benchmark sees in use (memory_reader: set up once, then read)
+    smi: str | None = None
+    describe_devices: Callable[[], list[dict]] | None = field(default=None, compare=False, repr=False)
+    memory_reader: Callable[[], Awaitable[Callable[[], Awaitable[int | None]]]] | None = field(
+        default=None, compare=False, repr=False)
     graph_name: str = "graph mode"  # its graph mode in two words, for a feature table's row
     # (caveat id, text): what this host CPU's instruction set costs its engine, from /proc/cpuinfo flags
     isa_note: Callable[[set[str]], tuple[str, str] | None] | None = field(default=None, compare=False, repr=False)
@@ -51,3 +58,19 @@ class Platform:
     # (memory bandwidth, matmul rate) a deployment's decode is held against: measured on the host, or a
     # datasheet's for a known device, each labelled with its source; None where no figure can be cited
     hardware_limits: Callable[[], tuple[dict, dict] | None] | None = field(default=None, compare=False, repr=False)
+
+
+async def tool_output(*argv: str, timeout: float = 5) -> str:
+    """A device tool's standard output, or "" where it is missing, fails to start or hangs."""
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+    except OSError:
+        return ""
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return ""
+    return out.decode(errors="replace")

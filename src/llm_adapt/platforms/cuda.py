@@ -22,6 +22,36 @@ def has_cuda_device() -> bool:
     return torch.cuda.is_available()
 
 
+def describe_gpus() -> list[dict[str, object]]:
+    """environment.json's accelerator entries for GPUs, as nvidia-smi reports them."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found: list[dict[str, object]] = []
+    for line in out.splitlines():
+        name, memory, driver = (part.strip() for part in line.split(",")[:3])
+        found.append({"kind": "cuda", "name": name, "memory": memory, "driver": driver})
+    return found
+
+
+async def gpu_memory_reader():
+    """Memory in use on the GPUs, summed over them (nvidia-smi, MiB)."""
+    from llm_adapt.platforms.base import tool_output
+
+    async def used() -> int | None:
+        out = await tool_output("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+        try:
+            return sum(int(v) for v in out.split()) * 1024 * 1024 if out.strip() else None
+        except ValueError:
+            return None
+
+    return used
+
+
 def datasheet_limits() -> tuple[dict, dict] | None:
     """The first visible GPU's datasheet bandwidth and dense bf16 rate (bench/hardware.py's table), labelled
     as published; None for a GPU the table does not know."""
@@ -62,4 +92,5 @@ PLATFORM = Platform(
     graph_name="CUDA graphs",
     visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device, hardware_limits=datasheet_limits,
+    smi="nvidia-smi", describe_devices=describe_gpus, memory_reader=gpu_memory_reader,
 )

@@ -112,7 +112,8 @@ PLATFORM = Platform(
     runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0}, layer_dump=True,
     graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",
                      ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
-    detect=has_npu_device,
+    detect=has_npu_device, smi="npu-smi", describe_devices=lambda: describe_npus(),
+    memory_reader=lambda: npu_memory_reader(),
     torch_extension=("torch_npu", "install CANN and torch_npu (see vLLM-Ascend's installation guide)"),
     own_quant=(MSMODELSLIM, "vLLM-Ascend"),  # msmodelslim checkpoints (W8A8, W8A8_DYNAMIC, ...)
 )
@@ -376,3 +377,20 @@ def describe_npus() -> list[dict[str, object]]:
                       "memory_kind": chips[0].memory_kind if chips else None,
                       "driver": table.driver_version, "npu_smi": table.npu_smi_version})
     return found
+
+
+async def npu_memory_reader():
+    """HBM in use on the NPUs a server started from this environment can see: the NPUs listed once
+    (`npu-smi info`, within ASCEND_RT_VISIBLE_DEVICES), then `npu-smi info -t usages -i N` per reading."""
+    from llm_adapt.platforms.base import tool_output
+
+    npu_ids = visible_ids(sorted({d.npu_id for d in parse_table(await tool_output("npu-smi", "info")).devices}))
+
+    async def used() -> int | None:
+        found = []
+        for npu_id in npu_ids:
+            out = await tool_output("npu-smi", "info", "-t", "usages", "-i", str(npu_id))
+            found += [u.used_bytes for u in parse_usages(out) if u.used_bytes is not None]
+        return sum(found) if found else None
+
+    return used
