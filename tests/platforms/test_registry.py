@@ -55,12 +55,12 @@ def test_unregistered_it_is_gone_and_cpu_is_the_fallback(xpu):
     assert [p.name for p in platforms.PLATFORMS.values()][-1] == "cpu"
 
 
-def test_the_cpu_plan_is_one_node_in_host_memory():
+def test_the_cpu_plan_is_one_replica_per_host_in_host_memory():
     cpu = get_platform("cpu")
-    assert cpu.host_memory and not cpu.multinode and cpu.kv_margin == 0.0 and cpu.detect is None
+    assert cpu.host_memory and cpu.multinode_forms == ("data_parallel",) and cpu.kv_margin == 0.0 and cpu.detect is None
     plan = plan_for("llama-3.2-1b", "cpu", max_nodes=2, device_memory_gib=64)
-    assert plan.multinode is None and plan.kv_pool_exact and plan.memory_utilization == 1.0
-    assert any("multi-node commands are planned for cuda and npu; the CPU plan is one node" in w for w in plan.warnings)
+    assert plan.nodes == 1 and plan.kv_pool_exact and plan.memory_utilization == 1.0
+    assert [f["name"] for f in plan.multinode["forms"]] == ["data_parallel"]  # one replica per host, --nodes of them
 
 
 def test_each_platform_says_where_its_hardware_limits_come_from(xpu, monkeypatch):

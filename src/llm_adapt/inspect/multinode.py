@@ -51,6 +51,8 @@ class Topology:
     pp: int  # the plan's PP: > 1 means one replica spans nodes
     ray_tp: int  # TP of the Ray form: the largest that fits a node and divides the heads
     num_layers: int
+    forms: tuple[str, ...] = ("data_parallel", "ray")  # the platform's (Platform.multinode_forms)
+    carried_env: tuple[tuple[str, str], ...] = ()  # the plan's own variables every node exports too (CPU: KV space, ...)
 
 
 @dataclass
@@ -82,7 +84,8 @@ def serve_command(base: Command) -> Command:
 def plan_multinode(topo: Topology, plan_command: Command) -> dict:
     """Both forms for `topo.nodes` nodes, the placeholders to fill, and each variable explained."""
     serve = serve_command(plan_command)
-    forms = [_data_parallel(topo, serve), _ray(topo, serve)]
+    forms = [build(topo, serve) for name, build in (("data_parallel", _data_parallel), ("ray", _ray))
+             if name in topo.forms]
     values: dict[str, list[str]] = {}  # each variable's distinct values over forms and nodes
     for form in forms:
         for node in form.nodes:
@@ -142,7 +145,8 @@ def _unavailable(name: str, why: Reason) -> Form:
 def _node(topo: Topology, form: str, index: int, devices: int, serve: Command | None, ray_start: Command | None,
           indices: list[int] | None = None) -> NodeCommands:
     node_ip = penv.HEAD_IP if index == 0 else penv.NODE_IP
-    env = penv.env_for(topo.platform, penv.EnvContext(devices=devices, nodes=topo.nodes, form=form, node_ip=node_ip))
+    env = dict(topo.carried_env) | penv.env_for(topo.platform, penv.EnvContext(devices=devices, nodes=topo.nodes,
+                                                                               form=form, node_ip=node_ip))
     return NodeCommands(nodes=indices or [index], role="head" if index == 0 else "worker", env=env,
                         ray_start=shlex.join(ray_start.argv()) if ray_start else None,
                         serve_argv=serve.argv() if serve else None, shell=_shell(env, ray_start, serve))

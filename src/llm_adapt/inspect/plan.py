@@ -181,7 +181,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         max_concurrency=round(concurrency, 2), max_num_seqs=seqs, env=env,
         commands={mode: command.shell(env) for mode, command in commands.items()}, mode_commands=commands,
         env_notes=penv.explain(platform.name, env),
-        multinode=_multinode(spec, platform, opts, layout, commands["graph"]),
+        multinode=_multinode(spec, platform, opts, layout, commands["graph"], env),
         warnings=warnings, warning_keys=[keyed(w) for w in warnings],
         layer_dump=msprobe_config.plan_entry(commands["eager"], env) if platform.layer_dump else None,
     )
@@ -339,14 +339,18 @@ def render_command(env: dict[str, str], argv: list[str]) -> str:
 
 
 def _multinode(spec: ModelSpec, platform: Platform, opts: PlanOptions, layout: _Layout,
-               graph: Command) -> dict | None:
-    """Both multi-node forms when the model needs several nodes or --nodes asks for more than one."""
+               graph: Command, env: dict[str, str]) -> dict | None:
+    """The platform's multi-node forms when the model needs several nodes or --nodes asks for more than
+    one. The variables the plan sets by its own rules (a row without a value: CPU's KV space, threads,
+    preloads) go to every node as well."""
     nodes = max(layout.nodes, opts.max_nodes or 1)
     if nodes <= 1 or not platform.multinode:
         return None
-    per_node = opts.devices_per_node or 8
+    per_node = 1 if platform.host_memory else (opts.devices_per_node or 8)  # the host is one device
     topo = Topology(platform=platform.name, nodes=nodes, devices_per_node=per_node, tp=layout.tp, pp=layout.pp,
-                    ray_tp=max(_tp_candidates(spec, per_node)), num_layers=spec.num_layers)
+                    ray_tp=max(_tp_candidates(spec, per_node)), num_layers=spec.num_layers,
+                    forms=platform.multinode_forms,
+                    carried_env=tuple((r.name, env[r.name]) for r in platform.env_rows if r.value is None and r.name in env))
     return plan_multinode(topo, graph)
 
 

@@ -30,6 +30,7 @@ class Platform:
     # of device memory to give (--gpu-memory-utilization), one node.
     host_memory: bool = False
     multinode: bool = True  # the plan writes multi-node commands for it
+    multinode_forms: tuple[str, ...] = ("data_parallel", "ray")  # the forms it plans (multinode.py)
     layer_dump: bool = False  # msprobe's dump config is planned for it
     default_max_num_seqs: int = 256
     default_max_num_batched_tokens: int = 8192

