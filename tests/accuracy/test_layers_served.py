@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, capture_modes, match_record
+from llm_adapt.accuracy.capture_records import match_record
+from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, capture_modes
 from llm_adapt.accuracy.verdict import judged
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from llm_adapt.accuracy import capture_records
 from llm_adapt.accuracy import layers_served as ls
 from llm_adapt.accuracy.msprobe_dump import (
     MsprobeDump,
@@ -331,7 +332,7 @@ def test_with_an_endpoint_each_prompt_is_sent_alone_then_the_dump_is_read(tiny_l
 
     sent = []
     monkeypatch.setattr(preflight, "resolve_model_name", lambda endpoint: ("served", {}))
-    monkeypatch.setattr(ls, "send_prefills", lambda client, switch, seqs, progress: sent.extend(seqs) or [None] * len(seqs))
+    monkeypatch.setattr(capture_records, "send_prefills", lambda client, switch, seqs, progress: sent.extend(seqs) or [None] * len(seqs))
     write_step(tmp_path, 0, forward([1, 2, 3], [0, 1, 2]))
     opts = CompareOptions(reference=FP32, targets=(), prompts="quick", max_new_tokens=8)
     source = SimpleNamespace(name="tiny", path=tiny_llama)

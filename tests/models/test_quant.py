@@ -20,6 +20,8 @@ from llm_adapt.inspect import memory as mem
 from llm_adapt.models import quant as q
 from llm_adapt.models.spec import load_spec
 from llm_adapt.models.weights import checkpoint_tensors
+from llm_adapt.platforms import quant_warnings, vllm_quantization_flag
+from llm_adapt.platforms.cpu import cpu_problem
 from tests.models import quant_layouts as layouts
 
 # The tiny model: 2 layers, hidden 64, MLP 128, q 4x32, kv 2x32, vocab 256, tied embeddings.
@@ -221,18 +223,18 @@ CT_GROUP = {"targets": ["Linear"]}
     ({"quant_method": "modelopt"}, "not checked"),
 ])
 def test_cpu_support_follows_vllm_cpu_kernels(cfg, problem):
-    found = q.cpu_problem(_info(cfg))
+    found = cpu_problem(_info(cfg))
     assert (found is None) if problem is None else (found is not None and problem in found)
 
 
 def test_only_msmodelslim_on_ascend_gets_a_flag():
     slim = q.from_msmodelslim({"model_quant_type": "W8A8_DYNAMIC", "a.weight": "W8A8_DYNAMIC"})
     awq = _info({"quant_method": "awq", "bits": 4, "group_size": 128})
-    assert q.vllm_quantization_flag(slim, "npu") == "ascend"
-    assert q.vllm_quantization_flag(slim, "cuda") is None and q.vllm_quantization_flag(slim, "cpu") is None
-    assert q.vllm_quantization_flag(awq, "npu") is None and q.vllm_quantization_flag(None, "npu") is None
-    assert q.plan_warnings(slim, "npu") == [] and q.plan_warnings(awq, "cpu") == []
-    assert q.plan_warnings(slim, "cuda") and q.plan_warnings(None, "cpu") == []
+    assert vllm_quantization_flag(slim, "npu") == "ascend"
+    assert vllm_quantization_flag(slim, "cuda") is None and vllm_quantization_flag(slim, "cpu") is None
+    assert vllm_quantization_flag(awq, "npu") is None and vllm_quantization_flag(None, "npu") is None
+    assert quant_warnings(slim, "npu") == [] and quant_warnings(awq, "cpu") == []
+    assert quant_warnings(slim, "cuda") and quant_warnings(None, "cpu") == []
 
 
 def test_aliases_and_pack_factor():

@@ -68,10 +68,10 @@ def test_each_platform_says_where_its_hardware_limits_come_from(xpu, monkeypatch
 
     assert get_platform("npu").hardware_limits is None  # no citable Ascend figure: the section is left out
     assert xpu.hardware_limits is None  # a new platform has none until it says where one comes from
-    monkeypatch.setattr("llm_adapt.environment.accelerators", lambda: [{"kind": "cuda", "name": "NVIDIA H100 PCIe"}])
+    monkeypatch.setattr("llm_adapt.platforms.cuda.describe_gpus", lambda: [{"kind": "cuda", "name": "NVIDIA H100 PCIe"}])
     bandwidth, compute = get_platform("cuda").hardware_limits()
     assert bandwidth["gb_per_s"] == 2000.0 and compute["tflops"] == 756.0 and bandwidth["source"].startswith("published")
-    monkeypatch.setattr("llm_adapt.environment.accelerators", lambda: [{"kind": "cuda", "name": "Some Future GPU"}])
+    monkeypatch.setattr("llm_adapt.platforms.cuda.describe_gpus", lambda: [{"kind": "cuda", "name": "Some Future GPU"}])
     assert cuda.datasheet_limits() is None  # an unknown GPU: no figure assumed
     with_limits = replace(xpu, hardware_limits=lambda: ({"gb_per_s": 1.0, "source": "s"}, {"tflops": 1.0, "source": "s"}))
     register(with_limits)

@@ -20,7 +20,7 @@ What this module does with it, and why:
 - tokens: the embedding's input is the token ids, the first layer's positions (vLLM's positional
   first argument, transformers' `position_ids`); V1 packs every scheduled request into one flat
   batch, so a step is split where the positions stop counting up by one, and each piece is a
-  record for `layers_served.match_record`: a prompt's prefill is the piece at positions 0..n-1,
+  record for `capture_records.match_record`: a prompt's prefill is the piece at positions 0..n-1,
   decode steps never match.
 
 The files are read with `json` and `torch.load(weights_only=True)`, which is what msprobe's own
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_adapt.accuracy.layers_served import match_record
+from llm_adapt.accuracy.capture_records import match_record
 from llm_adapt.errors import AdaptError, UsageError
 
 META = "dump.json"
@@ -245,12 +245,13 @@ def run_msprobe_layers(source, directory: Path, opts, served_dtype: str, capture
     seconds = {"gold": ls.elapsed(started)}
     served = None
     if endpoint is not None:
+        from llm_adapt.accuracy import capture_records
         from llm_adapt.engines.client import EndpointClient
         from llm_adapt.engines.preflight import resolve_model_name
 
         served, _ = resolve_model_name(endpoint)
         with tempfile.TemporaryDirectory() as switch:  # send_prefills' arming file: unused by msprobe
-            ls.send_prefills(EndpointClient(endpoint, served), Path(switch), [p.sequence for p in gold.prompts], progress)
+            capture_records.send_prefills(EndpointClient(endpoint, served), Path(switch), [p.sequence for p in gold.prompts], progress)
     dump = MsprobeDump(directory)
     return compare_dump(dump, gold, source, opts, served_dtype, progress, seconds=seconds,
                         model={"name": source.name, "path": str(source.path), "served": served},

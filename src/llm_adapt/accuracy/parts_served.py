@@ -61,7 +61,7 @@ def capture_parts(client, directory: Path, index: int, sequences: list[list[int]
                   progress: Progress) -> list[dict[str, Any]]:
     """The engine's records of one more prefill of each sequence, with layer `index`'s parts armed: only
     the records this pass wrote (a kept earlier capture stays where it is)."""
-    from llm_adapt.accuracy.layers_served import send_prefills
+    from llm_adapt.accuracy.capture_records import send_prefills
 
     before = set(Path(directory).glob(plugin.RECORD_GLOB))
     send_prefills(client, directory, sequences, progress, armed_with=json.dumps({"parts": [index]}),
@@ -77,7 +77,7 @@ def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], inde
                  local_factor: float, dtype: str) -> dict[str, Any]:
     """The located layer's parts inside the engine: {"part", "parts"}, or {"part": None, "parts": [],
     "parts_skipped": why}. `reference` and `floor` are in-process runners (floor may be None)."""
-    from llm_adapt.accuracy.layers_served import match_record
+    from llm_adapt.accuracy.capture_records import match_record
 
     kept_sequences, served = [], []
     for sequence in sequences:

@@ -13,7 +13,6 @@ direct child and not vLLM's engine core.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -29,9 +28,9 @@ import psutil
 from llm_adapt.engines import warm_start
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
+from llm_adapt.engines.watchdog import die_with_parent
 from llm_adapt.errors import AdaptError
 
-PR_SET_PDEATHSIG = 1
 
 
 class EngineStartError(AdaptError):
@@ -75,31 +74,6 @@ def log_cause(path: Path) -> str | None:
         return None
 
 
-def _load_prctl():
-    # Looked up once here: a preexec_fn runs between fork and exec, where loading a library can deadlock.
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with_parent(parent_pid: int):
-    """A preexec_fn: SIGTERM this child when the thread that started it ends (kill included)."""
-
-    def set_signal() -> None:
-        if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return set_signal
-
-
 class ManagedServer:
     """Context manager: `with ManagedServer(spec, log) as server: server.endpoint ...`."""
 
@@ -133,7 +107,7 @@ class ManagedServer:
         with open(self.log_path, "ab") as log:
             self.proc = self._forked_warm(env, log) or subprocess.Popen(
                 self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
+                start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
         self.watchdog = start_watchdog(self.proc.pid)
         self._wait_ready(started)
         self.startup_seconds = round(time.monotonic() - started, 2)

@@ -230,9 +230,9 @@ def _run_child(module: str, request: dict, log_fd: int, in_session: int) -> None
     try:
         os.setsid()
         os.close(in_session)
-        from llm_adapt.engines.server import _die_with_parent  # the spawned servers' own death signal
+        from llm_adapt.engines.watchdog import die_with_parent  # the spawned servers' own death signal
 
-        _die_with_parent(os.getppid())()
+        die_with_parent(os.getppid())()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)

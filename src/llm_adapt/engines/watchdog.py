@@ -1,4 +1,5 @@
 """`python -m llm_adapt.engines.watchdog PARENT_PID ENGINE_PID`: stop the engine when its parent dies.
+`die_with_parent` is the engine process's own half: its kernel death signal, set before it executes.
 
 PR_SET_PDEATHSIG reaches only the engine's own process; vLLM's engine core and workers are
 its children. This process polls twice a second: while the engine runs it remembers the
@@ -9,6 +10,7 @@ period, then SIGKILLs what is left. It exits on its own when the engine ends.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -18,6 +20,32 @@ import psutil
 
 POLL_S = 0.5
 GRACE_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    # Looked up once here: a preexec_fn runs between fork and exec, where loading a library can deadlock.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(parent_pid: int):
+    """A preexec_fn: SIGTERM this child when the thread that started it ends (kill included)."""
+
+    def set_signal() -> None:
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_signal
 
 
 def alive(proc: psutil.Process) -> bool:

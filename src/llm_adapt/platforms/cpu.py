@@ -15,10 +15,38 @@ def measured_limits() -> tuple[dict, dict]:
     return copy_bandwidth(), matmul_limit(native_bf16=cpu_has_native_bf16())
 
 
-def quant_warning(quant) -> str | None:
-    """Why vLLM-CPU has no kernel for this pre-quantized checkpoint (models/quant.cpu_problem), or None."""
-    from llm_adapt.models.quant import cpu_problem
+FP8_NEEDS_AMX = "its FP8 kernels need AMX (Sapphire Rapids or newer); without it the server will not start"
 
+
+def cpu_problem(quant) -> str | None:
+    """Why vLLM-CPU 0.32 has no kernel for this scheme, or None.
+
+    From vllm/model_executor/kernels/linear/__init__.py (the CPU kernel lists) and the kernels' can_implement:
+    weight-only int needs 4-bit (CPUWNA16LinearKernel: uint4 / uint4b8, Dynamic4bitLinearKernel);
+    int8 weights need int8 activations (CPUInt8ScaledMMLinearKernel); FP8 needs FP8 activations (the CPU
+    W8A16-FP8 list is empty) and AMX: the CPU FP8 kernels require it, and the torch fallback vLLM selects
+    without it failed to start here (vllm-cpu 0.32 on AVX-512 without AMX: its build has no
+    _C::static_scaled_fp8_quant). AWQ, GPTQ and compressed-tensors W4A16 / W8A8 started and answered
+    (benchmarks/serve_quantized.py)."""
+    if quant.method in ("awq", "gptq"):
+        return None if quant.weight_bits == 4 else f"its weight-only kernels take 4-bit weights, not {quant.weight_bits}-bit: the server will not start"
+    if quant.method == "fp8":
+        return FP8_NEEDS_AMX
+    if quant.method == "compressed-tensors":
+        if quant.weight_type == "float":
+            return "it has no FP8 weight-only (W8A16) kernel: the server will not start" if quant.weight_only else FP8_NEEDS_AMX
+        if quant.weight_only:
+            return None if quant.weight_bits == 4 else f"its weight-only kernels take 4-bit weights, not {quant.weight_bits}-bit: the server will not start"
+        return None if quant.weight_bits == 8 and quant.activation_bits == 8 else "it runs int W8A8 or W4A16 only: the server will not start"
+    from llm_adapt.models.quant import DETAILED
+
+    if quant.method in DETAILED:
+        return None
+    return f"{quant.method} was not checked against its kernels"
+
+
+def quant_warning(quant) -> str | None:
+    """Why vLLM-CPU has no kernel for this pre-quantized checkpoint (cpu_problem), or None."""
     problem = cpu_problem(quant)
     return (f"vLLM-CPU 0.32 and this {quant.scheme} checkpoint: {problem}. Use the float checkpoint on CPU, "
             "or serve this one on a GPU / NPU") if problem else None

@@ -56,9 +56,7 @@ def datasheet_limits() -> tuple[dict, dict] | None:
     """The first visible GPU's datasheet bandwidth and dense bf16 rate (bench/hardware.py's table), labelled
     as published; None for a GPU the table does not know."""
     from llm_adapt.bench.hardware import published_limits
-    from llm_adapt.environment import accelerators
-
-    names = [a["name"] for a in accelerators() if a.get("kind") == "cuda"]
+    names = [gpu["name"] for gpu in describe_gpus()]
     published = published_limits(names[0]) if names else None
     if published is None:
         return None
