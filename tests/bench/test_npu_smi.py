@@ -142,10 +142,19 @@ def test_sampler_skips_npus_outside_the_visible_devices(fake_npu_smi, monkeypatc
     assert sampler.summary()["device_memory_bytes_max"] is None
 
 
+def memory_used():
+    """One reading of the accelerators' memory in use, as the sampler makes it."""
+    async def read():
+        reader = await load.device_memory_reader()
+        return await reader() if reader else None
+
+    return asyncio.run(read())
+
+
 def test_device_memory_is_none_without_any_smi_tool(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert load.device_tool() is None
-    assert asyncio.run(load.device_memory_used()) is None
+    assert memory_used() is None
 
 
 def test_npu_smi_that_fails_gives_no_memory(tmp_path, monkeypatch):
@@ -153,7 +162,7 @@ def test_npu_smi_that_fails_gives_no_memory(tmp_path, monkeypatch):
     script.write_text("#!/bin/sh\nexit 3\n")
     script.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert asyncio.run(load.device_memory_used()) is None
+    assert memory_used() is None
 
 
 def test_nvidia_smi_memory_is_summed_over_the_gpus(tmp_path, monkeypatch):
@@ -162,7 +171,7 @@ def test_nvidia_smi_memory_is_summed_over_the_gpus(tmp_path, monkeypatch):
     nvidia.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert load.device_tool() == "nvidia-smi"
-    assert asyncio.run(load.device_memory_used()) == 3072 * MIB
+    assert memory_used() == 3072 * MIB
 
 
 def test_the_first_platform_in_detection_order_with_its_tool_answers(fake_npu_smi):
@@ -191,7 +200,7 @@ def test_a_registered_platform_reads_its_own_device_memory(tmp_path, monkeypatch
 
     register(replace(XPU, smi="xpu-smi", memory_reader=reader, describe_devices=lambda: [{"kind": "xpu"}]))
     try:
-        assert load.device_tool() == "xpu-smi" and asyncio.run(load.device_memory_used()) == 7 * MIB
+        assert load.device_tool() == "xpu-smi" and memory_used() == 7 * MIB
         from llm_adapt.environment import accelerators
 
         assert accelerators() == [{"kind": "xpu"}]

@@ -20,32 +20,6 @@ def _f64(x: torch.Tensor) -> torch.Tensor:
     return x.detach().to(torch.float64)
 
 
-def rel_l2(ref: torch.Tensor, tgt: torch.Tensor) -> float:
-    """||tgt - ref|| / ||ref|| over all elements."""
-    r, t = _f64(ref), _f64(tgt)
-    return float(torch.linalg.vector_norm(t - r) / torch.linalg.vector_norm(r).clamp_min(EPS))
-
-
-def token_cosines(ref: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity per token: inputs [..., D] -> [N]."""
-    r, t = _f64(ref).reshape(-1, ref.shape[-1]), _f64(tgt).reshape(-1, tgt.shape[-1])
-    return torch.nn.functional.cosine_similarity(r, t, dim=-1, eps=EPS)
-
-
-def thousandth_ratio(ref: torch.Tensor, tgt: torch.Tensor, tol: float = 1e-3) -> float:
-    """msprobe's 'one thousandth error ratio': share of elements whose relative error is within 0.1%."""
-    r, t = _f64(ref), _f64(tgt)
-    rel = (t - r).abs() / r.abs().clamp_min(EPS)
-    return float((rel <= tol).to(torch.float64).mean())
-
-
-def sqnr_db(ref: torch.Tensor, tgt: torch.Tensor) -> float:
-    """Signal-to-quantization-noise ratio in dB; inf when identical."""
-    r, t = _f64(ref), _f64(tgt)
-    noise = float(((t - r) ** 2).sum())
-    return math.inf if noise == 0 else 10 * math.log10(float((r**2).sum()) / noise)
-
-
 def sqnr_from_sums(ref_sq: float, diff_sq: float) -> float:
     """SQNR in dB from the summed squares: inf when identical, -inf for an infinite error (a target that
     overflowed where the reference is finite), NaN where either sum is NaN."""
@@ -149,11 +123,6 @@ def log_softmax64(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(_f64(logits), dim=-1)
 
 
-def kl_per_token(ref_logits: torch.Tensor, tgt_logits: torch.Tensor) -> np.ndarray:
-    """KL(ref || target) per position over the full vocabulary: [T, V] x [T, V] -> [T]."""
-    return kl_from_logprobs(log_softmax64(ref_logits), log_softmax64(tgt_logits))
-
-
 def kl_from_logprobs(lp: torch.Tensor, lq: torch.Tensor) -> np.ndarray:
     """kl_per_token on log-probabilities already computed (float64)."""
     return _kl_rows(lp, lq)
@@ -248,11 +217,6 @@ def topk_overlap(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, k: int = 5)
     r = ref_logits.topk(k, dim=-1).indices
     t = tgt_logits.topk(k, dim=-1).indices
     return (r.unsqueeze(-1) == t.unsqueeze(-2)).any(-1).to(torch.float64).mean(-1).numpy()
-
-
-def delta_p(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:
-    """p_target(true next token) - p_ref(true next token), per position (llama.cpp's Δp)."""
-    return delta_p_from_logprobs(log_softmax64(ref_logits), log_softmax64(tgt_logits), next_ids)
 
 
 def delta_p_from_logprobs(lp: torch.Tensor, lq: torch.Tensor, next_ids: torch.Tensor) -> np.ndarray:

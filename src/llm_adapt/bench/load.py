@@ -233,12 +233,6 @@ async def device_memory_reader() -> Callable[[], Awaitable[int | None]] | None:
     return await platform.memory_reader() if platform and platform.memory_reader else None
 
 
-async def device_memory_used() -> int | None:
-    """One reading of the memory in use on the accelerators, summed; None where no tool answers."""
-    reader = await device_memory_reader()
-    return await reader() if reader else None
-
-
 # ---- several client processes ------------------------------------------------------------------
 # One Python process parses a few thousand stream chunks per second; past that the client measures
 # itself. A run can spread its streams over worker processes: each takes every N-th request and its
