@@ -26,12 +26,27 @@ class MockConfig:
 
 
 def build_app(cfg: MockConfig) -> web.Application:
-    rng = random.Random(cfg.seed)
-    state = {"running": 0}
+    return MockServer(cfg).app()
 
-    def n_tokens(body: dict) -> int:
-        return cfg.output_len if cfg.output_len is not None else int(body.get("max_tokens") or 16)
 
+class MockServer:
+    """The routes of one mock server: its settings, its random stream (errors, faults) and the
+    requests running now (its /metrics)."""
+
+    def __init__(self, cfg: MockConfig):
+        self.cfg, self.rng, self.running = cfg, random.Random(cfg.seed), 0
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.add_routes([web.post("/v1/completions", self.completions), web.post("/v1/chat/completions", self.chat),
+                        web.get("/v1/models", self.models), web.get("/health", self.health),
+                        web.post("/tokenize", self.tokenize), web.get("/metrics", self.metrics)])
+        return app
+
+    def n_tokens(self, body: dict) -> int:
+        return self.cfg.output_len if self.cfg.output_len is not None else int(body.get("max_tokens") or 16)
+
+    @staticmethod
     def prompt_tokens(body: dict) -> int:
         prompt = body.get("prompt")
         if isinstance(prompt, list):
@@ -40,35 +55,43 @@ def build_app(cfg: MockConfig) -> web.Application:
             return sum(len(str(m.get("content", "")).split()) for m in body["messages"])
         return len(str(prompt or "").split())
 
-    async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
-        state["running"] += 1
-        try:
-            return await _generate(request, chat)
-        finally:
-            state["running"] -= 1
+    def usage(self, body: dict, n: int) -> dict:
+        return {"prompt_tokens": self.prompt_tokens(body), "completion_tokens": n,
+                "total_tokens": self.prompt_tokens(body) + n}
 
-    async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
+    async def generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        self.running += 1
+        try:
+            return await self._generate(request, chat)
+        finally:
+            self.running -= 1
+
+    async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        cfg = self.cfg
         arrived = time.perf_counter()  # TTFT counts from here: parsing the request is part of it
         body = await request.json()
-        if cfg.error_rate and rng.random() < cfg.error_rate:
+        if cfg.error_rate and self.rng.random() < cfg.error_rate:
             return web.json_response({"error": {"message": "injected failure"}}, status=500)
-        n, created = n_tokens(body), int(time.time())
+        n, created = self.n_tokens(body), int(time.time())
         if not body.get("stream"):
             await asyncio.sleep((cfg.ttft_ms + cfg.itl_ms * max(n - 1, 0)) / 1000)
             text = " tok" * n
             choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
             return web.json_response({"id": "mock", "object": "completion", "created": created, "model": cfg.model,
-                                      "choices": [{**choice, "finish_reason": "length"}],
-                                      "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
-                                                "total_tokens": prompt_tokens(body) + n}})
+                                      "choices": [{**choice, "finish_reason": "length"}], "usage": self.usage(body, n)})
+        return await self._stream(request, body, chat, arrived, n, created)
+
+    async def _stream(self, request: web.Request, body: dict, chat: bool, arrived: float, n: int,
+                      created: int) -> web.StreamResponse:
+        cfg = self.cfg
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        fault = cfg.fault if cfg.fault and rng.random() < cfg.fault_rate else None
+        fault = cfg.fault if cfg.fault and self.rng.random() < cfg.fault_rate else None
         if chat:
             await _event(resp, {"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
         await sleep_until(arrived + cfg.ttft_ms / 1000)
         if not cfg.itl_ms and not fault:  # zero model cost: the whole stream in one write
-            await resp.write(_whole_stream(body, n, chat, created, cfg.model, prompt_tokens(body)))
+            await resp.write(_whole_stream(body, n, chat, created, cfg.model, self.prompt_tokens(body)))
             return resp
         for i in range(n):
             if i:
@@ -78,38 +101,31 @@ def build_app(cfg: MockConfig) -> web.Application:
             choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
             await _event(resp, {"id": "mock", "created": created, "model": cfg.model, "choices": [choice]})
         if (body.get("stream_options") or {}).get("include_usage"):
-            await _event(resp, {"choices": [], "usage": {"prompt_tokens": prompt_tokens(body), "completion_tokens": n,
-                                                         "total_tokens": prompt_tokens(body) + n}})
+            await _event(resp, {"choices": [], "usage": self.usage(body, n)})
         await resp.write(b"data: [DONE]\n\n")
         return resp
 
-    async def completions(request):
-        return await generate(request, chat=False)
+    async def completions(self, request):
+        return await self.generate(request, chat=False)
 
-    async def chat(request):
-        return await generate(request, chat=True)
+    async def chat(self, request):
+        return await self.generate(request, chat=True)
 
-    async def models(request):
-        return web.json_response({"object": "list", "data": [{"id": cfg.model, "object": "model",
-                                                              "max_model_len": cfg.max_model_len}]})
+    async def models(self, request):
+        return web.json_response({"object": "list", "data": [{"id": self.cfg.model, "object": "model",
+                                                              "max_model_len": self.cfg.max_model_len}]})
 
-    async def health(request):
+    async def health(self, request):
         return web.Response(text="")
 
-    async def tokenize(request):
+    async def tokenize(self, request):
         body = await request.json()
-        count = prompt_tokens(body)
-        return web.json_response({"count": count, "max_model_len": cfg.max_model_len, "tokens": list(range(count))})
+        count = self.prompt_tokens(body)
+        return web.json_response({"count": count, "max_model_len": self.cfg.max_model_len, "tokens": list(range(count))})
 
-    async def metrics(request):
-        return web.Response(text=f"vllm:num_requests_running {state['running']}\nvllm:num_requests_waiting 0\n"
+    async def metrics(self, request):
+        return web.Response(text=f"vllm:num_requests_running {self.running}\nvllm:num_requests_waiting 0\n"
                                  "vllm:kv_cache_usage_perc 0.0\n")
-
-    app = web.Application()
-    app.add_routes([web.post("/v1/completions", completions), web.post("/v1/chat/completions", chat),
-                    web.get("/v1/models", models), web.get("/health", health), web.post("/tokenize", tokenize),
-                    web.get("/metrics", metrics)])
-    return app
 
 
 async def sleep_until(deadline: float) -> None:

@@ -16,7 +16,7 @@ def gib(n: float) -> str:
 
 
 def print_inspect(result: InspectResult, console: Console) -> None:
-    plan, params, support = result.plan, result.parameters, result.support
+    support = result.support
     console.print(f"[bold]{result.model['name']}[/bold]  {result.architecture}  ({result.model['path']})")
     console.print(f"vLLM support: [bold]{support['vllm']}[/bold] per {support['registry']}")
     gate = result.operator_gate
@@ -34,6 +34,12 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     else:
         console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
     console.print(_model_table(result))
+    _print_operators(result, console)
+    console.print(_memory_table(result))
+    _print_plan(result, console)
+
+
+def _print_operators(result: InspectResult, console: Console) -> None:
     inventory = result.inventory
     if inventory:
         label = "read from the model's code" if inventory["source"] == "model code" else "[yellow]config only[/yellow]"
@@ -46,7 +52,10 @@ def print_inspect(result: InspectResult, console: Console) -> None:
         console.print(f"caveat on {caveat['operator']}: {caveat['text']}. Check: {caveat['check']}. "
                       f"Source: {caveat['source']}",
                       markup=False, highlight=False)
-    console.print(_memory_table(result))
+
+
+def _print_plan(result: InspectResult, console: Console) -> None:
+    plan, params = result.plan, result.parameters
     console.print(f"\n[bold]Deployment plan[/bold] on {result.platform.display}: "
                   f"TP {plan.tensor_parallel} x PP {plan.pipeline_parallel} over {plan.nodes} node(s)")
     for mode in ("eager", "graph"):
