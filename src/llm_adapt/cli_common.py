@@ -72,15 +72,15 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields)
     from llm_adapt.run.state import RunState
     from llm_adapt.rundir import open_run_dir
 
-    dummy = getattr(args, "dummy", False)  # only the commands that start engines have --dummy
     cfg = RunConfig(out=Path(), model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                     platform=args.platform, engine=getattr(args, "engine", None), graph=getattr(args, "graph", False),
-                    port=args.port, startup_timeout_s=args.startup_timeout, dummy=dummy, offline=args.offline,
-                    log=lambda line: print(line, file=sys.stderr))
+                    port=args.port, startup_timeout_s=args.startup_timeout,
+                    dummy=getattr(args, "dummy", False),  # only the commands that start engines have --dummy
+                    offline=args.offline, log=lambda line: print(line, file=sys.stderr))
     cfg = replace(cfg, **fields)
-    state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not dummy, offline=args.offline))
+    state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not cfg.dummy, offline=args.offline))
     stages.plan(cfg, state)
-    if not dummy:
+    if not cfg.dummy:
         state.source.require_weights("starting an engine")
     cfg = replace(cfg, out=open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
     stages.save_plan(cfg, state)
