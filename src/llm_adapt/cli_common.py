@@ -7,10 +7,16 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
 from llm_adapt.platforms import PLATFORMS
+
+if TYPE_CHECKING:
+    from llm_adapt.engines.endpoint import Endpoint
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.run.config import RunConfig
+    from llm_adapt.run.state import RunState
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -59,7 +65,7 @@ def endpoint_from_args(args: argparse.Namespace):
     return endpoint_from_url(args.endpoint, args.served_model, args.api_key)
 
 
-def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields) -> tuple["RunConfig", "RunState"]:  # noqa: F821
+def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields) -> tuple["RunConfig", "RunState"]:
     """A measuring command's share of `run`: MODEL resolved and planned by run's own stages (a
     configuration error stops before any directory exists), its run directory (named by `label` of
     the platform) with inspect.json, and run's config from the same flags. `fields` override it."""
@@ -89,7 +95,7 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields)
 
 @dataclass
 class Target:
-    endpoint: "Endpoint"  # noqa: F821
+    endpoint: "Endpoint"
     engine: str | None  # None: an external endpoint
     out: Path
     pid: int | None = None
@@ -114,7 +120,7 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
         yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path)
 
 
-def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":  # noqa: F821
+def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.platforms import default_serving_dtype, detect_platform
 
