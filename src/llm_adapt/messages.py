@@ -84,6 +84,32 @@ REASONS: dict[str, dict[str, str]] = {
     "task_verdict": {"en": "task accuracy vs gold: {status}{detail}", "zh": "任务精度对比金标准：{status}{detail}"},
     "stage_incomplete": {"en": "stage {stage}: {status}", "zh": "阶段 {stage}：{status}"},
     "nothing_judged": {"en": "no accuracy was judged in this run", "zh": "本次运行未评判任何精度"},
+    # the feature rows' evidence (upstream/features.py)
+    "ev_moe": {"en": "MoE: {found}; {experts} expert tensors in the checkpoint",
+               "zh": "MoE：{found}；检查点中有 {experts} 个专家张量"},
+    "ev_no_expert_count": {"en": "no expert count in the config", "zh": "配置中没有专家数"},
+    "ev_dense": {"en": "dense: the config has none of {keys} and the checkpoint has no expert tensors ({tensors} tensors read)",
+                 "zh": "稠密模型：配置中没有 {keys}，检查点中也没有专家张量（读取了 {tensors} 个张量）"},
+    "ev_dense_no_weights": {"en": "dense: the config has none of {keys} (no weights to read)",
+                            "zh": "稠密模型：配置中没有 {keys}（没有可读的权重）"},
+    "ev_mtp": {"en": "{found}; {tensors} MTP tensors in the checkpoint", "zh": "{found}；检查点中有 {tensors} 个 MTP 张量"},
+    "ev_no_mtp_key": {"en": "no MTP key in the config", "zh": "配置中没有 MTP 键"},
+    "ev_no_mtp": {"en": "the config has none of {keys} and no tensor is an MTP layer (no mtp/nextn names, no layer index "
+                        "past num_hidden_layers)",
+                  "zh": "配置中没有 {keys}，也没有张量属于 MTP 层（没有 mtp/nextn 名称，没有超出 num_hidden_layers 的层号）"},
+    "ev_multimodal": {"en": "the config has {keys}", "zh": "配置中有 {keys}"},
+    "ev_text_only": {"en": "text-only: the config has none of {keys}", "zh": "纯文本模型：配置中没有 {keys}"},
+    "ev_graph_answered": {"en": "this run served in graph mode ({name}) and it answered the probes",
+                          "zh": "本次运行以图模式（{name}）服务，并通过了探测"},
+    "ev_graph_silent": {"en": "this run served in graph mode ({name}) and it did not answer",
+                        "zh": "本次运行以图模式（{name}）服务，但没有应答"},
+    "ev_graph_eager": {"en": "this run served eager (--enforce-eager); `run --graph` serves {name} and checks it",
+                       "zh": "本次运行以 eager 模式服务（--enforce-eager）；`run --graph` 会以 {name} 服务并检查"},
+    "ev_graph_no_engine": {"en": "this run started no engine; `run --graph` serves {name} and checks it",
+                           "zh": "本次运行未启动引擎；`run --graph` 会以 {name} 服务并检查"},
+    "ev_to_verify": {"en": "{evidence}; {device} to verify", "zh": "{evidence}；{device}，尚待验证"},
+    "ev_needs_ascend": {"en": "needs an Ascend NPU and vLLM-Ascend", "zh": "需要昇腾 NPU 与 vLLM-Ascend"},
+    "ev_not_exercised": {"en": "not exercised by this run", "zh": "本次运行未实际运行该特性"},
 }
 
 

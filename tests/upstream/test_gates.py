@@ -120,3 +120,23 @@ def test_inspect_flags_a_remote_code_model_with_a_cuda_extension_as_blocking(tin
     plain = run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="t",
                                                                     kv_cache_space_gib=1), "cpu")
     assert plain.operator_gate["applies"] is False
+
+
+def test_feature_evidence_keeps_its_english_and_renders_in_chinese():
+    import re
+
+    from llm_adapt.messages import in_lang
+
+    dense = feature_rows({"num_hidden_layers": 2}, ["model.layers.0.mlp.up_proj.weight"], "cpu", "eager", True, "cmd")
+    moe = feature_rows({"num_local_experts": 8, "num_hidden_layers": 2},
+                       ["model.layers.0.block_sparse_moe.experts.0.w1.weight"], "cpu", "graph", False, "cmd")
+    by = {r["feature"]: r["evidence"] for r in dense}
+    assert by["EP"] == ("dense: the config has none of num_experts, n_routed_experts, num_local_experts, moe_num_experts "
+                        "and the checkpoint has no expert tensors (1 tensors read)")
+    assert by["ACLGraph"] == "this run served eager (--enforce-eager); `run --graph` serves torch.compile and checks it"
+    assert {r["feature"]: r["evidence"] for r in moe}["EP"] == (
+        "MoE: num_local_experts=8; 1 expert tensors in the checkpoint; needs an Ascend NPU and vLLM-Ascend to verify")
+    for row in dense + moe:
+        zh = re.sub(r"`[^`]*`|\b\w*_\w*\b", "", in_lang(row["evidence"], row["evidence_key"], "zh"))  # code, config keys
+        assert not re.search(r"[A-Za-z]+ [A-Za-z]+ [A-Za-z]+", zh), zh  # no English sentence left
+        assert re.search(r"[\u4e00-\u9fff]", zh), zh

@@ -125,12 +125,13 @@ def context(run: RunData) -> dict[str, Any]:
 
 
 def environment() -> jinja2.Environment:
+    from llm_adapt.messages import in_lang
     from llm_adapt.report.render import cell, gib, num, pct
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.upstream", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    env.filters.update(cell=cell, num=num, pct=pct, gib=gib)
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, in_lang=in_lang)  # in_lang: a keyed text in a language
     return env
 
 

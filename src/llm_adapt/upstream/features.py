@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from llm_adapt.messages import keyed, reason
+
 SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE, NOT_VERIFIED = (
     "supported", "unsupported", "checkpoint-missing", "not-applicable", "not verified")
 
@@ -46,11 +48,11 @@ def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool,
     keys = {k: text[k] for k in EXPERT_KEYS if isinstance(text.get(k), int) and text[k] > 0}
     experts = [n for n in tensor_names if EXPERT_TENSOR.search(n)]
     if keys or experts:
-        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or "no expert count in the config"
-        return True, f"MoE: {found}; {len(experts)} expert tensors in the checkpoint"
-    return False, (f"dense: the config has none of {', '.join(EXPERT_KEYS)} and the checkpoint has no expert "
-                   f"tensors ({len(tensor_names)} tensors read)" if tensor_names else
-                   f"dense: the config has none of {', '.join(EXPERT_KEYS)} (no weights to read)")
+        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or reason("ev_no_expert_count")
+        return True, reason("ev_moe", found=found, experts=len(experts))
+    if tensor_names:
+        return False, reason("ev_dense", keys=", ".join(EXPERT_KEYS), tensors=len(tensor_names))
+    return False, reason("ev_dense_no_weights", keys=", ".join(EXPERT_KEYS))
 
 
 def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool, str]:
@@ -61,10 +63,9 @@ def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool,
               and _layer_index(n) >= layers]
     named = [n for n in tensor_names if MTP_TENSOR.search(n)]
     if keys or named or beyond:
-        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or "no MTP key in the config"
-        return True, f"{found}; {len(named) + len(beyond)} MTP tensors in the checkpoint"
-    return False, (f"the config has none of {', '.join(MTP_KEYS)} and no tensor is an MTP layer (no mtp/nextn "
-                   "names, no layer index past num_hidden_layers)")
+        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or reason("ev_no_mtp_key")
+        return True, reason("ev_mtp", found=found, tensors=len(named) + len(beyond))
+    return False, reason("ev_no_mtp", keys=", ".join(MTP_KEYS))
 
 
 def _layer_index(name: str) -> int | None:
@@ -75,8 +76,8 @@ def _layer_index(name: str) -> int | None:
 def multimodal_evidence(config: dict[str, Any]) -> tuple[bool, str]:
     keys = [k for k in VISION_KEYS if config.get(k) is not None]
     if keys:
-        return True, f"the config has {', '.join(keys)}"
-    return False, f"text-only: the config has none of {', '.join(VISION_KEYS)}"
+        return True, reason("ev_multimodal", keys=", ".join(keys))
+    return False, reason("ev_text_only", keys=", ".join(VISION_KEYS))
 
 
 def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None) -> dict[str, Any]:
@@ -88,10 +89,14 @@ def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, gr
     row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command}
     if served_mode == "graph":
         return row | {"status": SUPPORTED if served_ok else UNSUPPORTED,
-                      "evidence": f"this run served in graph mode ({name}) and it "
-                                  + ("answered the probes" if served_ok else "did not answer")}
-    why = "this run served eager (--enforce-eager)" if served_mode == "eager" else "this run started no engine"
-    return row | {"status": NOT_VERIFIED, "evidence": f"{why}; `run --graph` serves {name} and checks it"}
+                      **_evidence(reason("ev_graph_answered" if served_ok else "ev_graph_silent", name=name))}
+    why = reason("ev_graph_eager" if served_mode == "eager" else "ev_graph_no_engine", name=name)
+    return row | {"status": NOT_VERIFIED, **_evidence(why)}
+
+
+def _evidence(text) -> dict[str, Any]:
+    """A row's evidence: its English words, and its message key for the report's other language."""
+    return {"evidence": str(text), "evidence_key": keyed(text)}
 
 
 def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
@@ -102,12 +107,12 @@ def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str,
     moe, moe_ev = moe_evidence(config, tensor_names)
     mtp, mtp_ev = mtp_evidence(config, tensor_names)
     mm, mm_ev = multimodal_evidence(config)
-    device = "needs an Ascend NPU and vLLM-Ascend" if platform != "npu" else "not exercised by this run"
+    device = reason("ev_needs_ascend" if platform != "npu" else "ev_not_exercised")
 
-    def row(feature: str, applies: bool, evidence: str, absent_status: str) -> dict[str, Any]:
+    def row(feature: str, applies: bool, evidence, absent_status: str) -> dict[str, Any]:
         status = NOT_VERIFIED if applies else absent_status
-        text = f"{evidence}; {device} to verify" if applies else evidence
-        return {"feature": feature, "status": status, "evidence": text, "flag": FLAGS[feature.lower()]
+        text = reason("ev_to_verify", evidence=evidence, device=device) if applies else evidence
+        return {"feature": feature, "status": status, **_evidence(text), "flag": FLAGS[feature.lower()]
                 if feature.lower() in FLAGS else None, "source": DOCS[feature.lower()]}
 
     return [graph_row(platform, served_mode, served_ok, graph_command),
