@@ -7,7 +7,7 @@ measure.py) -> locate against its floor (the layer, then the part of it, sublaye
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,38 +50,62 @@ def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | 
     return floor if floor in targets else floor_numerics(floor)
 
 
+@dataclass
+class Measured:
+    """Everything a comparison measures before it computes anything from it: the gold, each floor
+    and each target once, and the gold's activation peaks."""
+
+    gold: Any
+    floor_of: dict[RunnerSpec, RunnerSpec | None]  # each target's floor spec (None: judged on roundoff)
+    floors: dict[RunnerSpec, RunnerReport]
+    reports: dict[RunnerSpec, RunnerReport]  # each target's, a floor's own where a target is one
+    peaks: Any
+
+    def floor(self, target: RunnerSpec) -> RunnerReport | None:
+        return self.floors.get(self.floor_of[target])
+
+
 def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None = None,
             keep_gold: list | None = None) -> AccuracyResult:
-    """In-process comparison; the measured reference is appended to `keep_gold` for reuse."""
-    from llm_adapt.models.tokenizer import load_tokenizer
-
+    """In-process comparison; the measured reference is appended to `keep_gold` for reuse.
+    Measure everything, then locate each target against its floor, then look inside the located
+    layers (the only measuring that needs a location first), then judge."""
     progress = progress or (lambda what, done, total: None)
     for spec in (opts.reference, *opts.targets, *([opts.baseline] if opts.baseline else [])):
         check_device(spec.device)  # a missing device fails before any model loads
-    tokenizer = load_tokenizer(source.path)
-    prompts = load_prompts(opts.prompts)
-    gold = measure_reference(source, tokenizer, prompts, opts, progress)
+    measured = measure_all(source, opts, progress)
     if keep_gold is not None:
-        keep_gold.append(gold)
+        keep_gold.append(measured.gold)
+    located = {t: located_against(measured.reports[t], measured.floor(t), opts) for t in opts.targets}
+    parts = PartsPass(source, measured.gold, opts.reference, progress)
+    located = {t: located_in_parts(located[t], parts, t, measured.floor_of[t] if measured.floor(t) else None, opts)
+               for t in opts.targets}
+    targets = [judged(located[t], measured.floor(t), opts, measured.peaks) for t in opts.targets]
+    return _result(source, opts, measured, targets)
+
+
+def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -> Measured:
+    """The reference, then each floor (a target that is also a floor is measured once), then each target."""
+    from llm_adapt.models.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(source.path)
+    gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
     floor_of = {t: floor_for(t, opts.reference, opts.baseline, opts.targets) for t in opts.targets}
-    peaks = activation_peaks(gold)  # how near the gold's residual stream comes to a target dtype's range
-    floors: dict[RunnerSpec, RunnerReport] = {}  # floors first: a target that is also a floor is measured once
-    for floor in dict.fromkeys(f for f in floor_of.values() if f is not None):
-        floors[floor] = measure_floor(floor, source, gold, tokenizer, opts, progress).report
-    done = dict(floors)
-    parts = PartsPass(source, gold, opts.reference, progress)
-    targets = []
+    floors = {floor: measure_floor(floor, source, gold, tokenizer, opts, progress).report
+              for floor in dict.fromkeys(f for f in floor_of.values() if f is not None)}
+    reports = dict(floors)
     for target in opts.targets:
-        if target not in done:
-            done[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
-                                                                            progress)
-        floor = floors.get(floor_of[target])
-        located = located_in_parts(located_against(done[target], floor, opts), parts, target,
-                                   floor_of[target] if floor else None, opts)
-        targets.append(judged(located, floor, opts, peaks))
+        if target not in reports:
+            reports[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
+                                                                               progress)
+    return Measured(gold, floor_of, floors, reports, activation_peaks(gold))
+
+
+def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targets: list[RunnerReport]) -> AccuracyResult:
+    gold = measured.gold
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
-        reference=gold.report, floors=[with_floor(f, None, opts) for f in floors.values()], targets=targets,
+        reference=gold.report, floors=[with_floor(f, None, opts) for f in measured.floors.values()], targets=targets,
         prompts={"suite": opts.prompts, "count": len(gold.prompts), "skipped": gold.skipped,
                  "categories": sorted({p.prompt.category for p in gold.prompts}),
                  "tokens_compared": int(sum(len(p.sequence) for p in gold.prompts)),
