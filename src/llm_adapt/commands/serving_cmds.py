@@ -72,7 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     cfg, state = command_run(args, lambda platform: f"serve-{platform}")
     with engine_kept(cfg, state) as server:
-        facts, started = state.started.engine_facts, state.started
+        started = state.started
+        facts = started.engine_facts
         print(f"ready in {started.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
         if facts.get("kv_cache_tokens") is not None:
             print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted['kv_cache_tokens']:,} predicted")
