@@ -74,6 +74,10 @@ def test_report_rerenders_in_chinese_from_json_alone(quick_run, tmp_path):
     text = (copy / "report.zh.md").read_text()
     assert "## 4. 精度评测" in text or "精度评测" in text
     assert (copy / "report.zh.html").read_text().startswith("<!DOCTYPE html>")
+    # the floor's kernel-spread rerun and the feature rows' evidence in Chinese, not in the English words
+    assert "重跑基线：相对差异" in text and "the floor rerun as" not in text
+    assert "纯文本模型：配置中没有" in text and "text-only: the config has none of" not in text
+    assert "the floor rerun as" in (out / "report.md").read_text()  # the English report keeps its words
 
 
 def test_a_located_part_reaches_both_reports(quick_run, tmp_path):
