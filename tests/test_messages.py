@@ -197,3 +197,14 @@ def test_the_located_layer_reads_the_same_in_english_and_renders_in_chinese():
                                      {"label": "f"})["checks"] if c["key"] == "localized")
     assert c["value"] == "layer 12: 1.76x its noise floor, stepping up 1.74x from the layer before (chance allows 1.29x)"
     assert rendered_check(c, "zh")["value"] == "layer 12：1.76× 噪声基线，比上一层跃升 1.74 倍（随机波动允许 1.29 倍）"
+
+
+def test_every_probe_name_and_status_has_its_chinese():
+    from llm_adapt.messages import PROBE_WORDS, probe_words
+    from llm_adapt.probes import context
+    from llm_adapt.probes.features import PROBES
+
+    statuses = {context.SUPPORTED, context.UNSUPPORTED, context.ERROR, context.NOT_RUN, context.NOT_APPLICABLE}
+    assert set(PROBES) | statuses <= set(PROBE_WORDS["zh"])
+    assert probe_words("chat completion", "zh") == "对话补全" and probe_words("chat completion", "en") == "chat completion"
+    assert probe_words("a probe of a later version", "zh") == "a probe of a later version"

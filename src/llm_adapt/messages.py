@@ -340,6 +340,29 @@ ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold i
                     "n/a": "无"}}
 
 
+# The probes' names (probes/features.PROBES) and statuses in the report's other language; a word not here
+# shows as written.
+PROBE_WORDS = {"zh": {
+    "supported": "支持", "unsupported": "不支持", "not applicable": "不适用", "error": "出错", "not run": "未运行",
+    "health": "健康检查", "models": "模型列表", "chat completion": "对话补全", "streaming": "流式输出",
+    "legacy completions": "传统补全接口", "stop sequences": "停止序列", "n > 1": "n > 1（多候选）",
+    "seed reproducibility": "随机种子可复现", "greedy determinism": "贪心解码确定性",
+    "logprobs / top_logprobs": "logprobs / top_logprobs", "prompt_logprobs": "prompt_logprobs", "echo": "echo",
+    "fixed output length (ignore_eos / min_tokens)": "固定输出长度（ignore_eos / min_tokens）",
+    "max_tokens honoured": "遵守 max_tokens", "tool calling (named tool_choice)": "工具调用（指定 tool_choice）",
+    "tool calling (tool_choice auto)": "工具调用（tool_choice auto）",
+    "structured output (JSON schema)": "结构化输出（JSON schema）",
+    "Chinese prompt answered in Chinese": "中文提问以中文作答", "prompt near max_model_len": "接近 max_model_len 的提示",
+    "over-long prompt rejected (400, still healthy)": "超长提示被拒绝（400，服务仍健康）",
+    "concurrent requests": "并发请求", "/tokenize": "/tokenize", "/metrics": "/metrics",
+}}
+
+
+def probe_words(text: str, lang: str) -> str:
+    """A probe's name or status in `lang`, as written where the table has none. Pure."""
+    return PROBE_WORDS.get(lang, {}).get(text, text)
+
+
 PARTS = {"zh": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
                 "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"}}
 LOCATED = {"en": {"layer": "{layer}: {ratio}x its {basis}", "part": "; in it the {part}: {ratio}x its {basis}",

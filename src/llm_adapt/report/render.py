@@ -17,7 +17,8 @@ from llm_adapt.report.findings import (findings, main_target, notes, overall_ver
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import basis_text, in_lang, message, rendered, rendered_check, rendered_warnings, verdict_reasons
+from llm_adapt.messages import (basis_text, in_lang, message, probe_words, rendered, rendered_check, rendered_warnings,
+                                verdict_reasons)
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -69,7 +70,8 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "check_in": lambda check: rendered_check(check, lang),
             "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
             "basis_in": lambda row: basis_text(row, lang),
-            "keyed_in": lambda text, key: in_lang(text, key, lang)}
+            "keyed_in": lambda text, key: in_lang(text, key, lang),
+            "probe_in": lambda text: probe_words(text, lang)}
 
 
 def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
