@@ -288,14 +288,30 @@ def run_load_processes(endpoint: Endpoint, model: str, specs: list[RequestSpec],
             "client_processes": processes}
 
 
+def quiet_transport_errors(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    """The loop, told not to print a stream's transport traceback: a stream cut by Ctrl-C or by the
+    server is that request's error, which its record keeps; asyncio would also log it with a
+    traceback (seen as "Fatal error on transport" when a Ctrl-C lands mid-stream)."""
+
+    def handler(loop, context):
+        if "transport" in context or isinstance(context.get("exception"), OSError):
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+    return loop
+
+
 def _worker(k, endpoint, model, specs, path, cap, timeout_s, barrier, done, answers) -> None:
     def count(_label, _done, _total):
         with done.get_lock():
             done.value += 1
 
     try:
-        timing = asyncio.run(run_load(endpoint, model, specs, path, max_concurrency=cap, timeout_s=timeout_s,
-                                      progress=count, start_together=barrier, scrape_metrics=k == 0))
+        with asyncio.Runner() as runner:
+            quiet_transport_errors(runner.get_loop())
+            timing = runner.run(run_load(endpoint, model, specs, path, max_concurrency=cap, timeout_s=timeout_s,
+                                         progress=count, start_together=barrier, scrape_metrics=k == 0))
         answers.put((k, timing, None))
     except BaseException as exc:  # the parent reports it; a worker never dies silently
         barrier.abort()

@@ -18,7 +18,7 @@ from llm_adapt import rundir
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
-from llm_adapt.bench.load import ResourceSampler, read_records, run_load, run_load_processes
+from llm_adapt.bench.load import ResourceSampler, quiet_transport_errors, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.results import StageResult
@@ -323,6 +323,7 @@ def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid,
         clients = timing["client_processes"]
     else:
         with asyncio.Runner(loop_factory=fast_loop_factory()) as runner:
+            quiet_transport_errors(runner.get_loop())
             timing = runner.run(run_load(endpoint, model, specs, records_path, max_concurrency=concurrency,
                                          timeout_s=opts.timeout_s, count_tokens=count, sampler=sampler,
                                          progress=progress, label=f"bench {label}"))
