@@ -14,11 +14,13 @@ setup: $(STAMP) system-packages
 
 # Debian's packages: chromium for the tests that open the HTML report in a real browser, a CJK font so
 # that its Chinese report draws glyphs rather than empty boxes, and tcmalloc, which vLLM's CPU
-# installation guide preloads (the plan sets LD_PRELOAD when it is here).
+# installation guide preloads (the plan sets LD_PRELOAD when it is here); iproute2 for the test that
+# starts the multi-node plan across two network namespaces.
 system-packages:
 	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
 	  fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	  ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4 || missing="$$missing libtcmalloc-minimal4"; \
+	  command -v ip >/dev/null || missing="$$missing iproute2"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

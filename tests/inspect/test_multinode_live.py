@@ -105,11 +105,13 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _served_by_rank(metrics: str) -> dict[str, float]:
+    from llm_adapt.bench.prometheus import parse
+
     out: dict[str, float] = {}
-    for line in metrics.splitlines():
-        if line.startswith("vllm:prompt_tokens_total{"):
-            engine = line.split('engine="', 1)[1].split('"', 1)[0]
-            out[engine] = out.get(engine, 0.0) + float(line.rsplit(" ", 1)[1])
+    for sample in parse(metrics):
+        if sample.name == "vllm:prompt_tokens_total":
+            engine = sample.labels.get("engine", "")
+            out[engine] = out.get(engine, 0.0) + sample.value
     return out
 
 
