@@ -7,7 +7,6 @@ import importlib.util
 import platform
 import re
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -101,8 +100,8 @@ def cpu_flags() -> list[str]:
 def accelerators() -> list[dict[str, Any]]:
     """GPUs / NPUs as their own tools report them (each platform's device tool; no torch import needed)."""
     found: list[dict[str, Any]] = []
-    for target in platforms.PLATFORMS.values():
-        if target.smi and target.describe_devices and shutil.which(target.smi):
+    for target in platforms.with_device_tool():
+        if target.describe_devices:
             found.extend(target.describe_devices())
     return found
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -215,9 +214,9 @@ def tree_rss(pid: int) -> int | None:
 def device_platform():
     """The platform whose device tool is on PATH, in detection order: it lists the devices and reads
     their memory. None on a host without one (the CPU)."""
-    from llm_adapt.platforms import PLATFORMS
+    from llm_adapt.platforms import with_device_tool
 
-    return next((p for p in PLATFORMS.values() if p.smi and shutil.which(p.smi)), None)
+    return next(iter(with_device_tool()), None)
 
 
 def device_tool() -> str | None:

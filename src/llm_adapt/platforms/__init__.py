@@ -60,6 +60,13 @@ def detect_platform() -> str:
     return FALLBACK
 
 
+def with_device_tool() -> list[Platform]:
+    """The platforms whose vendor device tool (nvidia-smi, npu-smi, ...) is on PATH here, in detection order."""
+    import shutil
+
+    return [p for p in PLATFORMS.values() if p.smi and shutil.which(p.smi)]
+
+
 def local_device_memory_gib(platform: str) -> float | None:
     """Memory of device 0 of this machine (host RAM for cpu); None when that device is absent."""
     module = get_platform(platform).torch_module
