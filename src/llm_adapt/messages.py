@@ -110,6 +110,294 @@ REASONS: dict[str, dict[str, str]] = {
     "ev_to_verify": {"en": "{evidence}; {device} to verify", "zh": "{evidence}；{device}，尚待验证"},
     "ev_needs_ascend": {"en": "needs an Ascend NPU and vLLM-Ascend", "zh": "需要昇腾 NPU 与 vLLM-Ascend"},
     "ev_not_exercised": {"en": "not exercised by this run", "zh": "本次运行未实际运行该特性"},
+    # the feature probes' evidence (probes/features.py); text from the server is quoted 「」 in Chinese
+    "pe_http": {"en": "HTTP {code}: {body}", "zh": "HTTP {code}：「{body}」"},
+    "pe_models_http": {"en": "GET /v1/models -> {code}: {body}", "zh": "GET /v1/models -> {code}：「{body}」"},
+    "pe_models": {"en": "served: {names}; max_model_len: {mml}", "zh": "在服务的模型：{names}；max_model_len：{mml}"},
+    "pe_answer": {"en": "answer: {text}", "zh": "回答：「{text}」"},
+    "pe_stream_empty": {"en": "{chunks} chunks, none with content", "zh": "{chunks} 个数据块，均无内容"},
+    "pe_stream_usage": {"en": "{chunks} chunks; first content after {ms} ms; usage chunk: yes",
+                        "zh": "{chunks} 个数据块；首个内容在 {ms} ms 后到达；有用量（usage）数据块"},
+    "pe_stream_no_usage": {"en": "{chunks} chunks; first content after {ms} ms; usage chunk: no",
+                           "zh": "{chunks} 个数据块；首个内容在 {ms} ms 后到达；没有用量（usage）数据块"},
+    "pe_text": {"en": "text: {text}", "zh": "文本：「{text}」"},
+    "pe_echo": {"en": "text: {text}", "zh": "文本：「{text}」"},
+    "pe_stop": {"en": "stop=[' 9'] -> {text}, finish_reason {finish}", "zh": "stop=[' 9'] -> 「{text}」，finish_reason {finish}"},
+    "pe_choices": {"en": "n=2 -> {n} choices", "zh": "n=2 -> {n} 个候选"},
+    "pe_seed_same": {"en": "temperature 1, seed 1234 twice: same: {text}",
+                     "zh": "temperature 1、seed 1234 请求两次：输出相同：「{text}」"},
+    "pe_seed_different": {"en": "temperature 1, seed 1234 twice: different: {text}",
+                          "zh": "temperature 1、seed 1234 请求两次：输出不同：「{text}」"},
+    "pe_greedy_same": {"en": "temperature 0 twice: same output", "zh": "temperature 0 请求两次：输出相同"},
+    "pe_greedy_different": {"en": "temperature 0 twice: different output", "zh": "temperature 0 请求两次：输出不同"},
+    "pe_logprobs_ignored": {"en": "logprobs/top_logprobs requested; the answer has none (silently ignored)",
+                            "zh": "请求了 logprobs/top_logprobs，回答中却没有（被静默忽略）"},
+    "pe_logprobs": {"en": "{tokens} tokens with logprobs, {tops} top_logprobs each",
+                    "zh": "{tokens} 个 token 带 logprobs，每个带 {tops} 个 top_logprobs"},
+    "pe_prompt_logprobs": {"en": "{positions} prompt positions with logprobs", "zh": "{positions} 个提示词位置带 logprobs"},
+    "pe_no_prompt_logprobs": {"en": "no prompt_logprobs in the answer", "zh": "回答中没有 prompt_logprobs"},
+    "pe_fixed_length": {"en": "ignore_eos + min_tokens 32 -> {got} completion tokens",
+                        "zh": "ignore_eos + min_tokens 32 -> 生成 {got} 个 token"},
+    "pe_max_tokens": {"en": "max_tokens 5 -> {got} tokens, finish_reason {finish}",
+                      "zh": "max_tokens 5 -> {got} 个 token，finish_reason {finish}"},
+    "pe_no_tool_calls": {"en": "no tool_calls; content: {text}", "zh": "没有 tool_calls；内容：「{text}」"},
+    "pe_tool_not_json": {"en": "tool call arguments are not JSON: {text}", "zh": "工具调用参数不是 JSON：「{text}」"},
+    "pe_schema_bad": {"en": "answer does not satisfy the schema ({error}): {text}",
+                      "zh": "回答不符合 schema（{error}）：「{text}」"},
+    "pe_schema_ok": {"en": "valid against the schema: {text}", "zh": "符合 schema：「{text}」"},
+    "pe_cjk": {"en": "{share} CJK characters: {text}", "zh": "中文字符占 {share}：「{text}」"},
+    "pe_no_max_len": {"en": "max_model_len unknown (no /v1/models figure)", "zh": "max_model_len 未知（/v1/models 未给出）"},
+    "pe_no_tokenize": {"en": "cannot size the prompt without /tokenize", "zh": "没有 /tokenize，无法确定提示词长度"},
+    "pe_sample_http": {"en": "a {size}-token prompt -> HTTP {code}: {body}", "zh": "{size} token 的提示词 -> HTTP {code}：「{body}」"},
+    "pe_took_1": {"en": "a {n1}-token prompt took {s1} s", "zh": "{n1} token 的提示词耗时 {s1} s"},
+    "pe_took_2": {"en": "a {n1}-token prompt took {s1} s and a {n2}-token prompt took {s2} s",
+                  "zh": "{n1} token 的提示词耗时 {s1} s，{n2} token 的耗时 {s2} s"},
+    "pe_near_not_sent": {"en": "a {target}-token prompt would take about {estimate} s to prefill here ({timed}), more "
+                               "than {share} of the {timeout} s probe timeout; not sent",
+                         "zh": "{target} token 的提示词在本机预填充约需 {estimate} s（{timed}），超过 {timeout} s 探测超时的 "
+                               "{share}；未发送"},
+    "pe_near": {"en": "{used} prompt tokens of max_model_len {mml} -> HTTP {code}",
+                "zh": "提示词 {used} token（max_model_len {mml}）-> HTTP {code}"},
+    "pe_over_long": {"en": "over-long prompt -> HTTP {code}; healthy after: {healthy}",
+                     "zh": "超长提示词 -> HTTP {code}；之后服务健康：{healthy}"},
+    "pe_concurrent": {"en": "8 concurrent chats answered in {seconds} s", "zh": "8 个并发对话在 {seconds} s 内全部得到回答"},
+    "pe_kv_gauge": {"en": "KV-cache gauge: {name}", "zh": "KV cache 指标：{name}"},
+    "pe_no_kv_gauge": {"en": "no KV-cache usage gauge among the metrics", "zh": "指标中没有 KV cache 使用率"},
+    "pe_connection": {"en": "connection failed: {text}", "zh": "连接失败：「{text}」"},
+    "pe_exception": {"en": "{error}: {text}", "zh": "{error}：「{text}」"},
+    "pe_timeout_healthy": {"en": "no answer within the {timeout} s probe timeout, and the server is healthy after it: "
+                                 "too slow on this machine to judge",
+                           "zh": "{timeout} s 探测超时内没有回答，之后服务仍健康：在本机太慢，无法评判"},
+    "pe_timeout_dead": {"en": "timed out ({text}) and the server no longer answers /health",
+                        "zh": "超时（「{text}」），且服务已不再响应 /health"},
+    "pe_dummy": {"en": "judges the answer's content; the weights are random", "zh": "评判回答内容，而权重是随机值"},
+    "pe_stopped_during": {"en": "the server stopped answering during '{name}'", "zh": "服务在「{name}」探测期间停止响应"},
+    # the operator inventory and the model walk (inspect/inventory.py, model_walk.py), the support level, capacity
+    # an inventory row's name ("op_" + the name, lower case, "_" for " " and "-"; see operator_name)
+    "op_norm": {"en": "norm", "zh": "归一化"},
+    "op_norms_per_layer": {"en": "norms per layer", "zh": "每层的归一化模块"},
+    "op_activation": {"en": "activation", "zh": "激活函数"},
+    "op_biases": {"en": "biases", "zh": "偏置"},
+    "op_positional_encoding": {"en": "positional encoding", "zh": "位置编码"},
+    "op_attention": {"en": "attention", "zh": "注意力"},
+    "op_attention_window": {"en": "attention window", "zh": "注意力窗口"},
+    "op_soft_capping": {"en": "soft-capping", "zh": "soft-capping（logit 软截断）"},
+    "op_moe": {"en": "MoE", "zh": "MoE（混合专家）"},
+    "op_embedding_scale": {"en": "embedding scale", "zh": "嵌入缩放"},
+    "op_output_head": {"en": "output head", "zh": "输出头"},
+    "op_quantization": {"en": "quantization", "zh": "量化"},
+    "op_cpu_isa": {"en": "CPU ISA", "zh": "CPU 指令集"},
+    # an inventory row's value
+    "inv_none": {"en": "none", "zh": "无"},
+    "inv_norm_1p": {"en": "RMSNorm with (1 + w): x / rms(x) * (1 + w){eps}",
+                    "zh": "RMSNorm，按 (1 + w) 缩放：x / rms(x) * (1 + w){eps}"},
+    "inv_gelu_tanh": {"en": "GELU (tanh approximation)", "zh": "GELU（tanh 近似）"},
+    "inv_gelu": {"en": "GELU (exact erf)", "zh": "GELU（精确 erf）"},
+    "inv_act_gated": {"en": "{act} gated MLP (act(gate) * up)", "zh": "{act} 门控 MLP（act(gate) × up）"},
+    "inv_act_plain": {"en": "{act} MLP", "zh": "{act} MLP"},
+    "inv_attention": {"en": "{attention} ({heads} query heads, {kv_heads} KV heads){qk}",
+                      "zh": "{attention}（{heads} 个查询头，{kv_heads} 个 KV 头）{qk}"},
+    "inv_attention_gqa": {"en": "GQA ({heads} query heads, {kv_heads} KV heads, group size {group}){qk}",
+                          "zh": "GQA（{heads} 个查询头，{kv_heads} 个 KV 头，每组 {group} 个查询头）{qk}"},
+    "inv_attention_mla": {"en": "MLA ({heads} heads, compressed KV of rank {rank}){qk}",
+                          "zh": "MLA（{heads} 个注意力头，压缩 KV 的秩为 {rank}）{qk}"},
+    "inv_qk_norm": {"en": ", qk-norm", "zh": "，带 qk-norm"},
+    "inv_window_full": {"en": "full attention in every layer", "zh": "每一层都是全注意力"},
+    "inv_window_all": {"en": "sliding window {window} in every layer", "zh": "每一层都使用滑动窗口 {window}"},
+    "inv_window_some": {"en": "sliding window {window} in {sliding} of {layers} layers (pattern {pattern}; S sliding, F full)",
+                        "zh": "{layers} 层中有 {sliding} 层使用滑动窗口 {window}（模式 {pattern}；S 为滑动窗口，F 为全注意力）"},
+    "inv_softcap_attn": {"en": "attention logits {cap:g} * tanh(x / {cap:g})", "zh": "注意力 logits：{cap:g} * tanh(x / {cap:g})"},
+    "inv_softcap_final": {"en": "final logits {cap:g} * tanh(x / {cap:g})", "zh": "最终 logits：{cap:g} * tanh(x / {cap:g})"},
+    "inv_both": {"en": "{first}; {second}", "zh": "{first}；{second}"},
+    "inv_dense": {"en": "dense", "zh": "稠密（无 MoE）"},
+    "inv_moe": {"en": "{experts} experts, top-{top_k}, in {moe_layers} of {layers} layers; router {router}{shared}",
+                "zh": "{experts} 个专家，top-{top_k}，{layers} 层中有 {moe_layers} 层；路由 {router}{shared}"},
+    "inv_moe_shared": {"en": "; shared experts {shared}", "zh": "；共享专家 {shared}"},
+    "inv_tied": {"en": "tied to the embedding", "zh": "与嵌入层共享权重"},
+    "inv_separate_head": {"en": "separate lm_head", "zh": "独立的 lm_head"},
+    # where an inventory row was read (ModelFacts.evidence)
+    "inv_ev_norm": {"en": "{cls} ({name}) probed on CPU with w = 0 and w = 1",
+                    "zh": "在 CPU 上以 w = 0 和 w = 1 数值探测 {cls}（{name}）"},
+    "inv_ev_layer_norms": {"en": "norm modules of decoder layer 0", "zh": "解码层 0 的归一化模块"},
+    "inv_ev_act": {"en": "{cls} ({name}) probed on CPU", "zh": "在 CPU 上数值探测 {cls}（{name}）"},
+    "inv_ev_act_config": {"en": "no activation module found; config hidden_act",
+                          "zh": "未找到激活函数模块；取自配置的 hidden_act"},
+    "inv_ev_biases": {"en": "bias of every nn.Linear in every decoder layer", "zh": "每个解码层中每个 nn.Linear 的 bias"},
+    "inv_ev_no_rope": {"en": "no rotary-embedding module", "zh": "没有旋转位置编码（rotary embedding）模块"},
+    "inv_ev_attention": {"en": "{cls} attributes and projection shapes", "zh": "{cls} 的属性与投影矩阵形状"},
+    "inv_ev_window_attr": {"en": "{cls}.sliding_window of every layer", "zh": "每一层的 {cls}.sliding_window"},
+    "inv_ev_layer_types": {"en": "model config layer_types", "zh": "模型配置的 layer_types"},
+    "inv_ev_config_rules": {"en": "config.json rules", "zh": "config.json 的规则"},
+    "inv_ev_softcap": {"en": "{cls} attributes; final: {model}.config.final_logit_softcapping",
+                       "zh": "{cls} 的属性；最终 logits：{model}.config.final_logit_softcapping"},
+    "inv_ev_no_moe": {"en": "no module with experts in any decoder layer", "zh": "任何解码层中都没有带 experts 的模块"},
+    "inv_ev_moe": {"en": "{cls} in {moe_layers} of {layers} layers", "zh": "{layers} 层中有 {moe_layers} 层含 {cls}"},
+    "inv_ev_no_scale": {"en": "{cls}: no scaling attribute", "zh": "{cls}：没有缩放属性"},
+    "inv_ev_tied": {"en": "{cls}: lm_head.weight is the embedding's weight", "zh": "{cls}：lm_head.weight 就是嵌入层的权重"},
+    "inv_ev_separate": {"en": "{cls}: separate lm_head tensor", "zh": "{cls}：独立的 lm_head 张量"},
+    "inv_ev_config": {"en": "config.json ({family} family rules); not read from the model's code",
+                      "zh": "config.json（{family} 系列的规则）；未从模型代码中读取"},
+    # where the facts came from (ModelFacts.source_note) and the op trace (trace_note); an error's own words, like a
+    # server's, are quoted 「」 in Chinese
+    "inv_walked": {"en": "{cls} instantiated on the meta device; {layers} decoder layers walked",
+                   "zh": "{cls} 已在 meta 设备上实例化，遍历了 {layers} 个解码层"},
+    "inv_no_trust": {"en": "the model ships its own code (auto_map) and --trust-remote-code was not given",
+                     "zh": "模型自带代码（auto_map），而未传入 --trust-remote-code"},
+    "inv_not_instantiated": {"en": "the model could not be instantiated ({error})", "zh": "模型无法实例化：「{error}」"},
+    "inv_walk_failed": {"en": "walking {cls} failed ({error})", "zh": "遍历 {cls} 失败：「{error}」"},
+    "inv_traced": {"en": "{cls} run once on meta tensors (batch 1, 4 tokens, eager attention)",
+                   "zh": "在 meta 张量上运行 {cls} 一次（batch 1，4 个 token，eager 注意力）"},
+    "inv_trace_stopped": {"en": "trace of {cls} on meta tensors stopped: {error}",
+                          "zh": "{cls} 在 meta 张量上的算子追踪中止：「{error}」"},
+    # the support level (inspect/support.py) and the strategy's evidence (inspect/strategy.py)
+    "sup_direct": {"en": "Direct registration: no code change", "zh": "直接注册：无需修改代码"},
+    "sup_backend": {"en": "Transformers backend (--model-impl transformers)",
+                    "zh": "Transformers 后端（--model-impl transformers）"},
+    "sup_port": {"en": "Port required", "zh": "需要移植"},
+    "sup_native_detail": {"en": "{arch} is in vLLM's model registry; vLLM runs its own implementation{custom}",
+                          "zh": "{arch} 在 vLLM 的模型注册表中；vLLM 运行其自身的实现{custom}"},
+    "sup_custom_unused": {"en": " (the checkpoint's custom code is not used by vLLM's implementation)",
+                          "zh": "（vLLM 的实现不使用检查点自带的代码）"},
+    "sup_backend_detail": {"en": "{arch} is not in vLLM's registry; vLLM can run it through its Transformers backend, "
+                                 "slower than a native implementation; a native port is the long-term fix",
+                           "zh": "{arch} 不在 vLLM 的注册表中；vLLM 可通过其 Transformers 后端运行它，但比原生实现慢；"
+                                 "长久之计是原生移植"},
+    "sup_port_detail": {"en": "{arch} is neither in vLLM's registry nor in transformers; implement it for vLLM and "
+                              "register it from a plugin (ModelRegistry.register_model)",
+                        "zh": "{arch} 既不在 vLLM 的注册表中，也不在 transformers 中；需要为 vLLM 实现它，并通过插件注册"
+                              "（ModelRegistry.register_model）"},
+    "sup_registry": {"en": "vLLM {version} ({source})", "zh": "vLLM {version}（{source}）"},
+    "sup_installed": {"en": "installed vLLM", "zh": "本机安装的 vLLM"},
+    "sup_shipped": {"en": "list shipped with llm-adapt", "zh": "llm-adapt 自带的列表"},
+    "st_native": {"en": "{registry}: {arch} registered natively", "zh": "{registry}：{arch} 已原生注册"},
+    "st_not_native": {"en": "{registry}: {arch} is not registered natively", "zh": "{registry}：{arch} 未原生注册"},
+    "st_not_tried": {"en": "the Transformers backend was not tried; `llm-adapt inspect MODEL --try-backend` starts it",
+                     "zh": "未尝试 Transformers 后端；`llm-adapt inspect MODEL --try-backend` 会启动它"},
+    "st_tried": {"en": "vLLM with --model-impl transformers and {weights} weights: {outcome} ({seconds:.0f} s)",
+                 "zh": "以 --model-impl transformers 和{weights}权重启动 vLLM：{outcome}（{seconds:.0f} s）"},
+    "st_weights_dummy": {"en": "dummy", "zh": "虚拟（dummy）"},
+    "st_weights_checkpoint": {"en": "checkpoint", "zh": "检查点"},
+    "st_answered": {"en": "started, answered a completion", "zh": "已启动，并返回了补全结果"},
+    "st_silent": {"en": "started, did not answer a completion", "zh": "已启动，但没有返回补全结果"},
+    "st_not_started": {"en": "did not start", "zh": "未能启动"},
+    "st_reply": {"en": "reply: {reply}", "zh": "回复：「{reply}」"},
+    "st_engine": {"en": "engine: {cause}", "zh": "引擎：「{cause}」"},
+    "st_no_cause": {"en": "engine log names no cause", "zh": "引擎日志未给出原因"},
+    "st_no_cause_in_log": {"en": "no cause in the engine log", "zh": "引擎日志中没有原因"},
+    # the capacity baseline (upstream/capacity.py)
+    "cap_model_short": {"en": "the model's max_position_embeddings is {mpe:,}, under {length:,}",
+                        "zh": "模型的 max_position_embeddings 为 {mpe:,}，低于 {length:,}"},
+    "cap_pool_short": {"en": "{seqs} x {length:,} tokens need {need:,} KV blocks of {block} ({need_tokens:,} tokens, "
+                             "{need_gib:.1f} GiB); the planned pool holds {usable:,} ({usable_tokens:,} tokens, "
+                             "{pool_gib:.1f} GiB)",
+                       "zh": "{seqs} × {length:,} 个 token 需要 {need:,} 个 KV 块（每块 {block} 个 token，共 "
+                             "{need_tokens:,} 个 token，{need_gib:.1f} GiB）；规划的缓存池只有 {usable:,} 块"
+                             "（{usable_tokens:,} 个 token，{pool_gib:.1f} GiB）"},
+    # the platform caveats (inspect/caveats.py: "cav_" + the rule's id, its text and "_check"; platforms/cpu.py)
+    "cav_cpu_head_dim": {"en": "vLLM-CPU attention supports head_dim {sizes}; {head_dim} fails at the first request",
+                         "zh": "vLLM-CPU 的注意力只支持 head_dim {sizes}；{head_dim} 会在第一个请求时失败"},
+    "cav_cpu_head_dim_check": {"en": "no accuracy result is possible on vLLM-CPU: the endpoint check fails at its first "
+                                     "request",
+                               "zh": "在 vLLM-CPU 上得不到精度结果：端点检查在第一个请求时就会失败"},
+    "cav_cpu_mla": {"en": "vLLM-CPU runs MLA through its reference CPU_MLA backend (AMX_MLA only on AMX CPUs): correct "
+                          "but slow",
+                    "zh": "vLLM-CPU 通过其参考实现 CPU_MLA 后端运行 MLA（AMX_MLA 仅用于支持 AMX 的 CPU）：结果正确但速度慢"},
+    "cav_cpu_mla_check": {"en": "compare the endpoint's top-k KL against the in-process floor; expect low throughput in "
+                                "the benchmark",
+                          "zh": "将端点的 top-k KL 与进程内噪声基线对比；基准测试中预计吞吐较低"},
+    "cav_ascend_softcap": {"en": "attention soft-capping ({cap:g}): vLLM-Ascend's AscendAttentionBackendImpl accepts "
+                                 "logits_soft_cap but its NPU attention kernels take no soft-cap argument, so the cap can "
+                                 "be dropped silently",
+                           "zh": "注意力 soft-capping（{cap:g}）：vLLM-Ascend 的 AscendAttentionBackendImpl 接受 "
+                                 "logits_soft_cap，但其 NPU 注意力内核没有 soft-cap 参数，因此截断可能被悄悄丢弃"},
+    "cav_ascend_softcap_check": {"en": "per-layer cosine of the attention layers and the top-k KL on long prompts: a "
+                                       "dropped cap shows as error growing with attention-logit magnitude",
+                                 "zh": "注意力层的逐层余弦相似度与长提示词上的 top-k KL：丢失的截断表现为随注意力 logit "
+                                       "幅度增大的误差"},
+    "cav_ascend_sliding": {"en": "sliding window {window} in {sliding} of {layers} layers: vLLM-Ascend's attention "
+                                 "backend stores sliding_window but its paged/flash kernel calls do not receive it, so "
+                                 "windowed layers may attend to the whole context",
+                           "zh": "{layers} 层中有 {sliding} 层使用滑动窗口 {window}：vLLM-Ascend 的注意力后端保存了 "
+                                 "sliding_window，但调用 paged/flash 内核时没有传入，因此窗口层可能关注整个上下文"},
+    "cav_ascend_sliding_check": {"en": "accuracy on prompts longer than the window: teacher-forced top-k KL beyond the "
+                                       "window's length, where a missing window changes the result",
+                                 "zh": "长于窗口的提示词上的精度：看超出窗口长度处的 teacher-forced top-k KL，缺失窗口会"
+                                       "在那里改变结果"},
+    "cav_ascend_mla": {"en": "MLA runs on vLLM-Ascend's own MLA backend (mla_v1.py), not vLLM's; its graph mode and "
+                             "quantized variants are DeepSeek-specific",
+                       "zh": "MLA 运行在 vLLM-Ascend 自己的 MLA 后端（mla_v1.py）上，而非 vLLM 的；其图模式与量化变体"
+                             "是专为 DeepSeek 做的"},
+    "cav_ascend_mla_check": {"en": "per-layer cosine of the attention layers against the fp32 gold; check eager and "
+                                   "graph mode separately",
+                             "zh": "注意力层对 fp32 金标准的逐层余弦相似度；eager 与图模式分别检查"},
+    "cav_ascend_quant": {"en": "the checkpoint is quantized with {method!r}; vLLM-Ascend lists W8A8 (and later W4A8) in "
+                               "its own ModelSlim format as supported, not GPU formats such as GPTQ, AWQ or FP8",
+                         "zh": "检查点以 {method!r} 量化；vLLM-Ascend 列为支持的是其自有 ModelSlim 格式的 W8A8（以及后来的 "
+                               "W4A8），而不是 GPTQ、AWQ 或 FP8 等 GPU 格式"},
+    "cav_ascend_quant_check": {"en": "run compare against the fp32 gold of the unquantized model; expect the engine to "
+                                     "refuse the format",
+                               "zh": "运行 compare，与未量化模型的 fp32 金标准对比；预计引擎会拒绝该格式"},
+    "cav_fp16_softcap": {"en": "soft-capping bounds logits only after they are computed (cap {cap:g}); in fp16 (largest "
+                               "value {fp16_max:,.0f}) the scores and the residual stream before the cap can overflow to "
+                               "inf/NaN: prefer bf16 (Ascend 310P has no bf16)",
+                         "zh": "soft-capping 只在 logits 算出之后才截断（上限 {cap:g}）；在 fp16 下（最大值 "
+                               "{fp16_max:,.0f}），截断之前的注意力分数与残差流可能溢出为 inf/NaN：应优先用 bf16"
+                               "（昇腾 310P 不支持 bf16）"},
+    "cav_fp16_softcap_check": {"en": "run compare with --dtype fp16 and look for NaN/Inf rows and a collapsing per-layer "
+                                     "cosine in late layers",
+                               "zh": "以 --dtype fp16 运行 compare，查看是否出现 NaN/Inf 行，以及靠后各层的逐层余弦相似度"
+                                     "是否崩塌"},
+    "cav_norm_one_plus_w": {"en": "RMSNorm scales by (1 + w): a port that reuses a plain RMSNorm kernel scales by w and "
+                                  "is wrong from the first layer",
+                            "zh": "RMSNorm 按 (1 + w) 缩放：复用普通 RMSNorm 内核的移植会按 w 缩放，从第一层起就是错的"},
+    "cav_norm_one_plus_w_check": {"en": "per-layer cosine of layer 0 (shadow mode): a w-vs-(1+w) mix-up shows there, not "
+                                        "only at the logits",
+                                  "zh": "第 0 层的逐层余弦相似度（shadow 模式）：w 与 (1+w) 的混淆在那里就会显现，不只是在 "
+                                        "logits 上"},
+    "cav_embed_scale": {"en": "embeddings are multiplied by {scale:g} (cast to the model dtype first, as transformers "
+                              "does)",
+                        "zh": "嵌入向量乘以 {scale:g}（与 transformers 一样，先转换为模型的 dtype）"},
+    "cav_embed_scale_check": {"en": "layer-0 input error: a missing or fp32-vs-bf16 scale shows as a constant relative "
+                                    "error from the first layer",
+                              "zh": "第 0 层输入的误差：缺失的缩放或 fp32 与 bf16 不一致的缩放，会从第一层起表现为恒定的"
+                                    "相对误差"},
+    "cav_tp_kv_replication": {"en": "tensor parallel above {kv_heads} replicates KV heads (more KV memory per device)",
+                              "zh": "张量并行度超过 {kv_heads} 时会复制 KV 头（每个设备占用更多 KV 内存）"},
+    "cav_tp_kv_replication_check": {"en": "none for accuracy; check the KV-cache numbers of the deployment plan",
+                                    "zh": "不影响精度；请核对部署计划中的 KV cache 数字"},
+    "cav_head_dim_large": {"en": "head_dim above 256 is outside the fast attention kernels' range",
+                           "zh": "head_dim 大于 256，超出了快速注意力内核的支持范围"},
+    "cav_head_dim_large_check": {"en": "none for accuracy; expect a slower fallback attention in the benchmark",
+                                 "zh": "不影响精度；基准测试中预计会用较慢的回退注意力实现"},
+    "cav_moe_cpu": {"en": "{experts} experts on CPU: every expert's weights are read per step at low batch",
+                    "zh": "CPU 上的 {experts} 个专家：批量小时每一步都要读取每个专家的权重"},
+    "cav_moe_cpu_check": {"en": "none for accuracy; expect low decode throughput in the benchmark",
+                          "zh": "不影响精度；基准测试中预计解码吞吐较低"},
+    "cav_unusual_activation": {"en": "activation {act!r} is uncommon: check the engine has a kernel for it",
+                               "zh": "激活函数 {act!r} 不常见：请确认引擎有对应的内核"},
+    "cav_unusual_activation_check": {"en": "per-layer cosine of the MLPs", "zh": "各 MLP 的逐层余弦相似度"},
+    "cav_cpu_avx2": {"en": "vLLM-CPU runs its limited AVX2 kernels on this CPU",
+                     "zh": "vLLM-CPU 在此 CPU 上运行其功能受限的 AVX2 内核"},
+    "cav_cpu_avx2_check": {"en": "none for accuracy; expect lower throughput", "zh": "不影响精度；预计吞吐较低"},
+    "cav_src_fp16": {"en": "fp16 range (IEEE 754 binary16); the models' own configs ship bf16/fp32 weights",
+                     "zh": "fp16 的数值范围（IEEE 754 binary16）；各模型自身的配置发布的是 bf16/fp32 权重"},
+    "cav_src_norm": {"en": "the norm module probed numerically by llm-adapt (w = 0 gives x / rms(x))",
+                     "zh": "llm-adapt 对归一化模块的数值探测（w = 0 时得到 x / rms(x)）"},
+    "cav_src_embed": {"en": "the embedding module's scale attribute", "zh": "嵌入模块的缩放属性"},
+    "cav_src_act": {"en": "the activation module probed numerically by llm-adapt", "zh": "llm-adapt 对激活函数模块的数值探测"},
+    "cav_src_cpuinfo": {"en": "/proc/cpuinfo flags of this machine", "zh": "本机 /proc/cpuinfo 中的 flags"},
+    # the parameter accounting's warnings (inspect/accounting.py)
+    "acct_group": {"en": "{name} ({tensors} {noun}, {params:,} parameters)", "zh": "{name}（{tensors} {noun}，{params:,} 个参数）"},
+    "acct_tensor": {"en": "tensor", "zh": "个张量"},
+    "acct_tensors": {"en": "tensors", "zh": "个张量"},
+    "acct_unexpected": {"en": "the weights hold tensors the config formula did not expect: {groups}",
+                        "zh": "权重中有配置公式未预期的张量：{groups}"},
+    "acct_missing": {"en": "the config formula expects tensors the weights lack: {groups}",
+                     "zh": "配置公式预期的张量在权重中缺失：{groups}"},
+    "acct_mismatch": {"en": "{name}: config formula {config:,} parameters, weights {weights:,}",
+                      "zh": "{name}：按配置公式 {config:,} 个参数，权重中 {weights:,} 个"},
+    "acct_total": {"en": "config formula {config:,} parameters, weights {weights:,}",
+                   "zh": "按配置公式 {config:,} 个参数，权重中 {weights:,} 个"},
 }
 
 
@@ -140,6 +428,29 @@ def keyed(value: Any) -> dict[str, Any] | None:
         return None
     entry = stored(value)
     return {"key": entry["reason_key"], "args": entry["reason_args"]}
+
+
+def restored(text: str, key: dict[str, Any] | None) -> Any:
+    """A text stored with its key ({"key", "args"}, as keyed() gives) as a Reason again, to be an argument of
+    another; the text itself without a key. Pure."""
+    if not key or key.get("key") not in REASONS:
+        return text
+    value = Reason(text)
+    value.key, value.args = key["key"], dict(key.get("args") or {})
+    return value
+
+
+def operator_name(name: str, lang: str) -> str:
+    """An inventory row's name (inspect/inventory.py) in `lang`, from its "op_" key; as written where the table
+    has none. Pure."""
+    entry = REASONS.get("op_" + re.sub(r"[ -]", "_", name.lower()))
+    return entry.get(lang, name) if entry and entry["en"] == name else name
+
+
+def in_lang_all(texts: list[str] | None, keys: list[dict[str, Any] | None] | None, lang: str) -> list[str]:
+    """Texts stored beside a list of their keys (one per text, None for a text without one) in `lang`. Pure."""
+    keys = keys or []
+    return [in_lang(text, keys[i] if i < len(keys) else None, lang) for i, text in enumerate(texts or [])]
 
 
 def rendered_warnings(plan: dict[str, Any], lang: str) -> list[str]:
@@ -213,7 +524,7 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
         "zh": {"name": "单层自身误差超出界限", "value": {"none": "无"},
                "threshold": {"none": "没有层超出其基准",
                              "some": "在参考设备与精度上为 FAIL（须与舍入误差一致），否则为 WARN"},
-               "source": {"none": "影子（局部）误差，沿用 torch numeric suite 的思路",
+               "source": {"none": "影子（局部）误差，沿用 PyTorch Numeric Suite 的思路",
                           "some": "影子（局部）误差，对比实测噪声基线或该精度的单位舍入误差"}}},
     "layer_ratio": {
         "en": {"name": "worst layer error / noise floor (rel. L2)",

@@ -39,3 +39,10 @@ def test_chinese_section_has_the_same_evidence(gemma_run):
     text = section4(gemma_run, "zh")
     assert "直接注册" in text and "算子清单" in text and "模型自身代码" in text and "参数核对" in text
     assert "logits_soft_cap" in text  # sources stay verbatim
+    # the inventory's words, the caveats, the walk's notes and the strategy's evidence from their message keys
+    assert "| 注意力窗口 | 2 层中有 1 层使用滑动窗口 16" in text and "已在 meta 设备上实例化" in text
+    assert "在 meta 张量上运行 Gemma2DecoderLayer 一次" in text and "已原生注册" in text and "每组 2 个查询头" in text
+    assert "RMSNorm 按 (1 + w) 缩放" in text and "不影响精度；请核对部署计划中的 KV cache 数字" in text
+    for english in ("instantiated on the meta device", "run once on meta tensors", "probed on CPU", "registered natively",
+                    "tied to the embedding", "in every decoder layer", "none for accuracy", "sliding window 16 in"):
+        assert english not in text, english

@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from llm_adapt.cli import main
+from tests.report.english import english_sentences
 
 pytestmark = pytest.mark.slow
 
@@ -78,6 +79,17 @@ def test_report_rerenders_in_chinese_from_json_alone(quick_run, tmp_path):
     assert "重跑基线：相对差异" in text and "the floor rerun as" not in text
     assert "纯文本模型：配置中没有" in text and "text-only: the config has none of" not in text
     assert "the floor rerun as" in (out / "report.md").read_text()  # the English report keeps its words
+
+
+def test_the_chinese_report_has_no_english_sentence_of_its_own(quick_run, tmp_path):
+    """Every sentence the tool writes in the Chinese report is Chinese: what remains in English is quoted
+    from the model or the server (「…」), code, commands and names."""
+    _, out = quick_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    assert main(["report", str(copy), "--lang", "zh"]) == 0
+    assert english_sentences((copy / "report.zh.md").read_text()) == []
+    assert english_sentences((out / "report.md").read_text())  # the check finds the English report's sentences
 
 
 def test_a_located_part_reaches_both_reports(quick_run, tmp_path):

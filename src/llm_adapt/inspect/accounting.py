@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+from llm_adapt.messages import keyed, reason
 from llm_adapt.models.quant import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
@@ -159,27 +160,35 @@ class Reconciliation:
         return self.from_config == self.from_weights and not (self.unexpected or self.missing or self.mismatched)
 
     def warnings(self) -> list[str]:
+        """The differences in words (Reasons: messages.py keys them for the report's other language)."""
         out = []
         if self.unexpected:
-            out.append("the weights hold tensors the config formula did not expect: " + _names(self.unexpected))
+            out.append(reason("acct_unexpected", groups=_names(self.unexpected)))
         if self.missing:
-            out.append("the config formula expects tensors the weights lack: " + _names(self.missing))
+            out.append(reason("acct_missing", groups=_names(self.missing)))
         for row in self.mismatched:
-            out.append(f"{row['name']}: config formula {row['config']:,} parameters, weights {row['weights']:,}")
+            out.append(reason("acct_mismatch", name=row["name"], config=row["config"], weights=row["weights"]))
         if not out and self.from_config != self.from_weights:
-            out.append(f"config formula {self.from_config:,} parameters, weights {self.from_weights:,}")
+            out.append(reason("acct_total", config=self.from_config, weights=self.from_weights))
         return out
 
     def to_dict(self) -> dict:
+        warnings = self.warnings()
         return {"from_config": self.from_config, "from_weights": self.from_weights, "agree": self.agree,
                 "by_role": self.by_role, "unexpected": [g.to_dict() for g in self.unexpected],
                 "missing": [g.to_dict() for g in self.missing], "mismatched": self.mismatched,
-                "warnings": self.warnings()}
+                "warnings": [str(w) for w in warnings], "warning_keys": [keyed(w) for w in warnings]}
 
 
 def _names(groups: list[Group]) -> str:
-    return "; ".join(f"{g.name} ({g.tensors} tensor{'s' if g.tensors != 1 else ''}, {g.params:,} parameters)"
-                     for g in groups)
+    """The groups, "; "-separated, as a Reason that nests one per group (messages.py "inv_both")."""
+    named = [reason("acct_group", name=g.name, tensors=g.tensors, noun=reason("acct_tensors" if g.tensors != 1 else
+                                                                             "acct_tensor"), params=g.params)
+             for g in groups]
+    text = named[-1]
+    for group in reversed(named[:-1]):
+        text = reason("inv_both", first=group, second=text)
+    return text
 
 
 def reconcile(expected: list[Group], found: list[Group]) -> Reconciliation:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from llm_adapt.messages import keyed, reason
 from llm_adapt.models.spec import ModelSpec
 
 FROM_MODEL = "model code"
@@ -57,9 +58,26 @@ class ModelFacts:
     evidence: dict[str, str] = field(default_factory=dict)  # fact name -> where it was read
     aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
     trace_note: str = ""
+    # the message keys of the notes and the evidence (messages.py), for the report's other language:
+    # {"source_note": {"key", "args"}, "trace_note": ..., "evidence.norm": ...}; given as Reasons, gathered here
+    keys: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        texts = {"source_note": self.source_note, "trace_note": self.trace_note,
+                 **{f"evidence.{k}": v for k, v in self.evidence.items()}}
+        found = {name: key for name, text in texts.items() if (key := keyed(text)) is not None}
+        if found:
+            object.__setattr__(self, "keys", {**self.keys, **found})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.update(source_note=str(self.source_note), trace_note=str(self.trace_note),
+                    evidence={k: str(v) for k, v in self.evidence.items()})
+        return data
+
+    def key_of(self, name: str) -> dict[str, Any] | None:
+        """The message key of a note ("source_note", "trace_note") or of a fact's evidence ("evidence.norm")."""
+        return self.keys.get(name)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelFacts:
@@ -108,7 +126,7 @@ def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
         router="linear top-k" if spec.num_experts else None, moe_layers=spec.moe_layers,
         embed_scale=spec.embed_scale, tied=spec.tie_word_embeddings, quantization=quantization_method(spec.raw),
         kv_lora_rank=spec.mla.kv_lora_rank if spec.mla else None,
-        evidence={"all": f"config.json ({spec.model_type or 'unknown'} family rules); not read from the model's code"},
+        evidence={"all": reason("inv_ev_config", family=spec.model_type or "unknown")},
     )
 
 
@@ -117,62 +135,79 @@ class Row:
     name: str
     value: str
     evidence: str
+    value_key: dict[str, Any] | None = None  # the message keys of the value and the evidence (messages.py)
+    evidence_key: dict[str, Any] | None = None
 
 
-def _ev(facts: ModelFacts, key: str) -> str:
-    return facts.evidence.get(key) or facts.evidence.get("all", "")
+def _row(name: str, value: str, evidence: tuple[str, dict[str, Any] | None]) -> Row:
+    """A row of a value (a Reason where it has words) and its evidence with the evidence's key."""
+    return Row(name, str(value), str(evidence[0]), keyed(value), evidence[1])
+
+
+def _ev(facts: ModelFacts, key: str) -> tuple[str, dict[str, Any] | None]:
+    """Where a fact was read, with its message key."""
+    name = key if facts.evidence.get(key) else "all"
+    return facts.evidence.get(name, ""), facts.key_of(f"evidence.{name}")
+
+
+NONE = reason("inv_none")
+ACT_KEYS = {"gelu_tanh": "inv_gelu_tanh", "gelu": "inv_gelu"}  # the ACT_TEXT with words
 
 
 def inventory_rows(facts: ModelFacts) -> list[Row]:
     """The inventory as (operator, value, evidence) rows, in the order of a decoder layer."""
     f = facts
     eps = f" (eps {f.norm_eps:g})" if f.norm_eps is not None else ""
-    rows = [Row("norm", NORM_TEXT.get(f.norm, f.norm) + eps, _ev(f, "norm")),
-            Row("norms per layer", ", ".join(f.layer_norms) or "none", _ev(f, "layer_norms")),
-            Row("activation", ACT_TEXT.get(f.activation, f.activation) + (" gated MLP (act(gate) * up)" if f.gated_mlp else " MLP"),
-                _ev(f, "activation")),
-            Row("biases", ", ".join(f.biased) or "none", _ev(f, "biased")),
-            Row("positional encoding", "none" if f.rope == "none" else
-                f"RoPE ({f.rope}" + (f", theta {f.rope_theta:g}" if f.rope_theta else "") + ")", _ev(f, "rope")),
-            Row("attention", _attention_text(f), _ev(f, "attention")),
-            Row("head_dim", str(f.head_dim), _ev(f, "attention")),
-            Row("attention window", _window_text(f), _ev(f, "layer_types")),
-            Row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
-            Row("MoE", _moe_text(f), _ev(f, "moe")),
-            Row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else "none", _ev(f, "embed_scale")),
-            Row("output head", "tied to the embedding" if f.tied else "separate lm_head", _ev(f, "tied"))]
+    act = reason(ACT_KEYS[f.activation]) if f.activation in ACT_KEYS else ACT_TEXT.get(f.activation, f.activation)
+    rows = [_row("norm", reason("inv_norm_1p", eps=eps) if f.norm == "rms_1p" else NORM_TEXT.get(f.norm, f.norm) + eps,
+                 _ev(f, "norm")),
+            _row("norms per layer", ", ".join(f.layer_norms) or NONE, _ev(f, "layer_norms")),
+            _row("activation", reason("inv_act_gated" if f.gated_mlp else "inv_act_plain", act=act), _ev(f, "activation")),
+            _row("biases", ", ".join(f.biased) or NONE, _ev(f, "biased")),
+            _row("positional encoding", NONE if f.rope == "none" else
+                 f"RoPE ({f.rope}" + (f", theta {f.rope_theta:g}" if f.rope_theta else "") + ")", _ev(f, "rope")),
+            _row("attention", _attention_text(f), _ev(f, "attention")),
+            _row("head_dim", str(f.head_dim), _ev(f, "attention")),
+            _row("attention window", _window_text(f), _ev(f, "layer_types")),
+            _row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
+            _row("MoE", _moe_text(f), _ev(f, "moe")),
+            _row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else NONE, _ev(f, "embed_scale")),
+            _row("output head", reason("inv_tied") if f.tied else reason("inv_separate_head"), _ev(f, "tied"))]
     if f.quantization:
         rows.append(Row("quantization", f.quantization, "config.json quantization_config"))
     return rows
 
 
 def _attention_text(f: ModelFacts) -> str:
+    qk = reason("inv_qk_norm") if f.qk_norm else ""
     if f.attention == "MLA":
-        return f"MLA ({f.num_heads} heads, compressed KV of rank {f.kv_lora_rank})" + (", qk-norm" if f.qk_norm else "")
-    text = f"{f.attention} ({f.num_heads} query heads, {f.num_kv_heads} KV heads"
+        return reason("inv_attention_mla", heads=f.num_heads, rank=f.kv_lora_rank, qk=qk)
     if f.attention == "GQA":
-        text += f", group size {f.num_heads // max(1, f.num_kv_heads)}"
-    return text + ")" + (", qk-norm" if f.qk_norm else "")
+        return reason("inv_attention_gqa", heads=f.num_heads, kv_heads=f.num_kv_heads,
+                      group=f.num_heads // max(1, f.num_kv_heads), qk=qk)
+    return reason("inv_attention", attention=f.attention, heads=f.num_heads, kv_heads=f.num_kv_heads, qk=qk)
 
 
 def _window_text(f: ModelFacts) -> str:
     if not f.sliding_layers:
-        return "full attention in every layer"
+        return reason("inv_window_full")
     if f.sliding_layers == len(f.layer_types):
-        return f"sliding window {f.sliding_window} in every layer"
+        return reason("inv_window_all", window=f.sliding_window)
     pattern = "".join("S" if t == "sliding" else "F" for t in f.layer_types[:12])
-    return (f"sliding window {f.sliding_window} in {f.sliding_layers} of {len(f.layer_types)} layers "
-            f"(pattern {pattern}{'...' if len(f.layer_types) > 12 else ''}; S sliding, F full)")
+    return reason("inv_window_some", window=f.sliding_window, sliding=f.sliding_layers, layers=len(f.layer_types),
+                  pattern=pattern + ("..." if len(f.layer_types) > 12 else ""))
 
 
 def _softcap_text(f: ModelFacts) -> str:
-    parts = [f"attention logits {f.attn_softcap:g} * tanh(x / {f.attn_softcap:g})" if f.attn_softcap else "",
-             f"final logits {f.final_softcap:g} * tanh(x / {f.final_softcap:g})" if f.final_softcap else ""]
-    return "; ".join(p for p in parts if p) or "none"
+    parts = [reason("inv_softcap_attn", cap=f.attn_softcap) if f.attn_softcap else "",
+             reason("inv_softcap_final", cap=f.final_softcap) if f.final_softcap else ""]
+    parts = [p for p in parts if p]
+    return reason("inv_both", first=parts[0], second=parts[1]) if len(parts) == 2 else parts[0] if parts else NONE
 
 
 def _moe_text(f: ModelFacts) -> str:
     if not f.experts:
-        return "dense"
-    text = f"{f.experts} experts, top-{f.experts_per_token}, in {f.moe_layers} of {len(f.layer_types)} layers; router {f.router}"
-    return text + (f"; shared experts {f.shared_experts}" if f.shared_experts else "")
+        return reason("inv_dense")
+    return reason("inv_moe", experts=f.experts, top_k=f.experts_per_token, moe_layers=f.moe_layers,
+                  layers=len(f.layer_types), router=f.router,
+                  shared=reason("inv_moe_shared", shared=f.shared_experts) if f.shared_experts else "")

@@ -16,6 +16,7 @@ from typing import Any
 from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, facts_from_spec,
                                          quantization_method)
 from llm_adapt.cache import digest, read_json, write_json
+from llm_adapt.messages import reason
 from llm_adapt.models.spec import ModelSpec
 
 # Shape-only aten ops left out of the op list: they move no numbers.
@@ -23,6 +24,10 @@ SHAPE_OPS = frozenset({"view", "_unsafe_view", "t", "transpose", "expand", "unsq
                        "split_with_sizes", "split", "view_as_real", "view_as_complex", "new_empty", "copy_", "detach",
                        "permute", "reshape", "contiguous", "select", "alias", "empty", "_to_copy", "lift_fresh",
                        "index", "arange", "zeros", "full", "ones", "scalar_tensor", "_reshape_alias", "as_strided"})
+
+# What a cached entry of ModelFacts holds: 2 adds the message keys of the notes and the evidence (ModelFacts.keys).
+# It is part of the cache key, so an entry of an older schema is walked again rather than shown without them.
+FACTS_SCHEMA = 2
 
 
 def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False) -> ModelFacts:
@@ -52,7 +57,7 @@ def facts_key(model_dir: Path, trust_remote_code: bool) -> str | None:
         transformers = importlib.metadata.version("transformers")
     except (OSError, importlib.metadata.PackageNotFoundError):
         return None
-    return digest([config, files, trust_remote_code, transformers, __version__])
+    return digest([config, files, trust_remote_code, transformers, __version__, FACTS_SCHEMA])
 
 
 def _read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool) -> ModelFacts:
@@ -60,12 +65,12 @@ def _read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool) -> Mo
         model = instantiate_on_meta(model_dir, trust_remote_code)
     except Exception as exc:  # any failure of foreign code: fall back, and say why
         if spec.custom_code and not trust_remote_code:
-            return facts_from_spec(spec, "the model ships its own code (auto_map) and --trust-remote-code was not given")
-        return facts_from_spec(spec, f"the model could not be instantiated ({_first_line(exc)})")
+            return facts_from_spec(spec, reason("inv_no_trust"))
+        return facts_from_spec(spec, reason("inv_not_instantiated", error=_first_line(exc)))
     try:
         return facts_from_model(model, spec)
     except Exception as exc:
-        return facts_from_spec(spec, f"walking {type(model).__name__} failed ({_first_line(exc)})")
+        return facts_from_spec(spec, reason("inv_walk_failed", cls=type(model).__name__, error=_first_line(exc)))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -109,8 +114,9 @@ def facts_from_model(model, spec: ModelSpec) -> ModelFacts:
     embed_scale, embed_ev = _embed_scale(model)
     rope, rope_ev = _rope(model)
     ops, note = trace_layer_ops(model, layers[-1], head_dim)
+    attn_cls = type(attn).__name__ if attn is not None else "-"
     return ModelFacts(
-        source=FROM_MODEL, source_note=f"{cls} instantiated on the meta device; {len(layers)} decoder layers walked",
+        source=FROM_MODEL, source_note=reason("inv_walked", cls=cls, layers=len(layers)),
         norm=probe_norm(norm) if norm is not None else "none", norm_class=type(norm).__name__ if norm is not None else None,
         norm_eps=_eps(norm), layer_norms=tuple(n for n, _ in _layer_norms(first)),
         activation=act_key, gated_mlp=_gated(first), biased=_biased(layers),
@@ -122,13 +128,13 @@ def facts_from_model(model, spec: ModelSpec) -> ModelFacts:
         final_softcap=getattr(cfg, "final_logit_softcapping", None) or None,
         layer_types=layer_types, sliding_window=window, embed_scale=embed_scale,
         tied=_tied(model), quantization=quantization_method(spec.raw), aten_ops=ops, trace_note=note, **moe["facts"],
-        evidence={"norm": f"{type(norm).__name__ if norm is not None else '-'} ({norm_name}) probed on CPU with w = 0 and w = 1",
-                  "layer_norms": "norm modules of decoder layer 0", "activation": act_ev,
-                  "biased": "bias of every nn.Linear in every decoder layer",
-                  "rope": rope_ev, "attention": f"{type(attn).__name__ if attn is not None else '-'} attributes and projection shapes",
-                  "layer_types": window_ev, "softcap": f"{type(attn).__name__ if attn is not None else '-'} attributes; "
-                  f"final: {cls}.config.final_logit_softcapping", "moe": moe["evidence"], "embed_scale": embed_ev,
-                  "tied": f"{cls}: lm_head.weight is the embedding's weight" if _tied(model) else f"{cls}: separate lm_head tensor"},
+        evidence={"norm": reason("inv_ev_norm", cls=type(norm).__name__ if norm is not None else "-", name=norm_name),
+                  "layer_norms": reason("inv_ev_layer_norms"), "activation": act_ev,
+                  "biased": reason("inv_ev_biases"),
+                  "rope": rope_ev, "attention": reason("inv_ev_attention", cls=attn_cls),
+                  "layer_types": window_ev, "softcap": reason("inv_ev_softcap", cls=attn_cls, model=cls),
+                  "moe": moe["evidence"], "embed_scale": embed_ev,
+                  "tied": reason("inv_ev_tied" if _tied(model) else "inv_ev_separate", cls=cls)},
     )
 
 
@@ -198,9 +204,9 @@ def _activation(layers, cfg) -> tuple[str, str]:
         for name, module in layer.named_modules():
             if name.split(".")[-1] in ACT_NAMES or type(module).__name__.endswith("Activation"):
                 key = probe_activation(module)
-                return key, f"{type(module).__name__} ({name}) probed on CPU"
+                return key, reason("inv_ev_act", cls=type(module).__name__, name=name)
     name = getattr(cfg, "hidden_activation", None) or getattr(cfg, "hidden_act", "unknown")
-    return ACT_ALIASES.get(name, name), "no activation module found; config hidden_act"
+    return ACT_ALIASES.get(name, name), reason("inv_ev_act_config")
 
 
 def probe_activation(module) -> str:
@@ -262,13 +268,13 @@ def _layer_types(layers, cfg, spec: ModelSpec) -> tuple[tuple[str, ...], int | N
         windows = [a.sliding_window for a in attns]
         types = tuple("sliding" if w else "full" for w in windows)
         window = next((int(w) for w in windows if w), None)
-        return types, window, f"{type(attns[0]).__name__}.sliding_window of every layer"
+        return types, window, reason("inv_ev_window_attr", cls=type(attns[0]).__name__)
     given = getattr(cfg, "layer_types", None)
     if isinstance(given, (list, tuple)) and len(given) == len(layers):
         types = tuple("sliding" if "sliding" in str(t) else "full" for t in given)
         window = getattr(cfg, "sliding_window", None) if "sliding" in types else None
-        return types, window, "model config layer_types"
-    return spec.layer_types, spec.sliding_window if "sliding" in spec.layer_types else None, "config.json rules"
+        return types, window, reason("inv_ev_layer_types")
+    return spec.layer_types, spec.sliding_window if "sliding" in spec.layer_types else None, reason("inv_ev_config_rules")
 
 
 def _moe_facts(layers, cfg) -> dict[str, Any]:
@@ -276,7 +282,7 @@ def _moe_facts(layers, cfg) -> dict[str, Any]:
               and not isinstance(getattr(b, "experts"), (int, float))]
     none = {"experts": None, "experts_per_token": None, "shared_experts": None, "router": None, "moe_layers": 0}
     if not blocks:
-        return {"facts": none, "evidence": "no module with experts in any decoder layer"}
+        return {"facts": none, "evidence": reason("inv_ev_no_moe")}
     _, block = blocks[0]
     experts = _expert_count(block.experts)
     gate = _attr(block, "gate", "router")
@@ -289,7 +295,8 @@ def _moe_facts(layers, cfg) -> dict[str, Any]:
             ", sigmoid-gated" if hasattr(block, "shared_expert_gate") else "")
     facts = {"experts": experts, "experts_per_token": int(top_k) if top_k else None, "shared_experts": shared_text,
              "router": type(gate).__name__ if gate is not None else "unknown", "moe_layers": len({i for i, _ in blocks})}
-    return {"facts": facts, "evidence": f"{type(block).__name__} in {facts['moe_layers']} of {len(layers)} layers"}
+    return {"facts": facts, "evidence": reason("inv_ev_moe", cls=type(block).__name__, moe_layers=facts["moe_layers"],
+                                               layers=len(layers))}
 
 
 def _expert_count(experts) -> int | None:
@@ -324,7 +331,7 @@ def _embed_scale(model) -> tuple[float | None, str]:
     value = _attr(embed, "scalar_embed_scale", "embed_scale")
     if isinstance(value, (int, float)) and value != 1:
         return float(value), f"{type(embed).__name__}.scalar_embed_scale"
-    return None, f"{type(embed).__name__}: no scaling attribute"
+    return None, reason("inv_ev_no_scale", cls=type(embed).__name__)
 
 
 def _rope(model) -> tuple[str, str]:
@@ -332,7 +339,7 @@ def _rope(model) -> tuple[str, str]:
         if "rotary" in type(module).__name__.lower():
             kind = str(getattr(module, "rope_type", None) or "default")
             return kind, f"{type(module).__name__}.rope_type"
-    return "none", "no rotary-embedding module"
+    return "none", reason("inv_ev_no_rope")
 
 
 def _tied(model) -> bool:
@@ -367,5 +374,5 @@ def trace_layer_ops(model, layer, head_dim: int) -> tuple[dict[str, int], str]:
         with recorder, torch.no_grad():
             layer(hidden, attention_mask=None, position_ids=positions, **extra)
     except Exception as exc:
-        return recorder.ops, f"trace of {type(layer).__name__} on meta tensors stopped: {_first_line(exc)}"
-    return recorder.ops, f"{type(layer).__name__} run once on meta tensors (batch 1, 4 tokens, eager attention)"
+        return recorder.ops, reason("inv_trace_stopped", cls=type(layer).__name__, error=_first_line(exc))
+    return recorder.ops, reason("inv_traced", cls=type(layer).__name__)

@@ -33,6 +33,7 @@ class PlatformReport(BaseModel):
     engine: str
     local: bool  # the platform of this machine
     graph_mode: str
+    graph_mode_zh: str | None = None
     block_size: int
     # where the host is the device (CPU), the host's processor
     cpu_model: str | None = None
@@ -51,12 +52,12 @@ class InspectResult(StageResult):
     weight_bytes: dict[str, int]
     kv_cache_bytes_per_token: int
     kv_dtype: str
-    support: dict[str, str]
+    support: dict[str, Any]  # support.Support.to_dict: its words, with their message keys where they have them
     operators: list[dict[str, Any]]
     platform: PlatformReport
     plan: DeployPlan
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
-    caveats: list[dict[str, str]] = []  # platform caveats with source and accuracy check
+    caveats: list[dict[str, Any]] = []  # platform caveats with source and accuracy check (and their message keys)
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
     operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
 
@@ -90,7 +91,7 @@ def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
 def platform_report(name: str, detected: str) -> PlatformReport:
     info = platforms.get_platform(name)
     report = PlatformReport(name=name, display=info.display, engine=info.engine, local=name == detected,
-                            graph_mode=info.graph_mode, block_size=info.block_size)
+                            graph_mode=info.graph_mode, graph_mode_zh=info.graph_mode_zh, block_size=info.block_size)
     if info.host_memory:
         report = report.model_copy(update={"cpu_model": platforms.cpu_model(), "cores": platforms.cpu_cores(),
                                            "avx512": "avx512f" in platforms.cpu_flags()})

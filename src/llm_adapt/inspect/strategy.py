@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.messages import Reason, keyed, reason
+from llm_adapt.messages import Reason, keyed, reason, restored
 
 DIRECT = "direct registration"
 BACKEND = "Transformers backend"
@@ -49,6 +49,7 @@ class Strategy:
     trial: dict[str, Any] | None = None
     plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
     headline_key: dict[str, Any] | None = None  # the headline's message key and arguments (messages.py)
+    evidence_keys: list[dict[str, Any] | None] = field(default_factory=list)  # one per evidence line (None: no key)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,31 +58,32 @@ class Strategy:
 def decide(architecture: str, support: dict[str, str], trial: BackendTrial | None,
            plugin: dict[str, Any] | None = None) -> Strategy:
     """Pure: the strategy from the registry answer and, when not native, the backend trial."""
-    registry = support["registry"]
+    registry = restored(support["registry"], support.get("registry_key"))
     if support["vllm"] == "native":
         return _strategy(DIRECT, reason("strategy_native", arch=architecture),
-                         [f"{registry}: {architecture} registered natively"])
+                         [reason("st_native", registry=registry, arch=architecture)])
     if trial is None:
         guess = BACKEND if support["vllm"] == "transformers-backend" else PLUGIN
-        return Strategy(f"{guess} (not tried)", support["detail"],
-                        [f"{registry}: {architecture} is not registered natively",
-                         "the Transformers backend was not tried; `llm-adapt inspect MODEL --try-backend` starts it"])
-    tried = (f"vLLM with --model-impl transformers and {trial.weights} weights: "
-             f"{'started' if trial.started else 'did not start'}"
-             + (f", {'answered' if trial.answered else 'did not answer'} a completion" if trial.started else "")
-             + f" ({trial.seconds:.0f} s)")
-    evidence = [f"{registry}: {architecture} is not registered natively", tried]
+        return _strategy(f"{guess} (not tried)", restored(support["detail"], support.get("detail_key")),
+                         [reason("st_not_native", registry=registry, arch=architecture), reason("st_not_tried")])
+    weights = reason(f"st_weights_{trial.weights}") if trial.weights in ("dummy", "checkpoint") else trial.weights
+    outcome = reason("st_not_started") if not trial.started else reason("st_answered" if trial.answered else "st_silent")
+    tried = reason("st_tried", weights=weights, outcome=outcome, seconds=trial.seconds)
+    evidence = [reason("st_not_native", registry=registry, arch=architecture), tried]
     if trial.started and trial.answered:
         return _strategy(BACKEND, reason("strategy_backend", arch=architecture),
-                         evidence + ([f"reply: {trial.reply}"] if trial.reply else []), trial.to_dict())
-    return _strategy(PLUGIN, reason("strategy_plugin", arch=architecture, cause=trial.cause or "no cause in the engine log"),
-                     evidence + [f"engine: {trial.cause}" if trial.cause else "engine log names no cause"],
+                         evidence + ([reason("st_reply", reply=trial.reply)] if trial.reply else []), trial.to_dict())
+    return _strategy(PLUGIN, reason("strategy_plugin", arch=architecture,
+                                    cause=trial.cause or reason("st_no_cause_in_log")),
+                     evidence + [reason("st_engine", cause=trial.cause) if trial.cause else reason("st_no_cause")],
                      trial.to_dict(), plugin)
 
 
-def _strategy(decision: str, headline: Reason, evidence: list[str], trial: dict[str, Any] | None = None,
+def _strategy(decision: str, headline: Reason | str, evidence: list[Reason | str], trial: dict[str, Any] | None = None,
               plugin: dict[str, Any] | None = None) -> Strategy:
-    return Strategy(decision, str(headline), evidence, trial, plugin, keyed(headline))
+    """The strategy with its words as plain text and their message keys beside them (None where a text has none)."""
+    return Strategy(decision, str(headline), [str(line) for line in evidence], trial, plugin, keyed(headline),
+                    [keyed(line) for line in evidence])
 
 
 def plugin_name(architecture: str) -> str:

@@ -11,8 +11,10 @@ import importlib.resources
 import importlib.util
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from llm_adapt.home import adapt_home
+from llm_adapt.messages import keyed, reason
 from llm_adapt.models.spec import ModelSpec
 
 NATIVE = "native"
@@ -34,8 +36,17 @@ class Support:
     strategy: str
     detail: str
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        """The words as plain text, and beside each that has one its message key ("registry_key", "strategy_key",
+        "detail_key"), for the report's other language."""
+        data: dict[str, Any] = {k: str(v) for k, v in asdict(self).items()}
+        for name in ("registry", "strategy", "detail"):
+            if (key := keyed(getattr(self, name))) is not None:
+                data[f"{name}_key"] = key
+        return data
+
+
+SOURCE_KEYS = {"installed vLLM": "sup_installed", "list shipped with llm-adapt": "sup_shipped"}
 
 
 def installed_vllm_version() -> str | None:
@@ -114,16 +125,12 @@ def transformers_knows(architecture: str) -> bool:
 
 def classify(spec: ModelSpec, registry: Registry) -> Support:
     """Pure given the registry: native, transformers-backend or unsupported, with the strategy."""
-    where = f"vLLM {registry.vllm_version} ({registry.source})"
+    source = reason(SOURCE_KEYS[registry.source]) if registry.source in SOURCE_KEYS else registry.source
+    where = reason("sup_registry", version=registry.vllm_version, source=source)
     arch = spec.architecture
     if arch in registry.architectures and not arch.startswith("Transformers"):
-        return Support(NATIVE, where, "Direct registration: no code change",
-                       f"{arch} is in vLLM's model registry; vLLM runs its own implementation"
-                       + (" (the checkpoint's custom code is not used by vLLM's implementation)" if spec.custom_code else ""))
+        return Support(NATIVE, where, reason("sup_direct"),
+                       reason("sup_native_detail", arch=arch, custom=reason("sup_custom_unused") if spec.custom_code else ""))
     if spec.custom_code or transformers_knows(arch):
-        return Support(TRANSFORMERS_BACKEND, where, "Transformers backend (--model-impl transformers)",
-                       f"{arch} is not in vLLM's registry; vLLM can run it through its Transformers backend, "
-                       "slower than a native implementation; a native port is the long-term fix")
-    return Support(UNSUPPORTED, where, "Port required",
-                   f"{arch} is neither in vLLM's registry nor in transformers; implement it for vLLM and "
-                   "register it from a plugin (ModelRegistry.register_model)")
+        return Support(TRANSFORMERS_BACKEND, where, reason("sup_backend"), reason("sup_backend_detail", arch=arch))
+    return Support(UNSUPPORTED, where, reason("sup_port"), reason("sup_port_detail", arch=arch))

@@ -44,6 +44,7 @@ class Platform:
     memory_reader: Callable[[], Awaitable[Callable[[], Awaitable[int | None]]]] | None = field(
         default=None, compare=False, repr=False)
     graph_name: str = "graph mode"  # its graph mode in two words, for a feature table's row
+    graph_mode_zh: str | None = None  # graph_mode in the Chinese report
     # (caveat id, text): what this host CPU's instruction set costs its engine, from /proc/cpuinfo flags
     isa_note: Callable[[set[str]], tuple[str, str] | None] | None = field(default=None, compare=False, repr=False)
     # tune: graph-mode variants only this platform has: (name, knob, extra engine arguments)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from llm_adapt.messages import reason
 from llm_adapt.platforms.base import Platform
 from llm_adapt.platforms.env import IFNAME, NETWORK, ON_CI, VLLM_CPU, EnvRow, const, vllm_docs
 
@@ -56,7 +57,7 @@ def isa_note(flags: set[str]) -> tuple[str, str] | None:
     """(caveat id, text): an x86 CPU with AVX2 but no AVX-512 runs vLLM-CPU's limited AVX2 kernels
     (an Arm CPU has neither flag and gets no such line). Pure."""
     if "avx2" in flags and "avx512f" not in flags:
-        return "cpu-avx2", "vLLM-CPU runs its limited AVX2 kernels on this CPU"
+        return "cpu-avx2", reason("cav_cpu_avx2")
     return None
 
 
@@ -83,6 +84,7 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 PLATFORM = Platform(
     name="cpu", env_rows=ENV_ROWS, display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
     block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)", graph_name="torch.compile",
+    graph_mode_zh="torch.compile（不传 --enforce-eager 时 vLLM 的默认模式）",
     visible_devices_env=None, assumed_device_memory_gib=None, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     host_memory=True, multinode_forms=("data_parallel",), default_max_num_seqs=16, default_max_num_batched_tokens=4096,

@@ -87,6 +87,7 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 PLATFORM = Platform(
     name="cuda", env_rows=ENV_ROWS, display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
     block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
+    graph_mode_zh="CUDA graphs（不传 --enforce-eager 时 vLLM 的默认模式）",
     graph_name="CUDA graphs",
     visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
     startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device, hardware_limits=datasheet_limits,

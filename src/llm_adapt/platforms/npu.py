@@ -107,6 +107,7 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 PLATFORM = Platform(
     name="npu", env_rows=ENV_ROWS, display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
     block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
+    graph_mode_zh="ACLGraph（不传 --enforce-eager 时 vLLM-Ascend 的默认模式）",
     graph_name="ACLGraph",
     visible_devices_env="ASCEND_RT_VISIBLE_DEVICES", assumed_device_memory_gib=64.0,
     runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0}, layer_dump=True,

@@ -10,6 +10,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from llm_adapt.messages import reason
 from llm_adapt.probes.context import ERROR, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer, snippet
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -28,19 +29,19 @@ def health(ctx: ProbeContext) -> Outcome:
 def models(ctx: ProbeContext) -> Outcome:
     r = ctx.get("models")
     if r.status_code != 200:
-        return Outcome(UNSUPPORTED, f"GET /v1/models -> {r.status_code}: {snippet(r.text)}")
+        return Outcome(UNSUPPORTED, reason("pe_models_http", code=r.status_code, body=snippet(r.text)))
     data = r.json().get("data", [])
     names = [m.get("id") for m in data]
     mml = next((m.get("max_model_len") for m in data if m.get("id") == ctx.model), None)
     if mml:
         ctx.max_model_len = mml
-    return Outcome(SUPPORTED, f"served: {names}; max_model_len: {mml}", {"served": names, "max_model_len": mml})
+    return Outcome(SUPPORTED, reason("pe_models", names=names, mml=mml), {"served": names, "max_model_len": mml})
 
 
 def chat(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, max_tokens=24, temperature=0)
     text = r.choices[0].message.content or ""
-    return Outcome(SUPPORTED if text.strip() else ERROR, f"answer: {snippet(text)}", {"text": text})
+    return Outcome(SUPPORTED if text.strip() else ERROR, reason("pe_answer", text=snippet(text)), {"text": text})
 
 
 def streaming(ctx: ProbeContext) -> Outcome:
@@ -55,77 +56,77 @@ def streaming(ctx: ProbeContext) -> Outcome:
         if chunk.usage is not None:
             usage = chunk.usage.model_dump()
     if first is None:
-        return Outcome(ERROR, f"{chunks} chunks, none with content")
-    ev = f"{chunks} chunks; first content after {first * 1000:.0f} ms; usage chunk: {'yes' if usage else 'no'}"
+        return Outcome(ERROR, reason("pe_stream_empty", chunks=chunks))
+    ev = reason("pe_stream_usage" if usage else "pe_stream_no_usage", chunks=chunks, ms=f"{first * 1000:.0f}")
     return Outcome(SUPPORTED if usage else UNSUPPORTED, ev, {"ttft_ms": first * 1000, "usage": usage})
 
 
 def completions(ctx: ProbeContext) -> Outcome:
     r = ctx.client.completions.create(model=ctx.model, prompt="The capital of France is", max_tokens=8, temperature=0)
-    return Outcome(SUPPORTED, f"text: {snippet(r.choices[0].text)}")
+    return Outcome(SUPPORTED, reason("pe_text", text=snippet(r.choices[0].text)))
 
 
 def stop_sequences(ctx: ProbeContext) -> Outcome:
     r = ctx.client.completions.create(model=ctx.model, prompt="1, 2, 3, 4, 5, 6,", max_tokens=24, temperature=0,
                                       stop=[" 9"])
-    text, reason = r.choices[0].text, r.choices[0].finish_reason
-    ok = " 9" not in text and reason == "stop"
-    return Outcome(SUPPORTED if ok else UNSUPPORTED, f"stop=[' 9'] -> {snippet(text)!r}, finish_reason {reason}")
+    text, finish = r.choices[0].text, r.choices[0].finish_reason
+    ok = " 9" not in text and finish == "stop"
+    return Outcome(SUPPORTED if ok else UNSUPPORTED, reason("pe_stop", text=repr(snippet(text)), finish=finish))
 
 
 def n_choices(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, max_tokens=12, temperature=0.8, n=2)
-    return Outcome(SUPPORTED if len(r.choices) == 2 else UNSUPPORTED, f"n=2 -> {len(r.choices)} choices")
+    return Outcome(SUPPORTED if len(r.choices) == 2 else UNSUPPORTED, reason("pe_choices", n=len(r.choices)))
 
 
 def seed(ctx: ProbeContext) -> Outcome:
     prompt = [{"role": "user", "content": "Write a random word."}]
     texts = [_chat(ctx, prompt, max_tokens=16, temperature=1.0, seed=1234).choices[0].message.content for _ in range(2)]
     return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
-                   f"temperature 1, seed 1234 twice: {'same' if texts[0] == texts[1] else 'different'}: {snippet(texts[0], 60)!r}")
+                   reason("pe_seed_same" if texts[0] == texts[1] else "pe_seed_different", text=repr(snippet(texts[0], 60))))
 
 
 def greedy_determinism(ctx: ProbeContext) -> Outcome:
     texts = [_chat(ctx, max_tokens=24, temperature=0).choices[0].message.content for _ in range(2)]
     return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
-                   f"temperature 0 twice: {'same' if texts[0] == texts[1] else 'different'} output")
+                   reason("pe_greedy_same" if texts[0] == texts[1] else "pe_greedy_different"))
 
 
 def logprobs(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, max_tokens=4, temperature=0, logprobs=True, top_logprobs=3)
     content = (r.choices[0].logprobs.content if r.choices[0].logprobs else None) or []
     if not content:
-        return Outcome(UNSUPPORTED, "logprobs/top_logprobs requested; the answer has none (silently ignored)")
+        return Outcome(UNSUPPORTED, reason("pe_logprobs_ignored"))
     tops = len(content[0].top_logprobs or [])
-    return Outcome(SUPPORTED if tops == 3 else UNSUPPORTED, f"{len(content)} tokens with logprobs, {tops} top_logprobs each")
+    return Outcome(SUPPORTED if tops == 3 else UNSUPPORTED, reason("pe_logprobs", tokens=len(content), tops=tops))
 
 
 def prompt_logprobs(ctx: ProbeContext) -> Outcome:
     r = ctx.post("completions", {"model": ctx.model, "prompt": "The capital of France is", "max_tokens": 1,
                                  "temperature": 0, "prompt_logprobs": 2})
     if r.status_code != 200:
-        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+        return Outcome(UNSUPPORTED, reason("pe_http", code=r.status_code, body=snippet(r.text)))
     plp = r.json()["choices"][0].get("prompt_logprobs")
     return Outcome(SUPPORTED if plp else UNSUPPORTED,
-                   f"{len(plp)} prompt positions with logprobs" if plp else "no prompt_logprobs in the answer")
+                   reason("pe_prompt_logprobs", positions=len(plp)) if plp else reason("pe_no_prompt_logprobs"))
 
 
 def echo(ctx: ProbeContext) -> Outcome:
     prompt = "The capital of France is"
     r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "echo": True})
     if r.status_code != 200:
-        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+        return Outcome(UNSUPPORTED, reason("pe_http", code=r.status_code, body=snippet(r.text)))
     text = r.json()["choices"][0]["text"]
-    return Outcome(SUPPORTED if text.startswith(prompt) else UNSUPPORTED, f"text: {snippet(text)!r}")
+    return Outcome(SUPPORTED if text.startswith(prompt) else UNSUPPORTED, reason("pe_echo", text=repr(snippet(text))))
 
 
 def fixed_length(ctx: ProbeContext) -> Outcome:
     r = ctx.post("completions", {"model": ctx.model, "prompt": "Hi", "max_tokens": 32, "temperature": 0,
                                  "ignore_eos": True, "min_tokens": 32})
     if r.status_code != 200:
-        return Outcome(UNSUPPORTED, f"HTTP {r.status_code}: {snippet(r.text)}")
+        return Outcome(UNSUPPORTED, reason("pe_http", code=r.status_code, body=snippet(r.text)))
     got = r.json()["usage"]["completion_tokens"]
-    return Outcome(SUPPORTED if got == 32 else UNSUPPORTED, f"ignore_eos + min_tokens 32 -> {got} completion tokens",
+    return Outcome(SUPPORTED if got == 32 else UNSUPPORTED, reason("pe_fixed_length", got=got),
                    {"completion_tokens": got})
 
 
@@ -133,7 +134,7 @@ def max_tokens(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, [{"role": "user", "content": "Tell me a long story about a dragon."}], max_tokens=5, temperature=0)
     got = r.usage.completion_tokens if r.usage else None
     ok = got is not None and got <= 5
-    return Outcome(SUPPORTED if ok else UNSUPPORTED, f"max_tokens 5 -> {got} tokens, finish_reason {r.choices[0].finish_reason}")
+    return Outcome(SUPPORTED if ok else UNSUPPORTED, reason("pe_max_tokens", got=got, finish=r.choices[0].finish_reason))
 
 
 WEATHER_TOOL = {"type": "function", "function": {
@@ -145,12 +146,12 @@ WEATHER_ASK = [{"role": "user", "content": "What is the weather in Paris right n
 def _tool_outcome(r) -> Outcome:
     calls = r.choices[0].message.tool_calls or []
     if not calls:
-        return Outcome(UNSUPPORTED, f"no tool_calls; content: {snippet(r.choices[0].message.content)}")
+        return Outcome(UNSUPPORTED, reason("pe_no_tool_calls", text=snippet(r.choices[0].message.content)))
     args = calls[0].function.arguments
     try:
         parsed = json.loads(args)
     except json.JSONDecodeError:
-        return Outcome(ERROR, f"tool call arguments are not JSON: {snippet(args)}")
+        return Outcome(ERROR, reason("pe_tool_not_json", text=snippet(args)))
     ok = calls[0].function.name == "get_weather" and isinstance(parsed, dict) and isinstance(parsed.get("city"), str)
     return Outcome(SUPPORTED if ok else ERROR, f"{calls[0].function.name}({snippet(args, 80)})", {"arguments": parsed})
 
@@ -167,7 +168,7 @@ def tool_calling_auto(ctx: ProbeContext) -> Outcome:
     try:
         r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0, tool_choice="auto")
     except openai.BadRequestError as exc:
-        return Outcome(UNSUPPORTED, f"HTTP 400: {snippet(exc.message)}")
+        return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=snippet(exc.message)))
     return _tool_outcome(r)
 
 
@@ -185,15 +186,15 @@ def structured_output(ctx: ProbeContext) -> Outcome:
     try:
         jsonschema.validate(json.loads(text), PERSON_SCHEMA)
     except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
-        return Outcome(UNSUPPORTED, f"answer does not satisfy the schema ({type(exc).__name__}): {snippet(text)}")
-    return Outcome(SUPPORTED, f"valid against the schema: {snippet(text)}")
+        return Outcome(UNSUPPORTED, reason("pe_schema_bad", error=type(exc).__name__, text=snippet(text)))
+    return Outcome(SUPPORTED, reason("pe_schema_ok", text=snippet(text)))
 
 
 def chinese(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, [{"role": "user", "content": "请用中文回答：北京是哪个国家的首都？"}], max_tokens=32, temperature=0)
     text = r.choices[0].message.content or ""
     share = len(CJK.findall(text)) / max(len(re.sub(r"\s", "", text)), 1)
-    return Outcome(SUPPORTED if share >= 0.3 else UNSUPPORTED, f"{share:.0%} CJK characters: {snippet(text)}")
+    return Outcome(SUPPORTED if share >= 0.3 else UNSUPPORTED, reason("pe_cjk", share=f"{share:.0%}", text=snippet(text)))
 
 
 def _count_tokens(ctx: ProbeContext, text: str) -> int | None:
@@ -236,7 +237,7 @@ def near_max_len(ctx: ProbeContext) -> Outcome:
     probe (vLLM-CPU ends the engine after its own step timeout). Then it is not run, with the
     estimate as evidence."""
     if not ctx.max_model_len:
-        return Outcome(UNSUPPORTED, "max_model_len unknown (no /v1/models figure)")
+        return Outcome(UNSUPPORTED, reason("pe_no_max_len"))
     target = ctx.max_model_len - 64
     samples: list[tuple[int, float]] = []
     for size in (min(PREFILL_SAMPLE, target), PREFILL_SECOND * PREFILL_SAMPLE):
@@ -244,37 +245,37 @@ def near_max_len(ctx: ProbeContext) -> Outcome:
             break
         sample = _prompt_of(ctx, size)
         if sample is None:
-            return Outcome(UNSUPPORTED, "cannot size the prompt without /tokenize")
+            return Outcome(UNSUPPORTED, reason("pe_no_tokenize"))
         with Timer() as t:
             r = ctx.post("completions", {"model": ctx.model, "prompt": sample, "max_tokens": 1, "temperature": 0})
         if r.status_code != 200:
-            return Outcome(UNSUPPORTED, f"a {size}-token prompt -> HTTP {r.status_code}: {snippet(r.text)}")
+            return Outcome(UNSUPPORTED, reason("pe_sample_http", size=size, code=r.status_code, body=snippet(r.text)))
         samples.append((size, t.ms / 1000))
         estimate_s = prefill_estimate(samples, target)
         if estimate_s > PREFILL_SHARE * ctx.timeout_s:
-            timed = " and ".join(f"a {n}-token prompt took {sec:.1f} s" for n, sec in samples)
-            return Outcome(NOT_RUN, f"a {target:,}-token prompt would take about {estimate_s:.0f} s to prefill here "
-                                    f"({timed}), more than {PREFILL_SHARE:.0%} of the {ctx.timeout_s:.0f} s probe "
-                                    "timeout; not sent",
+            took = {f"{k}{i}": v for i, (n, sec) in enumerate(samples, 1) for k, v in (("n", n), ("s", f"{sec:.1f}"))}
+            return Outcome(NOT_RUN, reason("pe_near_not_sent", target=f"{target:,}", estimate=f"{estimate_s:.0f}",
+                                           timed=reason(f"pe_took_{len(samples)}", **took), share=f"{PREFILL_SHARE:.0%}",
+                                           timeout=f"{ctx.timeout_s:.0f}"),
                            {"estimated_prefill_s": round(estimate_s, 1), "target_tokens": target,
                             "samples": [{"tokens": n, "seconds": round(sec, 2)} for n, sec in samples]})
     prompt = _prompt_of(ctx, target)
     r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 8, "temperature": 0})
     used = r.json().get("usage", {}).get("prompt_tokens") if r.status_code == 200 else None
     return Outcome(SUPPORTED if r.status_code == 200 else UNSUPPORTED,
-                   f"{used or '?'} prompt tokens of max_model_len {ctx.max_model_len} -> HTTP {r.status_code}")
+                   reason("pe_near", used=used or "?", mml=ctx.max_model_len, code=r.status_code))
 
 
 def over_long_rejected(ctx: ProbeContext) -> Outcome:
     if not ctx.max_model_len:
-        return Outcome(UNSUPPORTED, "max_model_len unknown (no /v1/models figure)")
+        return Outcome(UNSUPPORTED, reason("pe_no_max_len"))
     prompt = _prompt_of(ctx, ctx.max_model_len + 200)
     if prompt is None:
-        return Outcome(UNSUPPORTED, "cannot size the prompt without /tokenize")
+        return Outcome(UNSUPPORTED, reason("pe_no_tokenize"))
     r = ctx.post("completions", {"model": ctx.model, "prompt": prompt, "max_tokens": 8})
     healthy = ctx.get("/health").status_code == 200
     ok = r.status_code == 400 and healthy
-    return Outcome(SUPPORTED if ok else ERROR, f"over-long prompt -> HTTP {r.status_code}; healthy after: {healthy}")
+    return Outcome(SUPPORTED if ok else ERROR, reason("pe_over_long", code=r.status_code, healthy=healthy))
 
 
 def concurrent(ctx: ProbeContext) -> Outcome:
@@ -285,7 +286,7 @@ def concurrent(ctx: ProbeContext) -> Outcome:
         results = list(pool.map(lambda _: _chat(ctx, max_tokens=16, temperature=0), range(8)))
     wall = time.monotonic() - start
     ok = all(r.choices[0].message.content for r in results)
-    return Outcome(SUPPORTED if ok else ERROR, f"8 concurrent chats answered in {wall:.2f} s")
+    return Outcome(SUPPORTED if ok else ERROR, reason("pe_concurrent", seconds=f"{wall:.2f}"))
 
 
 def tokenize(ctx: ProbeContext) -> Outcome:
@@ -301,7 +302,7 @@ def metrics(ctx: ProbeContext) -> Outcome:
         return Outcome(UNSUPPORTED, f"GET /metrics -> {r.status_code}")
     names = [n for n in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc") if n in r.text]
     return Outcome(SUPPORTED if names else UNSUPPORTED,
-                   f"KV-cache gauge: {names[0]}" if names else "no KV-cache usage gauge among the metrics")
+                   reason("pe_kv_gauge", name=names[0]) if names else reason("pe_no_kv_gauge"))
 
 
 PROBES: dict[str, Callable[[ProbeContext], Outcome]] = {

@@ -9,6 +9,7 @@ import httpx
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
+from llm_adapt.messages import keyed, reason
 from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
 from llm_adapt.probes.features import PROBES
 from llm_adapt.results import StageResult
@@ -45,12 +46,12 @@ def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None =
             rows.append(_row(name, Outcome(NOT_RUN, stopped), None))
             continue
         if dummy and name in JUDGE_CONTENT:
-            rows.append(_row(name, Outcome(NOT_APPLICABLE, "judges the answer's content; the weights are random"), None))
+            rows.append(_row(name, Outcome(NOT_APPLICABLE, reason("pe_dummy")), None))
             continue
         outcome, ms = _run_one(PROBES[name], ctx)
         rows.append(_row(name, outcome, ms))
         if outcome.status == ERROR and not _alive(ctx):
-            stopped = f"the server stopped answering during '{name}'"
+            stopped = reason("pe_stopped_during", name=name)
         result = _result(endpoint, model, engine, rows, complete=False)
         if out is not None:
             result.save(out / rundir.PROBES)
@@ -71,13 +72,13 @@ def _run_one(probe, ctx) -> tuple[Outcome, float | None]:
             outcome = probe(ctx)
     except openai.APIStatusError as exc:
         status = ERROR if exc.status_code >= 500 else UNSUPPORTED
-        outcome = Outcome(status, f"HTTP {exc.status_code}: {snippet(exc.message)}")
+        outcome = Outcome(status, reason("pe_http", code=exc.status_code, body=snippet(exc.message)))
     except (openai.APITimeoutError, httpx.TimeoutException) as exc:
         outcome = timed_out(ctx, exc)
     except (openai.APIConnectionError, httpx.HTTPError) as exc:
-        outcome = Outcome(ERROR, f"connection failed: {snippet(exc)}")
+        outcome = Outcome(ERROR, reason("pe_connection", text=snippet(exc)))
     except Exception as exc:  # a probe's own failure is a row, never the end of the run
-        outcome = Outcome(ERROR, f"{type(exc).__name__}: {snippet(exc)}")
+        outcome = Outcome(ERROR, reason("pe_exception", error=type(exc).__name__, text=snippet(exc)))
     return outcome, getattr(timer, "ms", None)
 
 
@@ -86,9 +87,8 @@ def timed_out(ctx, exc: Exception) -> Outcome:
     judge the feature (a large model on a few cores), which is not a fault: not run, with the
     reason. One that does not answer is an error."""
     if _alive(ctx):
-        return Outcome(NOT_RUN, f"no answer within the {ctx.timeout_s:.0f} s probe timeout, and the server is "
-                                "healthy after it: too slow on this machine to judge")
-    return Outcome(ERROR, f"timed out ({snippet(exc)}) and the server no longer answers /health")
+        return Outcome(NOT_RUN, reason("pe_timeout_healthy", timeout=f"{ctx.timeout_s:.0f}"))
+    return Outcome(ERROR, reason("pe_timeout_dead", text=snippet(exc)))
 
 
 def _alive(ctx) -> bool:
@@ -99,8 +99,8 @@ def _alive(ctx) -> bool:
 
 
 def _row(name: str, outcome: Outcome, ms: float | None) -> dict[str, Any]:
-    return {"name": name, "status": outcome.status, "evidence": outcome.evidence, "latency_ms": ms,
-            "detail": outcome.detail}
+    return {"name": name, "status": outcome.status, "evidence": str(outcome.evidence),
+            "evidence_key": keyed(outcome.evidence), "latency_ms": ms, "detail": outcome.detail}
 
 
 def _result(endpoint, model, engine, rows, complete) -> ProbesResult:

@@ -7,7 +7,7 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import reason, rendered, rendered_warnings
+from llm_adapt.messages import in_lang, probe_words, reason, rendered, rendered_warnings
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -147,8 +147,10 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     insp, serve, ep, acc = run.get("inspect"), run.get("serve"), run.get("endpoint_accuracy"), run.get("accuracy")
     if insp:
         sup = insp["support"]
-        out.append((3, T["support"].format(arch=insp["architecture"], support=sup["vllm"], registry=sup["registry"],
-                                           strategy=sup["strategy"].lower() if lang == "en" else sup["strategy"])))
+        out.append((3, T["support"].format(arch=insp["architecture"], support=sup["vllm"],
+                                           registry=in_lang(sup["registry"], sup.get("registry_key"), lang),
+                                           strategy=sup["strategy"].lower() if lang == "en" else
+                                           in_lang(sup["strategy"], sup.get("strategy_key"), lang))))
     if serve and serve.get("engine_facts", {}).get("kv_cache_tokens") is not None:
         logged, predicted = serve["engine_facts"]["kv_cache_tokens"], serve["predicted"]["kv_cache_tokens"]
         engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve["engine"], serve["engine"])
@@ -259,7 +261,7 @@ NOTES = {
         "tokens": "提示词 {id}：服务端分词为 {server} 个 token，本地为 {ours} 个。",
         "open": "服务监听在所有网卡 (0.0.0.0)：其他机器可以访问。",
         "remote_code": "设置了 --trust-remote-code：模型自带的 Python 代码被执行。",
-        "engine_warning": "引擎告警（{count} 次）：{message}",
+        "engine_warning": "引擎告警（{count} 次）：「{message}」",
         "fixed_length": "压测 {name}/{label}：{n} 个请求未遵守固定输出长度。",
         "bench_failed": "压测 {name}/{label}：{n} 个请求失败：{errors}。",
         "disagree": "压测 {name}/{label}：客户端与 vLLM /metrics 的平均 {metric} 不一致（客户端 {client:.2f} ms，服务端 {server:.2f} ms，超出实测往返时间）。",
@@ -293,7 +295,8 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
             out.append(N["plan"].format(warning=shown))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
-            out.append(N["feature"].format(name=row["name"], status=row["status"], evidence=row["evidence"]))
+            out.append(N["feature"].format(name=probe_words(row["name"], lang), status=probe_words(row["status"], lang),
+                                           evidence=in_lang(row["evidence"], row.get("evidence_key"), lang)))
     out += _endpoint_notes(run.get("endpoint_accuracy"), N)
     if serve:
         if open_host:

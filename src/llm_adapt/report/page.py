@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any
 
-from llm_adapt.messages import message, rendered_check
+from llm_adapt.messages import in_lang, message, probe_words, rendered_check
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
@@ -81,7 +81,9 @@ def problems(run: RunData, lang: str = "en") -> list[dict[str, str]]:
         out.append({"where": words["served"], "what": c["name"], "value": str(c["value"]), "status": c["status"]})
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] == "error":
-            out.append({"where": words["probe"], "what": row["name"], "value": str(row.get("evidence", ""))[:160], "status": "fail"})
+            evidence = in_lang(str(row.get("evidence", "")), row.get("evidence_key"), lang)
+            out.append({"where": words["probe"], "what": probe_words(row["name"], lang), "value": evidence[:160],
+                        "status": "fail"})
     kept = [p for p in out if p["status"] in ("warn", "fail")]
     return sorted(kept, key=lambda p: p["status"] != "fail")
 

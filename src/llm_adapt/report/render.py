@@ -17,8 +17,8 @@ from llm_adapt.report.findings import (findings, main_target, notes, overall_ver
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import (basis_text, in_lang, message, probe_words, rendered, rendered_check, rendered_warnings,
-                                verdict_reasons)
+from llm_adapt.messages import (basis_text, in_lang, in_lang_all, message, operator_name, probe_words, rendered,
+                                rendered_check, rendered_warnings, verdict_reasons)
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -28,6 +28,11 @@ def cell(value) -> str:
     """Text safe inside a Markdown table cell and, once converted, inside HTML: model output stays inert."""
     text = str(value if value is not None else "-").replace("&", "&amp;").replace("<", "&lt;")
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def quoted(text: str, lang: str) -> str:
+    """Words of a model or a server, marked as a quotation where the report's own words are not English. Pure."""
+    return text if lang == "en" or text in ("", "-") else f"「{text}」"
 
 
 def num(value, digits: int = 3) -> str:
@@ -54,7 +59,8 @@ def gib(value) -> str:
 def environment(lang: str) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.report", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, msg=lambda value: message(value, lang))
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, msg=lambda value: message(value, lang),
+                       quoted=lambda text: quoted(text, lang))
     return env
 
 
@@ -71,6 +77,8 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
             "basis_in": lambda row: basis_text(row, lang),
             "keyed_in": lambda text, key: in_lang(text, key, lang),
+            "keyed_all": lambda texts, keys: in_lang_all(texts, keys, lang),
+            "op_name": lambda name: operator_name(name, lang),
             "probe_in": lambda text: probe_words(text, lang)}
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from llm_adapt.messages import keyed, reason
+
 BASELINE_LEN = 131072  # "max-model-len=128k"
 BASELINE_SEQS = 16  # "max-num-seqs=16"
 SOURCE = ("vLLM-Ascend model-adapter skill, workflow-checklist.md §11: baseline (single machine) "
@@ -26,16 +28,17 @@ def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
     need = blocks_for(length, block) * seqs
     reasons = []
     if max_position_embeddings is not None and max_position_embeddings < length:
-        reasons.append(f"the model's max_position_embeddings is {max_position_embeddings:,}, under {length:,}")
+        reasons.append(reason("cap_model_short", mpe=max_position_embeddings, length=length))
     if need > usable:
-        reasons.append(f"{seqs} x {length:,} tokens need {need:,} KV blocks of {block} ({need * block:,} tokens, "
-                       f"{need * block * plan['kv_bytes_per_token'] / 2**30:.1f} GiB); the planned pool holds "
-                       f"{usable:,} ({usable * block:,} tokens, {plan['kv_pool_bytes'] / 2**30:.1f} GiB)")
+        reasons.append(reason("cap_pool_short", seqs=seqs, length=length, need=need, block=block, need_tokens=need * block,
+                              need_gib=need * block * plan["kv_bytes_per_token"] / 2**30, usable=usable,
+                              usable_tokens=usable * block, pool_gib=plan["kv_pool_bytes"] / 2**30))
     longest = (usable // seqs) * block
     if max_position_embeddings is not None:
         longest = min(longest, max_position_embeddings)
     model_reaches = max_position_embeddings is None or max_position_embeddings >= length
     at_length = usable // blocks_for(length, block) if model_reaches else 0
-    return {"length": length, "seqs": seqs, "feasible": not reasons, "reasons": reasons,
+    return {"length": length, "seqs": seqs, "feasible": not reasons, "reasons": [str(r) for r in reasons],
+            "reason_keys": [keyed(r) for r in reasons],  # their message keys (messages.py), for the other language
             "needed_blocks": need, "pool_blocks": usable, "block_size": block, "pool_tokens": usable * block,
             "longest_at_seqs": longest, "seqs_at_length": at_length, "source": SOURCE}
