@@ -1,9 +1,10 @@
-"""The load generator's event loop on plain data: what it prints when streams are cut."""
+"""The load generator on plain data: what its event loop prints when streams are cut, and its /metrics
+gauge parser."""
 
 import asyncio
 import logging
 
-from llm_adapt.bench.load import quiet_transport_errors
+from llm_adapt.bench.load import parse_metrics, quiet_transport_errors
 
 
 def test_a_cut_stream_prints_no_transport_traceback_but_other_errors_still_show(caplog):
@@ -18,3 +19,15 @@ def test_a_cut_stream_prints_no_transport_traceback_but_other_errors_still_show(
             assert [r.getMessage() for r in caplog.records] == ["a bug"]
     finally:
         loop.close()
+
+
+def test_metrics_parser_sums_label_sets_and_skips_nan():
+    text = "\n".join([
+        "# HELP vllm:num_requests_running Number of requests",
+        'vllm:num_requests_running{model_name="a",engine="0"} 2.0',
+        'vllm:num_requests_running{model_name="a",engine="1"} 1.0',
+        'vllm:kv_cache_usage_perc{model_name="a"} NaN',
+        'vllm:num_requests_waiting{model_name="a"} 4',
+        "unrelated_metric 9",
+    ])
+    assert parse_metrics(text) == {"running": 3.0, "waiting": 4.0}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "cuda_check.py"
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "cuda_check.py"
 
 
 @pytest.fixture(scope="module")
