@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from llm_adapt.messages import reason
 from llm_adapt.status import worst as most_severe
 
 ALPHA = 0.05  # significance level of the paired test
@@ -90,22 +91,23 @@ def judge(p: Paired, rtol: float = DEFAULT_RTOL, alpha: float = ALPHA) -> tuple[
     """(status, reason) of one metric: a significant drop FAILs; a drop beyond rtol that is not
     significant WARNs (too few items to tell); anything else PASSes."""
     drop = relative_drop(p.served, p.gold)
-    facts = (f"served {p.served:.3f} vs gold {p.gold:.3f} on {p.n} items, diff {p.diff:+.3f} "
-             f"[{p.ci_low:+.3f}, {p.ci_high:+.3f}], McNemar p={p.p_value:.3g} ({p.served_only} vs {p.gold_only} discordant)")
+    facts = reason("tv_facts", served=f"{p.served:.3f}", gold=f"{p.gold:.3f}", n=p.n, diff=f"{p.diff:+.3f}",
+                   low=f"{p.ci_low:+.3f}", high=f"{p.ci_high:+.3f}", p=f"{p.p_value:.3g}", served_only=p.served_only,
+                   gold_only=p.gold_only)
     if p.served < p.gold and p.p_value < alpha:
-        return "FAIL", f"significant drop: {facts}"
+        return "FAIL", reason("tv_significant_drop", facts=facts)
     if drop > rtol:
-        return "WARN", f"drop {drop:.1%} beyond rtol {rtol:g}, not significant at p<{alpha:g}: {facts}"
+        return "WARN", reason("tv_drop_beyond_rtol", drop=f"{drop:.1%}", rtol=f"{rtol:g}", alpha=f"{alpha:g}", facts=facts)
     return "PASS", facts
 
 
 def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, str]:
     """A published baseline with its rtol, as its CI judges it: outside is WARN here (a baseline measured
     on other hardware, other software), never a FAIL on its own."""
-    text = f"served {measured:.3f} vs published {baseline:.3f} (rtol {rtol:g})"
+    text = reason("tv_published", served=f"{measured:.3f}", published=f"{baseline:.3f}", rtol=f"{rtol:g}")
     if within_rtol(measured, baseline, rtol):
         return "PASS", text
-    return "WARN", f"outside the published baseline: {text}"
+    return "WARN", reason("tv_outside_published", text=text)
 
 
 def worst(statuses: Sequence[str]) -> str:

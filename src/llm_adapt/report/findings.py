@@ -7,7 +7,7 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import in_lang, probe_words, reason, rendered, rendered_warnings
+from llm_adapt.messages import in_lang, probe_words, reason, rendered, rendered_warnings, restored
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -41,6 +41,16 @@ def false_ready(probes: dict[str, Any] | None, endpoint_accuracy: dict[str, Any]
                       "adaptation report widens it to answers with HTTP 200 and wrong output"}
 
 
+def _task_detail(ev: dict[str, Any]) -> Any:
+    """The eval verdict's first two reasons, in parentheses ("" without any), keyed where they were stored
+    with their keys."""
+    texts, keys = ev.get("reasons") or [], ev.get("reason_keys") or []
+    shown = [restored(text, keys[i] if i < len(keys) else None) for i, text in enumerate(texts[:2])]
+    if not shown:
+        return ""
+    return reason(f"task_detail_{len(shown)}", **{name: r for name, r in zip(("first", "second"), shown)})
+
+
 def overall_verdict(run: RunData) -> dict[str, Any]:
     """Worst of: the engine started, core features work, the main in-process target, the endpoint;
     a server that answers wrongly is named false-ready."""
@@ -70,8 +80,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
         parts.insert(0, ("FAIL", reason("false_ready")))
     ev = (run.get("eval") or {}).get("verdict") or {}
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
-        parts.append((ev["status"], reason("task_verdict", status=ev["status"],
-                                           detail=f" ({'; '.join(ev['reasons'][:2])})" if ev.get("reasons") else "")))
+        parts.append((ev["status"], reason("task_verdict", status=ev["status"], detail=_task_detail(ev))))
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
     reasons = [p[1] for p in parts if p[0] != "PASS"] + [reason("stage_incomplete", stage=s, status=stages[s]["status"])
                                                          for s in incomplete]
