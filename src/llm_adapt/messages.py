@@ -97,6 +97,53 @@ REASONS: dict[str, dict[str, str]] = {
     "tv_outside_published": {"en": "outside the published baseline: {text}", "zh": "超出公开基线：{text}"},
     "tv_not_measured": {"en": "{metric} not among the measured metrics {measured}", "zh": "{metric} 不在已测指标 {measured} 中"},
     "tv_row": {"en": "{task} {metric}: {why}", "zh": "{task} {metric}：{why}"},
+    # endpoint accuracy's requests (accuracy/endpoint_requests.py) and sections (accuracy/endpoint.py)
+    "rq_tokenize": {"en": "POST /tokenize", "zh": "POST /tokenize"},
+    "rq_prompt_logprobs": {"en": "prompt_logprobs request", "zh": "prompt_logprobs 请求"},
+    "rq_greedy": {"en": "greedy request", "zh": "贪心请求"},
+    "er_nonfinite": {"en": "{what}: the server's log-probs are NaN/Inf ({text})",
+                     "zh": "{what}：服务端的 log-prob 为 NaN/Inf（「{text}」）"},
+    "er_too_long": {"en": "the server refused it for its length: {text}", "zh": "服务端因长度拒绝：「{text}」"},
+    "er_refused": {"en": "{what} answered {status}: {text}", "zh": "{what} 返回 {status}：「{text}」"},
+    "er_exception": {"en": "{what}: {error}: {text}", "zh": "{what}：{error}：「{text}」"},
+    "er_not_json": {"en": "{what}: the answer is not JSON ({text})", "zh": "{what}：回答不是 JSON（「{text}」）"},
+    "er_gone": {"en": "the server stopped answering ({error})", "zh": "服务端停止响应（{error}）"},
+    "es_not_reached": {"en": "not reached", "zh": "未执行到"},
+    "rf_model_limit": {"en": "the model's max_position_embeddings", "zh": "模型的 max_position_embeddings"},
+    "rf_served_limit": {"en": "the served max_model_len", "zh": "服务端的 max_model_len"},
+    "rf_too_long": {"en": "{prompt} prompt + {new} new tokens exceed {what} ({limit})",
+                    "zh": "提示词 {prompt} 个 token + 新生成 {new} 个 token，超过{what}（{limit}）"},
+    "cr_chunks_missing": {"en": "the prefill was split into chunks (chunked prefill) and not every chunk was recorded; "
+                                "raise --max-num-batched-tokens",
+                          "zh": "预填充被分块执行（chunked prefill），且并非每块都被记录；请调大 --max-num-batched-tokens"},
+    "cr_no_record": {"en": "no record of this prompt's prefill", "zh": "没有这条提示词预填充的记录"},
+    # the operator gate's conclusions (inspect/operator_gate.py), the skill's wording
+    "og_torch": {"en": "works: plain torch operators run on Ascend through torch_npu (performance not promised)",
+                 "zh": "可用：普通 torch 算子通过 torch_npu 在昇腾上运行（性能不作保证）"},
+    "og_triton": {"en": "verify on the device: a Triton kernel may or may not compile and match on Ascend",
+                  "zh": "需在设备上验证：Triton 内核在昇腾上未必能编译、结果未必一致"},
+    "og_cuda_with_fallback": {"en": "use the fallback: the CUDA path is skipped where its package is missing, as on Ascend",
+                              "zh": "走回退路径：缺少对应包时（如在昇腾上）会跳过 CUDA 路径"},
+    "og_cuda": {"en": "blocks: a CUDA kernel with no fallback stops the adaptation (file an issue: which operator, why "
+                      "no fallback, and the path forward, e.g. a custom Ascend op)",
+                "zh": "阻塞：没有回退的 CUDA 内核会使适配停止（请提 issue：哪个算子、为何没有回退、后续路径，例如自定义昇腾算子）"},
+    "og_no_code": {"en": "the model ships no code of its own: vLLM's and transformers' operators are judged by the "
+                         "feature matrix and the accuracy stages",
+                   "zh": "模型没有自带代码：vLLM 与 transformers 的算子由特性矩阵和精度阶段评判"},
+    # tune's trials left out (tune/grid.py)
+    "tn_over_max_trials": {"en": "over --max-trials {max_trials}", "zh": "超出 --max-trials {max_trials}"},
+    "tn_over_budget": {"en": "over the budget", "zh": "超出时间预算"},
+    "es_cannot_check": {"en": "{detail}: cannot check the server's rendering", "zh": "{detail}：无法核对服务端的渲染"},
+    "es_ignored_prompt_logprobs": {"en": "the server ignored prompt_logprobs (no log-probs in the answer)",
+                                   "zh": "服务端忽略了 prompt_logprobs（回答中没有 log-prob）"},
+    "es_none_fits": {"en": "no prompt of the suite fits the served context: {reasons}",
+                     "zh": "提示词集中没有一条能放进服务端的上下文：{reasons}"},
+    "es_too_long": {"en": "{tokens} tokens exceed the served max_model_len ({served_len})",
+                    "zh": "{tokens} 个 token 超过服务端的 max_model_len（{served_len}）"},
+    "es_no_window": {"en": "no corpus window fits the served max_model_len ({served_len})",
+                     "zh": "没有语料窗口能放进服务端的 max_model_len（{served_len}）"},
+    "es_no_tokens": {"en": "the server returned neither token ids nor token logprobs",
+                     "zh": "服务端既没有返回 token id，也没有返回 token 的 logprobs"},
     "stage_incomplete": {"en": "stage {stage}: {status}", "zh": "阶段 {stage}：{status}"},
     "nothing_judged": {"en": "no accuracy was judged in this run", "zh": "本次运行未评判任何精度"},
     # the feature rows' evidence (upstream/features.py)
@@ -423,8 +470,12 @@ class Reason(str):
     args: dict[str, Any]
 
 
+LIST_SEP = {"en": "; ", "zh": "；"}  # an argument that is a list of reasons reads as them joined
+
+
 def reason(key: str, **args: Any) -> Reason:
-    text = Reason(REASONS[key]["en"].format(**args))
+    words = {k: LIST_SEP["en"].join(map(str, v)) if isinstance(v, list) else v for k, v in args.items()}
+    text = Reason(REASONS[key]["en"].format(**words))
     text.key, text.args = key, args
     return text
 
@@ -433,8 +484,16 @@ def stored(value: Any) -> dict[str, Any]:
     """The fields a stage's entry in status.json keeps for `value` (a Reason, or any other text)."""
     if isinstance(value, Reason):
         return {"reason": str(value), "reason_key": value.key,
-                "reason_args": {k: stored(v) if isinstance(v, Reason) else v for k, v in value.args.items()}}
+                "reason_args": {k: _stored_arg(v) for k, v in value.args.items()}}
     return {"reason": value}
+
+
+def _stored_arg(value: Any) -> Any:
+    if isinstance(value, Reason):
+        return stored(value)
+    if isinstance(value, list):
+        return [stored(v) if isinstance(v, (Reason, str)) else v for v in value]
+    return value
 
 
 def keyed(value: Any) -> dict[str, Any] | None:
@@ -483,12 +542,19 @@ def rendered(entry: dict[str, Any], lang: str) -> str:
     key = entry.get("reason_key")
     if key not in REASONS:
         return entry.get("reason") or ""
-    args = {k: rendered(v, lang) if isinstance(v, dict) and "reason" in v else v
-            for k, v in (entry.get("reason_args") or {}).items()}
+    args = {k: _rendered_arg(v, lang) for k, v in (entry.get("reason_args") or {}).items()}
     try:
         return REASONS[key].get(lang, REASONS[key]["en"]).format(**args)
     except (KeyError, IndexError):  # arguments of another version's sentence: its own words
         return entry.get("reason") or ""
+
+
+def _rendered_arg(value: Any, lang: str) -> Any:
+    if isinstance(value, dict) and "reason" in value:
+        return rendered(value, lang)
+    if isinstance(value, list) and all(isinstance(v, dict) and "reason" in v for v in value):
+        return LIST_SEP.get(lang, LIST_SEP["en"]).join(rendered(v, lang) for v in value)
+    return value
 
 
 # The judged checks of a verdict (accuracy/verdict.py, accuracy/endpoint.py), as keys with arguments:

@@ -90,6 +90,13 @@ def test_the_chinese_report_has_no_english_sentence_of_its_own(quick_run, tmp_pa
     assert main(["report", str(copy), "--lang", "zh"]) == 0
     assert english_sentences((copy / "report.zh.md").read_text()) == []
     assert english_sentences((out / "report.md").read_text())  # the check finds the English report's sentences
+    # the upstream deliverables in Chinese (export's default language) too
+    assert main(["export", str(copy), "--to", "vllm-ascend", "--out", str(tmp_path / "up")]) == 0
+    docs = sorted((tmp_path / "up/docs/source/tutorials/models").glob("*-*.md"))
+    assert {d.name.rsplit("-", 1)[-1] for d in docs} >= {"report.md", "runbook.md"}
+    for doc in docs:
+        if doc.name.endswith(("-report.md", "-runbook.md")):
+            assert english_sentences(doc.read_text()) == [], doc.name
 
 
 def test_a_located_part_reaches_both_reports(quick_run, tmp_path):

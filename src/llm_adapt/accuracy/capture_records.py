@@ -14,6 +14,7 @@ import torch
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient
+from llm_adapt.messages import reason
 
 
 def match_record(records: list[dict[str, Any]], sequence: list[int]) -> tuple[dict[str, torch.Tensor] | None, str | None]:
@@ -41,9 +42,8 @@ def match_record(records: list[dict[str, Any]], sequence: list[int]) -> tuple[di
             return {name: torch.cat([r["tensors"][name][:m] for r, m in pieces]) for name in names}, None
         partial = True
     if partial:
-        return None, ("the prefill was split into chunks (chunked prefill) and not every chunk was recorded; "
-                      "raise --max-num-batched-tokens")
-    return None, "no record of this prompt's prefill"
+        return None, reason("cr_chunks_missing")
+    return None, reason("cr_no_record")
 
 
 def opens_with(record: dict[str, Any], want: torch.Tensor, start: int) -> int:
@@ -68,7 +68,8 @@ def send_prefills(client: EndpointClient, directory: Path, sequences: list[list[
             progress(label, i, len(sequences))
             reply = client.post("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0,
                                                 "cache_salt": uuid.uuid4().hex})
-            errors.append(None if reply.status_code == 200 else f"HTTP {reply.status_code}: {reply.text[:200]}")
+            failed = reply.status_code != 200
+            errors.append(reason("pe_http", code=reply.status_code, body=reply.text[:200]) if failed else None)
     finally:
         armed.unlink(missing_ok=True)
     progress(label, len(sequences), len(sequences))

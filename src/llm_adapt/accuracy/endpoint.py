@@ -33,6 +33,7 @@ from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, allowed_rat
 from llm_adapt.engines.client import EndpointClient
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
+from llm_adapt.messages import keyed, reason, restored
 from llm_adapt.models.source import ModelSource
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
@@ -74,7 +75,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
                   "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
                   "floor_spread": fl.spread if fl else None},
-        sections={name: {"status": "not run", "reason": "not reached"} for name in SECTIONS})
+        sections={name: {"status": "not run", **_why(reason("es_not_reached"))} for name in SECTIONS})
     def tick(name: str):
         return lambda done, total: progress(f"endpoint accuracy: {name}", done, total)
 
@@ -87,7 +88,8 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         section = steps[name]()
         if section.pop("gone", False):  # the server stopped answering: this section and the rest are not run
             for rest in SECTIONS[i:]:
-                result.sections[rest] = {"status": "not run", "reason": section["reason"]}
+                result.sections[rest] = {"status": "not run", "reason": section["reason"],
+                                         "reason_key": section.get("reason_key")}
             break
         result.sections[name] = section
         result.save(out / rundir.ENDPOINT_ACCURACY)
@@ -117,7 +119,7 @@ def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) 
     mismatches = []
     for ref, reply in zip(gold.prompts, replies):
         if not reply.ok:
-            return _unsupported(f"{reply.detail}: cannot check the server's rendering")
+            return _unsupported(reason("es_cannot_check", detail=reply.detail))
         tokens = reply.body["tokens"]
         if tokens != ref.input_ids:
             mismatches.append({"id": ref.prompt.id, "ours": tokenizer.decode(ref.input_ids),
@@ -131,21 +133,30 @@ def _messages(ref) -> list[dict[str, str]] | None:
     return ref.prompt.as_messages() if ref.prompt.text is None else None
 
 
+def _why(why: Any) -> dict[str, Any]:
+    """A reason as the JSON keeps it: its English words and, where it has one, its key."""
+    return {"reason": str(why), "reason_key": keyed(why)}
+
+
 def _gone(reply: Reply) -> dict[str, Any]:
-    return {"status": "not run", "reason": reply.detail, "gone": True}
+    return {"status": "not run", **_why(reply.detail), "gone": True}
 
 
-def _unsupported(reason: str) -> dict[str, Any]:
-    return {"status": "unsupported", "reason": reason}
+def _unsupported(why: Any) -> dict[str, Any]:
+    return {"status": "unsupported", **_why(why)}
 
 
-def _skip(ref, reason: str) -> dict[str, Any]:
-    return {"id": ref.prompt.id, "reason": reason}
+def _skip(ref, why: Any) -> dict[str, Any]:
+    return {"id": ref.prompt.id, **_why(why)}
 
 
-def _fits(ref, tokens: int, served_len: int | None) -> str | None:
+def _none_fits(skipped: list[dict[str, Any]]) -> dict[str, Any]:
+    return _unsupported(reason("es_none_fits", reasons=[restored(s["reason"], s.get("reason_key")) for s in skipped]))
+
+
+def _fits(ref, tokens: int, served_len: int | None) -> Any:
     if served_len is not None and tokens > served_len:
-        return f"{tokens} tokens exceed the served max_model_len ({served_len})"
+        return reason("es_too_long", tokens=tokens, served_len=served_len)
     return None
 
 
@@ -172,7 +183,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             continue
         server = prompt_logprobs_of(reply.body) if reply.ok else None
         if server is None:
-            return _unsupported(reply.detail or "the server ignored prompt_logprobs (no log-probs in the answer)")
+            return _unsupported(reply.detail or reason("es_ignored_prompt_logprobs"))
         ref_lp = m.log_softmax64(ref.logits)
         pairs: list[tuple[float, float]] = []
         for p in range(1, len(ref.sequence)):
@@ -190,7 +201,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
                 variant_rows.append(_floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k))
         per_prompt.append(pairs)
     if not rows and not nonfinite:
-        return _unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
+        return _none_fits(skipped)
     return {"status": "done", "server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
             "by_position": em.position_profile(rows),
             "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
@@ -243,13 +254,13 @@ def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None
             continue
         plp = prompt_logprobs_of(reply.body) if reply.ok else None
         if plp is None:  # log-probs the server could not serialise, a refusal, or none given
-            return _unsupported(reply.detail or "the server ignored prompt_logprobs (no log-probs in the answer)")
+            return _unsupported(reply.detail or reason("es_ignored_prompt_logprobs"))
         server_nll.append(np.array([-plp[p][window[p]]["logprob"] for p in range(1, len(window))]))
         ref_nll.append(gold.corpus_nll[i])
         if fl is not None:
             floor_nll.append(fl.corpus_nll[i])
     if not server_nll:
-        return _unsupported(f"no corpus window fits the served max_model_len ({served_len})")
+        return _unsupported(reason("es_no_window", served_len=served_len))
     ref, srv = np.concatenate(ref_nll), np.concatenate(server_nll)
     out = {"status": "done", "ref": float(np.exp(ref.mean())), "server": float(np.exp(srv.mean())),
            "ln_ratio": m.ln_ppl_ratio(ref, srv), "ln_ratio_sem": m.ln_ppl_ratio_sem(ref, srv),
@@ -283,7 +294,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
             return _unsupported(reply.detail)
         answer = greedy_answer(reply.body)
         if answer is None:
-            return _unsupported("the server returned neither token ids nor token logprobs")
+            return _unsupported(reason("es_no_tokens"))
         generated, tops, stop_reason = answer
         row = _greedy_row(ref, generated, tops, tokenizer, opts, gold.eos_ids, stop_reason)
         rows.append(row)
@@ -292,7 +303,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
             floor_rows.append(fl.greedy[n])
             floor_decode += _decode_positions(ref, generated, tops, row, opts.top_k, fl.logprobs[n])
     if not rows:
-        return _unsupported("no prompt of the suite fits the served context: " + "; ".join(s["reason"] for s in skipped))
+        return _none_fits(skipped)
     return {"status": "done", "rows": rows, "by_category": by_category(rows), "skipped": skipped,
             "floor_genuine": genuine_count(floor_rows) if fl is not None else None,
             "decode": {"server": em.summarize(decode), "floor": em.summarize(floor_decode) if floor_decode else None,

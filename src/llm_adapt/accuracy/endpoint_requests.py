@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from llm_adapt.engines.client import EndpointClient, ServerGone
+from llm_adapt.messages import reason
 
 OK, TOO_LONG, NONFINITE, REFUSED, GONE = "ok", "too long", "non-finite", "refused", "gone"
 IN_FLIGHT = 4  # requests at once: the server batches them, where one at a time left it idle between
@@ -41,13 +42,13 @@ def tokenize_request(text: str | None, messages: list[dict[str, str]] | None) ->
     with its generation prompt. Pure."""
     payload = ({"prompt": text, "add_special_tokens": True} if text is not None else
                {"messages": messages, "add_generation_prompt": True})
-    return Request("/tokenize", payload, "POST /tokenize")
+    return Request("/tokenize", payload, reason("rq_tokenize"))
 
 
 def prompt_logprobs_request(ids: list[int], k: int) -> Request:
     """Teacher-forced log-probs of every prompt position, the top k of each (vLLM's prompt_logprobs). Pure."""
     return Request("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k},
-                   "prompt_logprobs request")
+                   reason("rq_prompt_logprobs"))
 
 
 def greedy_request(text: str | None, messages: list[dict[str, str]] | None, max_new_tokens: int, k: int) -> Request:
@@ -55,17 +56,17 @@ def greedy_request(text: str | None, messages: list[dict[str, str]] | None, max_
     common = {"max_tokens": max_new_tokens, "temperature": 0, "logprobs": True, "top_logprobs": k,
               "return_token_ids": True, "return_tokens_as_token_ids": True}
     if text is not None:
-        return Request("completions", {"prompt": text, **common, "logprobs": k}, "greedy request")
-    return Request("chat/completions", {"messages": messages, **common}, "greedy request")
+        return Request("completions", {"prompt": text, **common, "logprobs": k}, reason("rq_greedy"))
+    return Request("chat/completions", {"messages": messages, **common}, reason("rq_greedy"))
 
 
 def refusal(status: int, text: str, what: str) -> Reply:
     """A non-200 answer as a record: too long, non-finite log-probs, or refused. Pure."""
     if "out of range float" in text.lower():
-        return Reply(NONFINITE, detail=f"{what}: the server's log-probs are NaN/Inf ({text[:120]})")
+        return Reply(NONFINITE, detail=reason("er_nonfinite", what=what, text=text[:120]))
     if status == 400 and any(w in text[:200].lower() for w in TOO_LONG_WORDS):
-        return Reply(TOO_LONG, detail=f"the server refused it for its length: {text[:200]}")
-    return Reply(REFUSED, detail=f"{what} answered {status}: {text[:160]}")
+        return Reply(TOO_LONG, detail=reason("er_too_long", text=text[:200]))
+    return Reply(REFUSED, detail=reason("er_refused", what=what, status=status, text=text[:160]))
 
 
 def send(client: EndpointClient, request: Request) -> Reply:
@@ -73,15 +74,16 @@ def send(client: EndpointClient, request: Request) -> Reply:
     try:
         reply = client.post(request.path, request.payload)
     except ServerGone as exc:
-        return Reply(GONE, detail=str(exc))
+        return Reply(GONE, detail=reason("er_gone", error=exc.error) if getattr(exc, "error", None) else str(exc))
     except Exception as exc:  # a client-side failure is this request's record, not the section's end
-        return Reply(REFUSED, detail=f"{request.what}: {type(exc).__name__}: {str(exc)[:160]}")
+        return Reply(REFUSED, detail=reason("er_exception", what=request.what, error=type(exc).__name__,
+                                            text=str(exc)[:160]))
     if reply.status_code != 200:
         return refusal(reply.status_code, reply.text, request.what)
     try:
         return Reply(OK, reply.json())
     except ValueError:
-        return Reply(REFUSED, detail=f"{request.what}: the answer is not JSON ({reply.text[:120]})")
+        return Reply(REFUSED, detail=reason("er_not_json", what=request.what, text=reply.text[:120]))
 
 
 def send_all(client: EndpointClient, requests: list[Request], workers: int = IN_FLIGHT,

@@ -18,6 +18,7 @@ from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.errors import UsageError
+from llm_adapt.messages import keyed, reason
 from llm_adapt.models.quant import transformers_problem
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
@@ -132,9 +133,9 @@ def measure_reference(source, tokenizer, prompts, opts, progress, served_len: in
     problem = transformers_problem(load_spec(source.path).quant)
     if problem:  # a checkpoint transformers cannot load (or would misread) cannot be the gold
         raise UsageError(f"{source.given}: {problem}")
-    limit, what = max_positions(source.path), "the model's max_position_embeddings"
+    limit, what = max_positions(source.path), reason("rf_model_limit")
     if served_len is not None and (limit is None or served_len < limit):
-        limit, what = served_len, "the served max_model_len"
+        limit, what = served_len, reason("rf_served_limit")
     prompts, inputs, skipped = fitting_prompts(prompts, [render(tokenizer, p) for p in prompts], limit,
                                                opts.max_new_tokens, what)
     if not prompts:
@@ -235,8 +236,8 @@ def fitting_prompts(prompts: list[Prompt], inputs: list[list[int]], limit: int |
     kept, kept_inputs, skipped = [], [], []
     for prompt, ids in zip(prompts, inputs):
         if limit is not None and len(ids) + new_tokens > limit:
-            skipped.append({"id": prompt.id, "category": prompt.category,
-                            "reason": f"{len(ids)} prompt + {new_tokens} new tokens exceed {what} ({limit})"})
+            why = reason("rf_too_long", prompt=len(ids), new=new_tokens, what=what, limit=limit)
+            skipped.append({"id": prompt.id, "category": prompt.category, "reason": str(why), "reason_key": keyed(why)})
         else:
             kept.append(prompt)
             kept_inputs.append(ids)

@@ -11,7 +11,12 @@ from llm_adapt.engines.endpoint import Endpoint
 
 
 class ServerGone(Exception):
-    """The server stopped answering (connection refused or reset, or a timeout)."""
+    """The server stopped answering (connection refused or reset, or a timeout); `error`: the transport
+    error's name."""
+
+    def __init__(self, message: str, error: str | None = None):
+        super().__init__(message)
+        self.error = error
 
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:
@@ -45,4 +50,4 @@ class EndpointClient:
         try:
             return self.http.post(url(self.endpoint, path), json={"model": self.model, **payload})
         except httpx.TransportError as exc:
-            raise ServerGone(f"the server stopped answering ({type(exc).__name__})") from None
+            raise ServerGone(f"the server stopped answering ({type(exc).__name__})", type(exc).__name__) from None

@@ -14,18 +14,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_adapt.messages import keyed, reason
+
 TORCH, TRITON, CUDA_FALLBACK, CUDA = "torch", "triton", "cuda-with-fallback", "cuda"
 CUDA_PACKAGES = frozenset({"flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
                            "deep_gemm", "flashinfer", "fused_dense_lib", "rotary_emb", "dropout_layer_norm",
                            "selective_scan_cuda", "bitsandbytes"})
 EXTENSION_CALLS = frozenset({"load_inline", "load", "CUDAExtension", "CppExtension"})
-CONCLUSION = {
-    TORCH: "works: plain torch operators run on Ascend through torch_npu (performance not promised)",
-    TRITON: "verify on the device: a Triton kernel may or may not compile and match on Ascend",
-    CUDA_FALLBACK: "use the fallback: the CUDA path is skipped where its package is missing, as on Ascend",
-    CUDA: "blocks: a CUDA kernel with no fallback stops the adaptation (file an issue: which operator, why no "
-          "fallback, and the path forward, e.g. a custom Ascend op)",
-}
+# the skill's conclusion per kind, worded in messages.py (both languages)
+CONCLUSION = {kind: reason("og_" + kind.replace("-", "_")) for kind in (TORCH, TRITON, CUDA_FALLBACK, CUDA)}
 ORDER = (TORCH, TRITON, CUDA_FALLBACK, CUDA)  # worst last
 SOURCE = ("vLLM-Ascend model-adapter skill, SKILL.md 'Operator gate' and workflow-checklist.md §5 "
           "(Torch / Triton / CUDA with fallback / CUDA without fallback)")
@@ -101,11 +98,15 @@ def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> dict[str
     findings = [classify_source(name, text) for name, text in sorted(files.items())]
     findings += [FileFinding(name, CUDA, [f"{name}: CUDA source shipped with the model"]) for name in cu_sources]
     if not findings:
-        return {"applies": False, "reason": "the model ships no code of its own: vLLM's and transformers' operators "
-                                            "are judged by the feature matrix and the accuracy stages", "source": SOURCE}
+        why = reason("og_no_code")
+        return {"applies": False, "reason": str(why), "reason_key": keyed(why), "source": SOURCE}
     worst = max((f.kind for f in findings), key=ORDER.index)
-    return {"applies": True, "kind": worst, "conclusion": CONCLUSION[worst], "blocking": worst == CUDA,
-            "files": [asdict(f) | {"conclusion": CONCLUSION[f.kind]} for f in findings], "source": SOURCE}
+    return {"applies": True, "kind": worst, **_conclusion(worst), "blocking": worst == CUDA,
+            "files": [asdict(f) | _conclusion(f.kind) for f in findings], "source": SOURCE}
+
+
+def _conclusion(kind: str) -> dict[str, Any]:
+    return {"conclusion": str(CONCLUSION[kind]), "conclusion_key": keyed(CONCLUSION[kind])}
 
 
 def gate_of_model(model_dir: Path) -> dict[str, Any]:

@@ -267,6 +267,7 @@ NOTES = {
         "plan": "部署计划：{warning}。",
         "feature": "特性“{name}”为 {status}：{evidence}",
         "section": "服务端精度“{name}”{status}：{reason}。",
+        "sections": {"tokenization": "分词", "teacher_forced": "teacher-forced", "perplexity": "困惑度", "greedy": "贪心解码"},
         "tokens": "提示词 {id}：服务端分词为 {server} 个 token，本地为 {ours} 个。",
         "open": "服务监听在所有网卡 (0.0.0.0)：其他机器可以访问。",
         "remote_code": "设置了 --trust-remote-code：模型自带的 Python 代码被执行。",
@@ -306,7 +307,7 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
         if row["status"] != "supported":
             out.append(N["feature"].format(name=probe_words(row["name"], lang), status=probe_words(row["status"], lang),
                                            evidence=in_lang(row["evidence"], row.get("evidence_key"), lang)))
-    out += _endpoint_notes(run.get("endpoint_accuracy"), N)
+    out += _endpoint_notes(run.get("endpoint_accuracy"), N, lang)
     if serve:
         if open_host:
             out.append(N["open"])
@@ -337,13 +338,15 @@ def _said_by_serve(warning: str, open_host: bool, remote_code: bool) -> bool:
             or (open_host and warning.startswith("the server listens on")))
 
 
-def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str]) -> list[str]:
+def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str], lang: str = "en") -> list[str]:
     if not ep:
         return []
     out = []
     for name, sec in ep["sections"].items():
         if sec.get("status") in ("unsupported", "not run"):
-            out.append(N["section"].format(name=name, status=sec["status"], reason=sec.get("reason")))
+            out.append(N["section"].format(name=N.get("sections", {}).get(name, name),
+                                           status=probe_words(sec["status"], lang),
+                                           reason=in_lang(sec.get("reason") or "", sec.get("reason_key"), lang)))
     tok = ep["sections"]["tokenization"]
     for mm in tok.get("mismatches", []) if tok.get("status") == "done" else []:
         out.append(N["tokens"].format(id=mm["id"], server=mm["server_tokens"], ours=mm["ours_tokens"]))

@@ -67,7 +67,7 @@ def environment(lang: str) -> jinja2.Environment:
 def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
     return {"run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
             "findings": findings(run, lang), "notes": notes(run, lang), "main": main_target(run.get("accuracy")),
-            "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy")),
+            "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy"), lang),
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
             "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
@@ -82,11 +82,14 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "probe_in": lambda text: probe_words(text, lang)}
 
 
-def logit_rows(acc: dict | None) -> list[tuple[str, dict]]:
+FLOOR_LABEL = {"en": "{label} (noise floor)", "zh": "{label}（噪声基线）"}
+
+
+def logit_rows(acc: dict | None, lang: str = "en") -> list[tuple[str, dict]]:
     """Each distinct runner once: floors first, then targets not already shown as a floor."""
     if not acc:
         return []
-    rows = [(f"{f['label']} (noise floor)", f) for f in acc.get("floors", [])]
+    rows = [(FLOOR_LABEL[lang].format(label=f["label"]), f) for f in acc.get("floors", [])]
     shown = {f["label"] for f in acc.get("floors", [])}
     return rows + [(t["label"], t) for t in acc.get("targets", []) if t["label"] not in shown]
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from llm_adapt.engines.command import Command
+from llm_adapt.messages import keyed, reason
 from llm_adapt.platforms import get_platform
 
 if TYPE_CHECKING:
@@ -109,14 +110,15 @@ def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, flo
     for trial in order:
         cost = trial_cost_s(trial, startup_s, run_s, repeats)
         if max_trials is not None and len(chosen) > max_trials:
-            reason = f"over --max-trials {max_trials}"
+            why = reason("tn_over_max_trials", max_trials=max_trials)
         elif spent + cost > budget_s:
-            reason = "over the budget"
+            why = reason("tn_over_budget")
         else:
             chosen.append(trial)
             spent += cost
             continue
-        skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1), "reason": reason})
+        skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1), "reason": str(why),
+                        "reason_key": keyed(why)})
     return chosen, skipped
 
 
