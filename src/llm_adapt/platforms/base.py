@@ -62,6 +62,16 @@ class Platform:
     hardware_limits: Callable[[], tuple[dict, dict] | None] | None = field(default=None, compare=False, repr=False)
 
 
+def tool_output_now(*argv: str, timeout: float = 20) -> str:
+    """A device tool's standard output, or "" where it is missing, fails to start or hangs (blocking)."""
+    import subprocess
+
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 async def tool_output(*argv: str, timeout: float = 5) -> str:
     """A device tool's standard output, or "" where it is missing, fails to start or hangs."""
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.base import Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
 
 
@@ -24,13 +24,7 @@ def has_cuda_device() -> bool:
 
 def describe_gpus() -> list[dict[str, object]]:
     """environment.json's accelerator entries for GPUs, as nvidia-smi reports them."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    out = tool_output_now("nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader")
     found: list[dict[str, object]] = []
     for line in out.splitlines():
         name, memory, driver = (part.strip() for part in line.split(",")[:3])
@@ -40,8 +34,6 @@ def describe_gpus() -> list[dict[str, object]]:
 
 async def gpu_memory_reader():
     """Memory in use on the GPUs, summed over them (nvidia-smi, MiB)."""
-    from llm_adapt.platforms.base import tool_output
-
     async def used() -> int | None:
         out = await tool_output("nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits")
         try:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from llm_adapt.models.quant import MSMODELSLIM
-from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.base import Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import (
     ASCEND_RAY,
     HCCL_TUNING,
@@ -347,12 +346,7 @@ def _read(path: Path) -> str:
 
 def npu_smi(*args: str, timeout: float = 20) -> str:
     """npu-smi's output, or "" where the tool is missing, fails or hangs."""
-    if not shutil.which("npu-smi"):
-        return ""
-    try:
-        return subprocess.run(["npu-smi", *args], capture_output=True, text=True, timeout=timeout, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
+    return tool_output_now("npu-smi", *args, timeout=timeout) if shutil.which("npu-smi") else ""
 
 
 def visible_ids(ids: list[int], env: dict[str, str] | None = None) -> list[int]:
@@ -383,8 +377,6 @@ def describe_npus() -> list[dict[str, object]]:
 async def npu_memory_reader():
     """HBM in use on the NPUs a server started from this environment can see: the NPUs listed once
     (`npu-smi info`, within ASCEND_RT_VISIBLE_DEVICES), then `npu-smi info -t usages -i N` per reading."""
-    from llm_adapt.platforms.base import tool_output
-
     npu_ids = visible_ids(sorted({d.npu_id for d in parse_table(await tool_output("npu-smi", "info")).devices}))
 
     async def used() -> int | None:
