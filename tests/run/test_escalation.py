@@ -9,6 +9,7 @@ import json
 import pytest
 
 from llm_adapt.cli import main
+from tests.report.english import english_sentences
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,8 @@ def test_a_failing_run_captures_inside_its_engine_and_names_the_layer(tmp_path, 
     assert (out / "engine.log").read_text().count("engine fault planted") == 2  # the first engine, and the restart
     text = render_report(out, "en")[0].read_text()
     assert "Escalated: endpoint accuracy was FAIL" in text and "Likely cause" in text and "**layer 12, MLP**" in text
+    # a failing run's Chinese report (verdict reasons, escalation, located layer, cause) has no English of its own
+    assert english_sentences(render_report(out, "zh")[0].read_text()) == []
 
 
 
