@@ -26,6 +26,7 @@ import httpx
 import psutil
 
 from llm_adapt.engines import warm_start
+from llm_adapt.engines.client import http_client
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
 from llm_adapt.engines.watchdog import die_with_parent
@@ -127,7 +128,7 @@ class ManagedServer:
     def _wait_ready(self, started: float) -> None:
         deadline = started + self.spec.startup_timeout_s
         root = self.endpoint.root_url
-        with httpx.Client(timeout=5.0) as client:
+        with http_client(self.endpoint, 5.0) as client:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     raise EngineStartError(exit_summary(self.spec.engine, self.proc.returncode),
