@@ -7,7 +7,8 @@ from typing import Any
 
 from llm_adapt.engines.command import Command
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import in_lang, probe_words, reason, rendered, rendered_warnings, restored
+from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, in_lang, probe_words, reason, rendered,
+                                rendered_warnings, restored)
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -93,54 +94,14 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"])}
 
 
-TEXT = {
-    "en": {
-        "support": "{arch} is {support} in {registry}: {strategy}.",
-        "started": "{engine} started in {seconds:.0f} s and logged {logged:,} KV-cache tokens, {same}.",
-        "same": "exactly as predicted", "predicted": "predicted {predicted:,}",
-        "served": "The served model against the fp32 gold: top-k KL {kl:.2e}{floor}, same top-1 {top1:.1%}{div}.",
-        "floor": " (in-process {label} floor: {kl:.2e})",
-        "div": "; greedy output identical on {exact}/{n} prompts, {ties} near-tie and {genuine} genuine divergences",
-        "inproc": "In-process {label}: final hidden-state error {rel:.2%} (rel. L2), KL {kl:.2e}{loc}.",
-        "loc": "; the first layer out of line is {name}", "noloc": "; no layer's own error exceeds {basis}",
-        "floor_basis": "its noise floor", "roundoff_basis": "4 x {dtype} unit roundoff",
-        "stops": "Answers end early in {early} and late in {late} of {n} prompts ({where}): the EOS list or stop handling differs from the reference's.",
-        "skipped": "{n} prompt(s) did not fit the served or model context and were skipped: {ids}.",
-        "quant": "Weight-only {quant}: KL {kl:.2e}{ratio}{where} ({status}; informational, not part of the verdict).",
-        "ratio": ", {ratio:.1f}x its {floor} floor", "where": ", first out of line at {name}",
-        "in_part": "{name} (its {part})", "parts": {},
-        "tput": "Throughput with {n} requests at once: {tps:.1f} output tok/s, TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms.",
-    },
-    "zh": {
-        "support": "{arch} 在 {registry} 中为 {support}：{strategy}。",
-        "started": "{engine} 启动耗时 {seconds:.0f} s，日志记录 KV Cache {logged:,} tokens，{same}。",
-        "same": "与预测完全一致", "predicted": "预测值为 {predicted:,}",
-        "served": "服务端模型对比 fp32 Gold Reference：top-k KL {kl:.2e}{floor}，top-1 一致率 {top1:.1%}{div}。",
-        "floor": "（本地 {label} 噪声基线：{kl:.2e}）",
-        "div": "；贪心输出 {exact}/{n} 条完全一致，{ties} 处平局分叉、{genuine} 处真实分叉",
-        "inproc": "本地 {label}：末层 hidden state 相对 L2 误差 {rel:.2%}，KL {kl:.2e}{loc}。",
-        "loc": "；首个本层误差超标的是 {name}", "noloc": "；没有任何一层的本层误差超过{basis}",
-        "floor_basis": "噪声基线", "roundoff_basis": "4 倍 {dtype} 单位舍入误差",
-        "stops": "{n} 条提示词中有 {early} 条提前结束、{late} 条延后结束（{where}）：EOS 列表或停止处理与参考不同。",
-        "skipped": "{n} 条提示词超出服务或模型的上下文长度而被跳过：{ids}。",
-        "quant": "int8 权重量化 {quant}：KL {kl:.2e}{ratio}{where}（{status}；仅供参考，不计入结论）。",
-        "ratio": "，为 {floor} 基线的 {ratio:.1f} 倍", "where": "，首个超标层为 {name}",
-        "in_part": "{name}（其{part}）",
-        "parts": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
-                  "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"},
-        "tput": "{n} 个请求同时发送时吞吐 {tps:.1f} 输出 tok/s，TTFT p50 {ttft:.0f} ms，TPOT p50 {tpot:.1f} ms。",
-    },
-}
-
-
 def stage_status(body: dict, lang: str) -> str:
     """A stage's status word (status.json) in the report's language."""
-    return NOTES[lang].get("statuses", {}).get(body.get("status"), body.get("status") or "")
+    return REPORT_NOTES[lang].get("statuses", {}).get(body.get("status"), body.get("status") or "")
 
 
 def part_name(part: str, lang: str) -> str:
     """A layer part's name (accuracy/sublayer.py) in the report's language."""
-    return TEXT[lang]["parts"].get(part, part)
+    return REPORT_TEXT[lang]["parts"].get(part, part)
 
 
 def _located(where: dict, T: dict) -> str:
@@ -151,7 +112,7 @@ def _located(where: dict, T: dict) -> str:
 
 def findings(run: RunData, lang: str = "en") -> list[str]:
     """Up to five sentences a reader needs first, each built from a measurement; problems first."""
-    T = TEXT[lang]
+    T = REPORT_TEXT[lang]
     out: list[tuple[int, str]] = []
     insp, serve, ep, acc = run.get("inspect"), run.get("serve"), run.get("endpoint_accuracy"), run.get("accuracy")
     if insp:
@@ -241,49 +202,10 @@ def recommendation(run: RunData) -> dict[str, Any] | None:
     return {"verified": verified, "unverified": unverified}
 
 
-NOTES = {
-    "en": {
-        "engine_failed": "Stage serve failed{blocked}: the engine did not start (its cause and log are in the summary).",
-        "blocked": "; {names} not run",
-        "stage": "Stage {name} {status}: {reason}.", "interrupted": "interrupted by the user",
-        "plan": "Plan: {warning}.",
-        "feature": "Feature '{name}' is {status}: {evidence}",
-        "section": "Endpoint accuracy '{name}' {status}: {reason}.",
-        "tokens": "Prompt {id}: the server tokenizes it into {server} tokens, we into {ours}.",
-        "open": "The server listened on all interfaces (0.0.0.0): reachable from other machines.",
-        "remote_code": "--trust-remote-code was set: the model's own Python code ran.",
-        "engine_warning": "Engine warning (x{count}): {message}",
-        "fixed_length": "Bench {name}/{label}: {n} requests ignored the fixed output length.",
-        "bench_failed": "Bench {name}/{label}: {n} requests failed: {errors}.",
-        "disagree": "Bench {name}/{label}: the client and vLLM's /metrics disagree on mean {metric} (client {client:.2f} ms, server {server:.2f} ms, beyond the measured round trip).",
-        "unreadable": "{name}: unreadable ({why}).",
-    },
-    "zh": {
-        "engine_failed": "serve 阶段失败{blocked}：引擎未能启动（原因与日志见摘要）。",
-        "blocked": "；{names} 未运行",
-        "stage": "{name} 阶段{status}：{reason}。", "interrupted": "被用户中断",
-        "statuses": {"failed": "失败", "not run": "未运行", "interrupted": "已中断", "skipped": "已跳过",
-                     "not applicable": "不适用", "done": "完成", "pending": "待运行", "running": "运行中"},
-        "plan": "部署计划：{warning}。",
-        "feature": "特性“{name}”为 {status}：{evidence}",
-        "section": "服务端精度“{name}”{status}：{reason}。",
-        "sections": {"tokenization": "分词", "teacher_forced": "teacher-forced", "perplexity": "困惑度", "greedy": "贪心解码"},
-        "tokens": "提示词 {id}：服务端分词为 {server} 个 token，本地为 {ours} 个。",
-        "open": "服务监听在所有网卡 (0.0.0.0)：其他机器可以访问。",
-        "remote_code": "设置了 --trust-remote-code：模型自带的 Python 代码被执行。",
-        "engine_warning": "引擎告警（{count} 次）：「{message}」",
-        "fixed_length": "压测 {name}/{label}：{n} 个请求未遵守固定输出长度。",
-        "bench_failed": "压测 {name}/{label}：{n} 个请求失败：{errors}。",
-        "disagree": "压测 {name}/{label}：客户端与 vLLM /metrics 的平均 {metric} 不一致（客户端 {client:.2f} ms，服务端 {server:.2f} ms，超出实测往返时间）。",
-        "unreadable": "{name}：无法读取（{why}）。",
-    },
-}
-
-
 def notes(run: RunData, lang: str = "en") -> list[str]:
     """Troubleshooting derived from what was seen in this run, in the report's language (evidence
     quoted from servers stays as the server wrote it)."""
-    N = NOTES[lang]
+    N = REPORT_NOTES[lang]
     out: list[str] = []
     stages = (run.get("status") or {}).get("stages", {})
     engine_failed = stages.get("serve", {}).get("status") == "failed"

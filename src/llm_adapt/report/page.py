@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any
 
-from llm_adapt.messages import in_lang, message, probe_words, rendered_check
+from llm_adapt.messages import PAGE_LABELS, in_lang, message, probe_words, rendered_check
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import main_target, overall_verdict
 
@@ -16,20 +16,10 @@ SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functi
             "accuracy", "performance", "resources", "notes", "conclusion")
 SECTION = {name: i + 1 for i, name in enumerate(SECTIONS)}
 
-LABELS = {
-    "en": {"accuracy": "Accuracy vs noise floor", "throughput": "Output throughput", "latency": "TTFT / TPOT p50",
-           "memory": "Peak server memory", "features": "Features supported", "issues": "Failed and warned checks",
-           "index": "Sections", "rows": "rows", "in_process": "in-process", "served": "served model",
-           "probe": "probe"},
-    "zh": {"accuracy": "精度（相对噪声基线）", "throughput": "输出吞吐", "latency": "TTFT / TPOT p50",
-           "memory": "服务端内存峰值", "features": "支持的特性", "issues": "未通过与告警的检查",
-           "index": "目录", "rows": "行", "in_process": "进程内", "served": "服务端模型", "probe": "探测"},
-}
-
 
 def key_figures(run: RunData, lang: str = "en") -> list[dict[str, Any]]:
     """Cards: (label, value, status or None, section number); only figures this run measured."""
-    L, cards = LABELS[lang], []
+    L, cards = PAGE_LABELS[lang], []
     accuracy = _accuracy_card(run)
     if accuracy:
         cards.append({"label": L["accuracy"], **accuracy, "section": SECTION["accuracy"]})
@@ -70,7 +60,7 @@ def _accuracy_card(run: RunData) -> dict[str, Any] | None:
 
 def problems(run: RunData, lang: str = "en") -> list[dict[str, str]]:
     """Every failed or warned check of the run, failures first: where, what, value, status (in `lang`)."""
-    out, words = [], LABELS[lang]
+    out, words = [], PAGE_LABELS[lang]
     acc = run.get("accuracy") or {}
     for t in acc.get("targets", []):
         for c in (rendered_check(c, lang) for c in (t.get("verdict") or {}).get("checks", [])):
@@ -99,7 +89,7 @@ def header_html(run: RunData, lang: str, section_ids: dict[int, str]) -> str:
     if issues:
         rows = "".join(f'<tr class="{p["status"]}"><td>{p["status"].upper()}</td><td>{html.escape(p["where"])}</td>'
                        f'<td>{html.escape(p["what"])}</td><td>{html.escape(p["value"])}</td></tr>' for p in issues)
-        listing = f'<section class="issues"><h2>{LABELS[lang]["issues"]}</h2><table>{rows}</table></section>'
+        listing = f'<section class="issues"><h2>{PAGE_LABELS[lang]["issues"]}</h2><table>{rows}</table></section>'
     return (f'<div class="banner {status.lower()}" id="verdict"><span class="status">{status}</span>'
             f'<ul>{reasons}</ul></div><div class="cards">{cards}</div>{listing}')
 
@@ -125,7 +115,7 @@ def section_ids(toc_tokens: list[dict[str, Any]]) -> dict[int, str]:
 def nav_html(toc_tokens: list[dict[str, Any]], lang: str) -> str:
     items = "".join(f'<li><a href="#{t["id"]}">{html.escape(html.unescape(t["name"]))}</a></li>'
                     for token in toc_tokens for t in [token, *token.get("children", [])] if t["level"] == 2)
-    return f'<nav class="index"><strong>{LABELS[lang]["index"]}</strong><ul>{items}</ul></nav>'
+    return f'<nav class="index"><strong>{PAGE_LABELS[lang]["index"]}</strong><ul>{items}</ul></nav>'
 
 
 TABLE = re.compile(r"<table>.*?</table>", re.S)
@@ -138,6 +128,6 @@ def collapse_long_tables(body: str, lang: str, keep_rows: int = 12) -> str:
         rows = table.count("<tr>") - 1
         if rows <= keep_rows:
             return table
-        return f'<details><summary>{rows} {LABELS[lang]["rows"]}</summary>{table}</details>'
+        return f'<details><summary>{rows} {PAGE_LABELS[lang]["rows"]}</summary>{table}</details>'
 
     return TABLE.sub(fold, body)

@@ -17,8 +17,8 @@ from llm_adapt.report.findings import (findings, main_target, notes, overall_ver
 from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import (basis_text, in_lang, in_lang_all, message, operator_name, probe_words, rendered,
-                                rendered_check, rendered_warnings, verdict_reasons)
+from llm_adapt.messages import (FLOOR_LABEL, basis_text, in_lang, in_lang_all, message, operator_name, probe_words,
+                                rendered, rendered_check, rendered_warnings, verdict_reasons)
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -80,9 +80,6 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "keyed_all": lambda texts, keys: in_lang_all(texts, keys, lang),
             "op_name": lambda name: operator_name(name, lang),
             "probe_in": lambda text: probe_words(text, lang)}
-
-
-FLOOR_LABEL = {"en": "{label} (noise floor)", "zh": "{label}（噪声基线）"}
 
 
 def logit_rows(acc: dict | None, lang: str = "en") -> list[tuple[str, dict]]:
