@@ -204,7 +204,8 @@ def test_every_probe_name_and_status_has_its_chinese():
     from llm_adapt.probes import context
     from llm_adapt.probes.features import PROBES
 
-    statuses = {context.SUPPORTED, context.UNSUPPORTED, context.ERROR, context.NOT_RUN, context.NOT_APPLICABLE}
+    statuses = {context.SUPPORTED, context.UNSUPPORTED, context.ERROR, context.NOT_RUN, context.NOT_APPLICABLE,
+                context.NOT_ENABLED}
     assert set(PROBES) | statuses <= set(PROBE_WORDS["zh"])
     assert probe_words("chat completion", "zh") == "对话补全" and probe_words("chat completion", "en") == "chat completion"
     assert probe_words("a probe of a later version", "zh") == "a probe of a later version"

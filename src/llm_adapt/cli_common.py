@@ -45,6 +45,19 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
 
 
+def add_accuracy_workload_options(p: argparse.ArgumentParser, defaults_from: str | None = None) -> None:
+    """--prompts and --max-new-tokens, with the one default compare, layers and run share
+    (accuracy/defaults.py); `defaults_from` names where a command takes other defaults (run's --quick)."""
+    from llm_adapt.accuracy import defaults
+
+    also = f"; {defaults_from}" if defaults_from else ""
+    p.add_argument("--prompts", default=None if defaults_from else defaults.PROMPTS, metavar="SUITE|FILE",
+                   help=f"accuracy prompts: a suite (default, quick) or a JSONL file (default {defaults.PROMPTS}{also})")
+    p.add_argument("--max-new-tokens", type=positive_int, default=None if defaults_from else defaults.MAX_NEW_TOKENS,
+                   metavar="N", help=f"greedy tokens of the gold per prompt, each target judged on them "
+                                     f"(default {defaults.MAX_NEW_TOKENS}{also})")
+
+
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["vllm", "transformers"], help="engine to start (default: vllm when installed)")
     p.add_argument("--graph", action="store_true", help="start in graph mode (CUDA graphs / ACLGraph / torch.compile); default eager")
@@ -100,6 +113,7 @@ class Target:
     out: Path
     pid: int | None = None
     model_dir: Path | None = None
+    tool_calling: dict | None = None  # the plan's tool calling, where the engine was started with the plan's flags
 
 
 @contextmanager
@@ -117,7 +131,8 @@ def engine_or_endpoint(args: argparse.Namespace, label: str):
 
     cfg, state = command_run(args, lambda platform: label)
     with engine_kept(cfg, state) as server:
-        yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path)
+        planned = state.inspect.plan.tool_calling if server.spec.engine == "vllm" else None
+        yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path, planned)
 
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":

@@ -157,9 +157,16 @@ REASONS: dict[str, dict[str, str]] = {
                             "zh": "稠密模型：配置中没有 {keys}（没有可读的权重）"},
     "ev_mtp": {"en": "{found}; {tensors} MTP tensors in the checkpoint", "zh": "{found}；检查点中有 {tensors} 个 MTP 张量"},
     "ev_no_mtp_key": {"en": "no MTP key in the config", "zh": "配置中没有 MTP 键"},
-    "ev_no_mtp": {"en": "the config has none of {keys} and no tensor is an MTP layer (no mtp/nextn names, no layer index "
-                        "past num_hidden_layers)",
-                  "zh": "配置中没有 {keys}，也没有张量属于 MTP 层（没有 mtp/nextn 名称，没有超出 num_hidden_layers 的层号）"},
+    "ev_no_mtp": {"en": "the architecture has no MTP layers: the config has none of {keys} and no tensor is an MTP layer "
+                        "(no mtp/nextn names, no layer index past num_hidden_layers)",
+                  "zh": "该架构没有 MTP 层：配置中没有 {keys}，也没有张量属于 MTP 层（没有 mtp/nextn 名称，没有超出 "
+                        "num_hidden_layers 的层号）"},
+    "ev_mtp_unread": {"en": "{found}; no weights were read, so whether the checkpoint carries the MTP layers is unknown",
+                      "zh": "{found}；没有读取权重，无法确定检查点是否带有 MTP 层"},
+    "ev_mtp_missing": {"en": "{found}, but none of the checkpoint's {tensors} tensors is an MTP layer (no mtp/nextn "
+                             "names, no layer index past num_hidden_layers)",
+                       "zh": "{found}，但检查点的 {tensors} 个张量中没有一个属于 MTP 层（没有 mtp/nextn 名称，没有超出 "
+                             "num_hidden_layers 的层号）"},
     "ev_multimodal": {"en": "the config has {keys}", "zh": "配置中有 {keys}"},
     "ev_text_only": {"en": "text-only: the config has none of {keys}", "zh": "纯文本模型：配置中没有 {keys}"},
     "ev_graph_answered": {"en": "this run served in graph mode ({name}) and it answered the probes",
@@ -205,10 +212,28 @@ REASONS: dict[str, dict[str, str]] = {
                       "zh": "max_tokens 5 -> {got} 个 token，finish_reason {finish}"},
     "pe_no_tool_calls": {"en": "no tool_calls; content: {text}", "zh": "没有 tool_calls；内容：「{text}」"},
     "pe_tool_not_json": {"en": "tool call arguments are not JSON: {text}", "zh": "工具调用参数不是 JSON：「{text}」"},
+    "pe_tool_not_enabled": {"en": "not enabled by this plan: {why}; {flags} would enable it",
+                            "zh": "本计划未启用：{why}；加上 {flags} 即可启用"},
+    "pe_tool_not_enabled_server": {"en": "the server was started without tool calling ({body}); {flags} enables it",
+                                   "zh": "服务端启动时未开启工具调用（「{body}」）；加上 {flags} 即可启用"},
+    # the plan's tool calling, read from the chat template (inspect/tool_calling.py)
+    "tc_enabled": {"en": "the chat template declares tools and writes tool calls with {marker} ({family}): vLLM's "
+                         "{parser} parser reads them",
+                   "zh": "聊天模板声明了工具，并用 {marker} 写出工具调用（{family}）：由 vLLM 的 {parser} 解析器读取"},
+    "tc_no_template": {"en": "the model has no chat template", "zh": "模型没有聊天模板"},
+    "tc_no_tools": {"en": "the model's chat template declares no tools (it never reads `tools`)",
+                    "zh": "模型的聊天模板没有声明工具（从不读取 `tools`）"},
+    "tc_unknown_format": {"en": "the chat template declares tools, but its tool-call format is none this plan knows "
+                                "({parsers})",
+                          "zh": "聊天模板声明了工具，但其工具调用格式不属于本计划已知的任何一种（{parsers}）"},
     "pe_schema_bad": {"en": "answer does not satisfy the schema ({error}): {text}",
                       "zh": "回答不符合 schema（{error}）：「{text}」"},
     "pe_schema_ok": {"en": "valid against the schema: {text}", "zh": "符合 schema：「{text}」"},
     "pe_cjk": {"en": "{share} CJK characters: {text}", "zh": "中文字符占 {share}：「{text}」"},
+    "pe_cjk_answer": {"en": "{share} CJK characters once the question's own text is removed ({cjk} Chinese characters "
+                            "of {kept} kept, {echoed} echoed characters removed): {text}",
+                      "zh": "去掉回答中复述的问题原文后，中文字符占 {share}（保留的 {kept} 个字符中有 {cjk} 个中文字符，"
+                            "去掉了 {echoed} 个复述字符）：「{text}」"},
     "pe_no_max_len": {"en": "max_model_len unknown (no /v1/models figure)", "zh": "max_model_len 未知（/v1/models 未给出）"},
     "pe_no_tokenize": {"en": "cannot size the prompt without /tokenize", "zh": "没有 /tokenize，无法确定提示词长度"},
     "pe_sample_http": {"en": "a {size}-token prompt -> HTTP {code}: {body}", "zh": "{size} token 的提示词 -> HTTP {code}：「{body}」"},
@@ -348,8 +373,9 @@ REASONS: dict[str, dict[str, str]] = {
     "st_no_cause": {"en": "engine log names no cause", "zh": "引擎日志未给出原因"},
     "st_no_cause_in_log": {"en": "no cause in the engine log", "zh": "引擎日志中没有原因"},
     # the capacity baseline (upstream/capacity.py)
-    "cap_model_short": {"en": "the model's max_position_embeddings is {mpe:,}, under {length:,}",
-                        "zh": "模型的 max_position_embeddings 为 {mpe:,}，低于 {length:,}"},
+    "cap_model_short": {"en": "the model's own limit (max_position_embeddings) is {mpe:,} positions, under the "
+                              "baseline's {length:,}",
+                        "zh": "模型自身的上限（max_position_embeddings）为 {mpe:,} 个位置，低于基线的 {length:,}"},
     "cap_pool_short": {"en": "{seqs} x {length:,} tokens need {need:,} KV blocks of {block} ({need_tokens:,} tokens, "
                              "{need_gib:.1f} GiB); the planned pool holds {usable:,} ({usable_tokens:,} tokens, "
                              "{pool_gib:.1f} GiB)",
@@ -623,10 +649,22 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
         "zh": {"name": "平均 KL / 噪声基线", "threshold": _SPREAD_ZH,
                "source": "把 msprobe 的基准比值用于 llama.cpp 的 KL，对比 {floor}"}},
     "top1_ratio": {
-        "en": {"name": "same top-1 rate", "value": "{rt} vs floor {rf}", "threshold": _TOP1_EN,
-               "source": "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1))"},
-        "zh": {"name": "top-1 一致率", "value": "{rt}，噪声基线 {rf}", "threshold": _TOP1_ZH,
-               "source": "llama.cpp 的 top-1 一致率及其不确定度 sqrt(p(1-p)/(n-1))"}},
+        "en": {"name": {"all": "same top-1 rate", "decisive": "same top-1 rate outside the {margin:g}-nat tie margin"},
+               "value": {"all": "{rt} vs floor {rf}",
+                         "decisive": "{rt} vs floor {rf} ({decisive} of {positions} positions; all positions: "
+                                     "{all_t:.4f} vs {all_f:.4f})"},
+               "threshold": _TOP1_EN,
+               "source": {"all": "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1))",
+                          "decisive": "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1)); the tie "
+                                      "margin as for greedy divergences (lighteval)"}},
+        "zh": {"name": {"all": "top-1 一致率", "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率"},
+               "value": {"all": "{rt}，噪声基线 {rf}",
+                         "decisive": "{rt}，噪声基线 {rf}（{positions} 个位置中的 {decisive} 个；全部位置："
+                                     "{all_t:.4f} 对 {all_f:.4f}）"},
+               "threshold": _TOP1_ZH,
+               "source": {"all": "llama.cpp 的 top-1 一致率及其不确定度 sqrt(p(1-p)/(n-1))",
+                          "decisive": "llama.cpp 的 top-1 一致率及其不确定度 sqrt(p(1-p)/(n-1))；并列容差与贪心分歧相同"
+                                      "（lighteval）"}}},
     "ppl": {
         "en": {"name": "ln PPL ratio vs floor",
                "value": {"none": "{ln_t}", "some": "{ln_t:+.4f} vs floor {ln_f:+.4f}"},
@@ -651,10 +689,20 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
         "zh": {"name": "平均 KL（未测噪声基线）", "threshold": "<= {pass_at} 通过，<= {warn_at} 警告",
                "source": "绝对预算：目标与参考在同一设备上运行"}},
     "top1_absolute": {
-        "en": {"name": "same top-1 rate (no noise floor measured)", "threshold": ">= {pass_at} pass, >= {warn_at} warn",
-               "source": "absolute budget"},
-        "zh": {"name": "top-1 一致率（未测噪声基线）", "threshold": ">= {pass_at} 通过，>= {warn_at} 警告",
-               "source": "绝对预算"}},
+        "en": {"name": {"all": "same top-1 rate (no noise floor measured)",
+                        "decisive": "same top-1 rate outside the {margin:g}-nat tie margin (no noise floor measured)"},
+               "value": {"all": "{rate}", "decisive": "{rate} ({decisive} of {positions} positions; all positions: "
+                                                      "{all_t:.4f})"},
+               "threshold": ">= {pass_at} pass, >= {warn_at} warn",
+               "source": {"all": "absolute budget",
+                          "decisive": "absolute budget; the tie margin as for greedy divergences (lighteval): a flip "
+                                      "where the gold's own top two are that close is rounding"}},
+        "zh": {"name": {"all": "top-1 一致率（未测噪声基线）",
+                        "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率（未测噪声基线）"},
+               "value": {"all": "{rate}", "decisive": "{rate}（{positions} 个位置中的 {decisive} 个；全部位置：{all_t:.4f}）"},
+               "threshold": ">= {pass_at} 通过，>= {warn_at} 警告",
+               "source": {"all": "绝对预算",
+                          "decisive": "绝对预算；并列容差与贪心分歧相同（lighteval）：金标准自身前两名如此接近时的翻转属于舍入误差"}}},
     "ppl_absolute": {
         "en": {"name": "ln PPL ratio (no noise floor measured)", "value": {"none": "{ln}", "some": "{ln:+.4f}"},
                "threshold": {"none": "finite", "some": "|x| <= {pass_at} pass, <= {warn_at} warn"},
@@ -737,6 +785,7 @@ ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold i
 # shows as written.
 PROBE_WORDS = {"zh": {
     "supported": "支持", "unsupported": "不支持", "not applicable": "不适用", "error": "出错", "not run": "未运行",
+    "not enabled": "未启用",
     "health": "健康检查", "models": "模型列表", "chat completion": "对话补全", "streaming": "流式输出",
     "legacy completions": "传统补全接口", "stop sequences": "停止序列", "n > 1": "n > 1（多候选）",
     "seed reproducibility": "随机种子可复现", "greedy determinism": "贪心解码确定性",
@@ -930,7 +979,6 @@ REPORT_NOTES = {
         "tokens": "Prompt {id}: the server tokenizes it into {server} tokens, we into {ours}.",
         "open": "The server listened on all interfaces (0.0.0.0): reachable from other machines.",
         "remote_code": "--trust-remote-code was set: the model's own Python code ran.",
-        "engine_warning": "Engine warning (x{count}): {message}",
         "fixed_length": "Bench {name}/{label}: {n} requests ignored the fixed output length.",
         "bench_failed": "Bench {name}/{label}: {n} requests failed: {errors}.",
         "disagree": "Bench {name}/{label}: the client and vLLM's /metrics disagree on mean {metric} (client {client:.2f} ms, server {server:.2f} ms, beyond the measured round trip).",
@@ -949,7 +997,6 @@ REPORT_NOTES = {
         "tokens": "提示词 {id}：服务端分词为 {server} 个 token，本地为 {ours} 个。",
         "open": "服务监听在所有网卡 (0.0.0.0)：其他机器可以访问。",
         "remote_code": "设置了 --trust-remote-code：模型自带的 Python 代码被执行。",
-        "engine_warning": "引擎告警（{count} 次）：「{message}」",
         "fixed_length": "压测 {name}/{label}：{n} 个请求未遵守固定输出长度。",
         "bench_failed": "压测 {name}/{label}：{n} 个请求失败：{errors}。",
         "disagree": "压测 {name}/{label}：客户端与 vLLM /metrics 的平均 {metric} 不一致（客户端 {client:.2f} ms，服务端 {server:.2f} ms，超出实测往返时间）。",

@@ -109,13 +109,14 @@ def test_support_and_strategy_evidence_in_both_languages():
 
 def test_capacity_reasons_in_both_languages():
     plan = {"block_size": 128, "kv_cache_blocks": 1456, "kv_bytes_per_token": 23040, "kv_pool_bytes": 4 * 2**30}
-    c = plain(capacity_baseline(plan, 8192))
-    assert c["reasons"] == ["the model's max_position_embeddings is 8,192, under 131,072",
-                            "16 x 131,072 tokens need 16,384 KV blocks of 128 (2,097,152 tokens, 45.0 GiB); the planned "
+    c = plain(capacity_baseline(plan, 8192))  # not applicable: the model's own limit
+    assert c["reasons"] == ["the model's own limit (max_position_embeddings) is 8,192 positions, under the baseline's 131,072"]
+    assert in_lang_all(c["reasons"], c["reason_keys"], "zh") == ["模型自身的上限（max_position_embeddings）为 8,192 个位置，低于基线的 131,072"]
+    c = plain(capacity_baseline(plan, 131072))
+    assert c["reasons"] == ["16 x 131,072 tokens need 16,384 KV blocks of 128 (2,097,152 tokens, 45.0 GiB); the planned "
                             "pool holds 1,455 (186,240 tokens, 4.0 GiB)"]
     assert in_lang_all(c["reasons"], c["reason_keys"], "en") == c["reasons"]
     assert in_lang_all(c["reasons"], c["reason_keys"], "zh") == [
-        "模型的 max_position_embeddings 为 8,192，低于 131,072",
         "16 × 131,072 个 token 需要 16,384 个 KV 块（每块 128 个 token，共 2,097,152 个 token，45.0 GiB）；规划的缓存池只有 "
         "1,455 块（186,240 个 token，4.0 GiB）"]
     older = {k: v for k, v in c.items() if k != "reason_keys"}  # an adaptation.json of before: its words

@@ -55,9 +55,10 @@ def test_a_dense_model_gets_every_row_with_evidence_and_the_capacity_verdict(mod
     rows = {f["feature"]: f for f in result.features}
     assert rows["EP"]["status"] == rows["flashcomm1"]["status"] == "not-applicable"
     assert "expert tensors" in rows["EP"]["evidence"] and "tensors read" in rows["EP"]["evidence"]
-    assert rows["MTP"]["status"] == "checkpoint-missing" and rows["multimodal"]["status"] == "not-applicable"
+    assert rows["MTP"]["status"] == "not-applicable" and rows["multimodal"]["status"] == "not-applicable"
     assert rows["ACLGraph"]["status"] == "not verified"  # served without a serve.json: no graph mode seen
-    assert result.capacity["feasible"] is False and result.capacity["reasons"]
+    assert result.capacity["status"] == "not applicable" and result.capacity["feasible"] is None  # 2,048 positions
+    assert "own limit (max_position_embeddings) is 2,048" in result.capacity["reasons"][0]
     assert result.operators["applies"] is False and result.false_ready["false_ready"] is False
     assert result.max_model_len["config"] == 2048 and result.max_model_len["planned"] == 512
     assert result.stages is None  # no dummy stage in this run
@@ -79,8 +80,9 @@ def test_a_wrong_answer_is_false_ready_and_the_two_stages_make_the_matrix(model,
     assert matrix["served output against the fp32 gold"]["real"] == "FAIL"
     assert matrix["API features that do not judge content"]["dummy"] == "2 of 2"  # the Chinese probe is not counted
     for lang, words in (("en", ("vLLM-Ascend adaptation gates", "false-ready", "only real weights can show it",
-                                "not-applicable")),
-                        ("zh", ("vLLM-Ascend 适配关卡", "false-ready", "仅真实权重能证明", "不适用"))):
+                                "not-applicable", "(131,072 × 16): not-applicable: the model's own limit")),
+                        ("zh", ("vLLM-Ascend 适配关卡", "false-ready", "仅真实权重能证明", "不适用",
+                                "(131,072 × 16): 不适用: 模型自身的上限"))):
         paths = render_report(out, lang)
         text = paths[0].read_text()
         assert all(w in text for w in words), (lang, [w for w in words if w not in text])

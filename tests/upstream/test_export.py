@@ -76,7 +76,7 @@ def test_the_report_is_chinese_by_default_and_names_what_the_run_showed(run_dir,
     dest = exported(run_dir, tmp_path)
     report = (dest / "docs/source/tutorials/models/model-adaptation-report.md").read_text()
     for words in ("## 特性矩阵", "## Dummy 与真实权重验证矩阵", "**false-ready**", "## max-model-len", "## 回退阶梯",
-                  "未测量", "N/A 不适用", "⚠️ checkpoint 缺失"):
+                  "未测量", "| MTP | N/A 不适用 | 该架构没有 MTP 层", "基线 | N/A 不适用 | 模型自身的上限"):
         assert words in report, words
     english = exported(run_dir, tmp_path / "en", "--lang", "en")
     assert "## Feature matrix" in (english / "docs/source/tutorials/models/model-adaptation-report.md").read_text()

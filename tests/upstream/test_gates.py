@@ -16,14 +16,24 @@ def test_128k_at_16_fits_a_pool_of_enough_blocks():
     assert ok["feasible"] and ok["reasons"] == [] and ok["longest_at_seqs"] == 131072 and ok["seqs_at_length"] == 16
 
 
-def test_the_default_model_on_a_small_cpu_pool_is_not_feasible_with_both_reasons():
+def test_the_baseline_does_not_apply_to_a_model_whose_own_limit_is_under_128k():
     small = capacity_baseline(plan(1456), 8192)  # SmolLM2: 4 GiB of KV, 8,192 positions
-    assert not small["feasible"] and len(small["reasons"]) == 2
-    assert "max_position_embeddings is 8,192" in small["reasons"][0] and "16,384 KV blocks" in small["reasons"][1]
+    assert small["status"] == "not applicable" and small["feasible"] is None and len(small["reasons"]) == 1
+    assert small["reasons"][0] == "the model's own limit (max_position_embeddings) is 8,192 positions, under the baseline's 131,072"
     assert small["longest_at_seqs"] == 8192  # the pool would allow 11,520 per sequence; the model stops at 8,192
     assert small["seqs_at_length"] == 0  # the model cannot reach 128k at all
+    big_pool = capacity_baseline(plan(16 * 1024 + 1), 131071)  # a pool that holds it does not make it apply
+    assert big_pool["status"] == "not applicable" and big_pool["feasible"] is None
+
+
+def test_a_model_that_reaches_128k_is_feasible_or_not_by_the_pool():
+    ok = capacity_baseline(plan(16 * 1024 + 1), 131072)
+    assert ok["status"] == "feasible" and ok["feasible"] is True
+    short_pool = capacity_baseline(plan(1456), 163840)  # a 160k model on a 4 GiB pool
+    assert short_pool["status"] == "not feasible" and short_pool["feasible"] is False
+    assert len(short_pool["reasons"]) == 1 and "16,384 KV blocks" in short_pool["reasons"][0]
     one_short = capacity_baseline(plan(16 * 1024), None)  # exactly the need: the null block is missing
-    assert not one_short["feasible"] and one_short["seqs_at_length"] == 15
+    assert one_short["status"] == "not feasible" and not one_short["feasible"] and one_short["seqs_at_length"] == 15
 
 
 def test_ep_and_flashcomm1_apply_to_moe_only_with_evidence():
@@ -39,13 +49,31 @@ def test_ep_and_flashcomm1_apply_to_moe_only_with_evidence():
     assert moe_rows["EP"]["status"] == NOT_VERIFIED and moe_rows["EP"]["flag"] == "--enable-expert-parallel"
 
 
-def test_mtp_only_where_the_checkpoint_has_it():
-    assert mtp_evidence({"num_nextn_predict_layers": 1, "num_hidden_layers": 61}, [])[0]
-    assert mtp_evidence({"num_hidden_layers": 2}, ["model.layers.2.eh_proj.weight"])[0]  # a layer past the stack
-    missing, why = mtp_evidence({"num_hidden_layers": 2}, ["model.layers.1.mlp.up_proj.weight"])
-    assert not missing and "num_nextn_predict_layers" in why
-    rows = {r["feature"]: r for r in feature_rows({"num_hidden_layers": 2}, [], "npu", "eager", True, "x")}
-    assert rows["MTP"]["status"] == MISSING
+def test_mtp_is_not_applicable_to_an_architecture_without_mtp_layers():
+    status, why = mtp_evidence({"num_hidden_layers": 2}, ["model.layers.1.mlp.up_proj.weight"])
+    assert status == NOT_APPLICABLE and "has no MTP layers" in why and "num_nextn_predict_layers" in why
+    assert mtp_evidence({"num_hidden_layers": 2, "num_nextn_predict_layers": 0}, [])[0] == NOT_APPLICABLE
+    for tensors in ([], ["model.layers.0.mlp.up_proj.weight"]):  # a dense Llama, read or not
+        rows = {r["feature"]: r for r in feature_rows({"num_hidden_layers": 2}, tensors, "npu", "eager", True, "x")}
+        assert rows["MTP"]["status"] == NOT_APPLICABLE, rows["MTP"]
+
+
+def test_mtp_applies_to_an_mtp_architecture_and_is_missing_only_where_its_checkpoint_lacks_the_layers():
+    deepseek = {"num_nextn_predict_layers": 1, "num_hidden_layers": 61}
+    assert mtp_evidence(deepseek, ["model.layers.61.eh_proj.weight"])[0] == NOT_VERIFIED  # the layer past the stack
+    status, why = mtp_evidence(deepseek, [])
+    assert status == NOT_VERIFIED and "no weights were read" in why
+    status, why = mtp_evidence(deepseek, ["model.layers.0.mlp.up_proj.weight", "lm_head.weight"])
+    assert status == MISSING and "num_nextn_predict_layers=1" in why and "none of the checkpoint's 2 tensors" in why
+    assert mtp_evidence({"model_type": "qwen3_next", "num_hidden_layers": 48}, ["mtp.fc.weight"])[0] == NOT_VERIFIED
+    assert mtp_evidence({"model_type": "qwen3_next", "num_hidden_layers": 48}, ["a.weight"])[0] == MISSING
+    assert mtp_evidence({"num_hidden_layers": 2}, ["model.layers.2.eh_proj.weight"])[0] == NOT_VERIFIED  # tensors alone
+    rows = {r["feature"]: r for r in feature_rows(deepseek, ["model.layers.0.mlp.up_proj.weight"], "npu", "eager",
+                                                   True, "x")}
+    assert rows["MTP"]["status"] == MISSING and rows["MTP"]["flag"].startswith("--speculative-config")
+    rows = {r["feature"]: r for r in feature_rows({"text_config": {"mtp_num_hidden_layers": 1}}, [], "cpu", "eager",
+                                                   True, "x")}
+    assert rows["MTP"]["status"] == NOT_VERIFIED and "mtp_num_hidden_layers=1" in rows["MTP"]["evidence"]
 
 
 def test_graph_row_is_measured_only_when_graph_mode_served():

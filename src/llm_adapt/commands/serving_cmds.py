@@ -95,7 +95,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
         out = target.out
         with progress_bar() as report:
             result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
-                                dummy=bool(getattr(args, "dummy", False) and args.model))
+                                dummy=bool(getattr(args, "dummy", False) and args.model),
+                                facts={"tool_calling": target.tool_calling} if target.tool_calling else None)
     show_result(result, args.json, print_probes, out / rundir.PROBES)
     return 0 if result.complete else 1
 

@@ -26,6 +26,7 @@ from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.inspect.multinode import Topology, plan_multinode
+from llm_adapt.inspect.tool_calling import ToolCalling
 from llm_adapt.platforms import quant_warnings, vllm_quantization_flag
 from llm_adapt.models.spec import ModelSpec
 from llm_adapt.platforms import Platform
@@ -66,6 +67,7 @@ class PlanOptions:
     quantization: str | None = None  # --quantization; None: the one the checkpoint needs (models/quant.py), if any
     weights: mem.WeightSizing | None = None  # read from the safetensors headers; None: parameters x dtype
     dtype_note: str | None = None  # why the serving dtype was chosen, when the user did not choose it
+    tool_calling: ToolCalling | None = None  # from the chat template (inspect/tool_calling.py); None: not read
 
 
 def _as_command(value) -> Command:
@@ -120,6 +122,7 @@ class DeployPlan(BaseModel):
     warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages.py), or None
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
     tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
+    tool_calling: dict | None = None  # ToolCalling.to_dict: the tool-call parser the commands start with, and why
 
     def command(self, mode: str = "eager") -> Command:
         """The mode's vLLM command ("eager" or "graph"), to read or change one option."""
@@ -184,6 +187,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         multinode=_multinode(spec, platform, opts, layout, commands["graph"], env),
         warnings=warnings, warning_keys=[keyed(w) for w in warnings],
         layer_dump=msprobe_config.plan_entry(commands["eager"], env) if platform.layer_dump else None,
+        tool_calling=opts.tool_calling.to_dict() if opts.tool_calling else None,
     )
 
 
@@ -326,6 +330,8 @@ def _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -
         options.append(("--model-impl", opts.model_impl))
     if opts.quantization:
         options.append(("--quantization", opts.quantization))
+    if opts.tool_calling:  # the chat template's tool-call format, parsed into OpenAI tool_calls
+        options += opts.tool_calling.options()
     options += [("--host", opts.host), ("--port", str(opts.port))]
     if eager:
         options.append(("--enforce-eager", None))

@@ -15,6 +15,7 @@ from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
+from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import gate_of_model
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
@@ -138,6 +139,8 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
     support = classify(spec, vllm_registry()).to_dict()
     if support["vllm"] == TRANSFORMERS_BACKEND:  # say so on the command line rather than rely on vLLM's fallback
         options = replace(options, model_impl="transformers")
+    if options.tool_calling is None:  # enabled where the chat template declares tools in a format vLLM parses
+        options = replace(options, tool_calling=tool_calling(read_chat_template(source.path)))
     plan = make_plan(spec, params["from_config"], target, options)
     facts = read_facts(source.path, spec, options.trust_remote_code)
     return InspectResult(

@@ -13,6 +13,7 @@ from llm_adapt.engines.endpoint import Endpoint
 
 SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN = "supported", "unsupported", "error", "not run"
 NOT_APPLICABLE = "not applicable"
+NOT_ENABLED = "not enabled"  # off by the server's start flags (the plan's choice), with the flag that turns it on
 
 
 @dataclass

@@ -10,8 +10,9 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from llm_adapt.messages import reason
-from llm_adapt.probes.context import ERROR, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer, snippet
+from llm_adapt.messages import reason, restored
+from llm_adapt.probes.context import (ERROR, NOT_ENABLED, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer,
+                                      snippet)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HELLO = [{"role": "user", "content": "What is 2+2? Answer briefly."}]
@@ -156,20 +157,45 @@ def _tool_outcome(r) -> Outcome:
     return Outcome(SUPPORTED if ok else ERROR, f"{calls[0].function.name}({snippet(args, 80)})", {"arguments": parsed})
 
 
-def tool_calling_named(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0,
-              tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    return _tool_outcome(r)
+# vLLM's refusal of a tool_choice when it was started without a tool-call parser (vllm/renderers/online_renderer.py)
+PARSER_MISSING = re.compile(r"--tool-call-parser|--enable-auto-tool-choice")
+ENABLE_TOOLS = "--enable-auto-tool-choice --tool-call-parser NAME"
 
 
-def tool_calling_auto(ctx: ProbeContext) -> Outcome:
+def tool_not_enabled(plan: dict | None, body: str) -> Outcome:
+    """The row of a server that refused tool_choice for want of a tool-call parser: not enabled, with the
+    plan's reason and the flags that would enable it where this run planned the server (`plan`: the
+    plan's tool_calling), else the server's own words. A plan that enabled it and a server that still
+    refuses: unsupported. Pure."""
+    if plan is None:
+        return Outcome(NOT_ENABLED, reason("pe_tool_not_enabled_server", body=body, flags=ENABLE_TOOLS))
+    if plan.get("enabled"):
+        return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=body))
+    why = restored(plan.get("evidence") or "", plan.get("evidence_key"))
+    return Outcome(NOT_ENABLED, reason("pe_tool_not_enabled", why=why, flags=plan.get("flags") or ENABLE_TOOLS),
+                   {"plan": plan})
+
+
+def _tool_call(ctx: ProbeContext, tool_choice) -> Outcome:
+    """The weather question with one tool, judged on the tool call that comes back; a server started without
+    a tool-call parser refuses it with HTTP 400 naming the flag (tool_not_enabled)."""
     import openai
 
     try:
-        r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0, tool_choice="auto")
+        r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0, tool_choice=tool_choice)
     except openai.BadRequestError as exc:
+        if PARSER_MISSING.search(exc.message or ""):
+            return tool_not_enabled(ctx.facts.get("tool_calling"), snippet(exc.message))
         return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=snippet(exc.message)))
     return _tool_outcome(r)
+
+
+def tool_calling_named(ctx: ProbeContext) -> Outcome:
+    return _tool_call(ctx, {"type": "function", "function": {"name": "get_weather"}})
+
+
+def tool_calling_auto(ctx: ProbeContext) -> Outcome:
+    return _tool_call(ctx, "auto")
 
 
 PERSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -190,11 +216,47 @@ def structured_output(ctx: ProbeContext) -> Outcome:
     return Outcome(SUPPORTED, reason("pe_schema_ok", text=snippet(text)))
 
 
+# A question whose answer (巴黎, Paris) is not in it: an answer that only repeats the question is no answer.
+CHINESE_QUESTION = "请用中文回答：法国的首都是哪座城市？"
+ECHO_RUN = 3  # a run of this many characters or more that also occurs in the question is an echo of it
+CJK_SHARE = 0.3  # share of Chinese characters in what is left
+CJK_MIN = 2  # and at least this many of them (巴黎 is two)
+
+
+def without_echo(answer: str, question: str, run: int = ECHO_RUN) -> tuple[str, int]:
+    """The answer without the question's own text: every run of `run` or more consecutive characters that
+    also occurs in the question is removed (the whole question, or a clause of it, repeated). Returns
+    what is left and how many characters were removed. Pure."""
+    kept, removed, i = [], 0, 0
+    while i < len(answer):
+        k = 0
+        while i + k < len(answer) and answer[i:i + k + 1] in question:
+            k += 1
+        if k >= run:
+            removed, i = removed + k, i + k
+        else:
+            kept.append(answer[i])
+            i += 1
+    return "".join(kept), removed
+
+
+def judge_chinese(answer: str, question: str) -> tuple[bool, dict]:
+    """Whether `answer` answers in Chinese: at least CJK_SHARE of its non-space characters, and CJK_MIN of
+    them, are CJK once the question's echoed text is removed. Pure."""
+    kept, echoed = without_echo(answer, question)
+    chars = re.sub(r"\s", "", kept)
+    cjk = len(CJK.findall(chars))
+    share = cjk / max(len(chars), 1)
+    return share >= CJK_SHARE and cjk >= CJK_MIN, {"share": share, "cjk": cjk, "kept": len(chars), "echoed": echoed}
+
+
 def chinese(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, [{"role": "user", "content": "请用中文回答：北京是哪个国家的首都？"}], max_tokens=32, temperature=0)
+    r = _chat(ctx, [{"role": "user", "content": CHINESE_QUESTION}], max_tokens=32, temperature=0)
     text = r.choices[0].message.content or ""
-    share = len(CJK.findall(text)) / max(len(re.sub(r"\s", "", text)), 1)
-    return Outcome(SUPPORTED if share >= 0.3 else UNSUPPORTED, reason("pe_cjk", share=f"{share:.0%}", text=snippet(text)))
+    ok, seen = judge_chinese(text, CHINESE_QUESTION)
+    return Outcome(SUPPORTED if ok else UNSUPPORTED,
+                   reason("pe_cjk_answer", share=f"{seen['share']:.0%}", cjk=seen["cjk"], kept=seen["kept"],
+                          echoed=seen["echoed"], text=snippet(text)), seen)
 
 
 def _count_tokens(ctx: ProbeContext, text: str) -> int | None:

@@ -33,9 +33,11 @@ JUDGE_CONTENT = ("stop sequences", "Chinese prompt answered in Chinese")
 
 def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None = None,
                only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
-               dummy: bool = False) -> ProbesResult:
+               dummy: bool = False, facts: dict[str, Any] | None = None) -> ProbesResult:
+    """`facts`: what the run knows of the server beyond its answers (its plan's "tool_calling")."""
     model, _ = resolve_model_name(endpoint)
     ctx = make_context(endpoint, model)
+    ctx.facts.update(facts or {})
     names = [n for n in PROBES if not only or n in only]
     rows: list[dict[str, Any]] = []
     stopped: str | None = None

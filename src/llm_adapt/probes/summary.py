@@ -7,7 +7,7 @@ from rich.table import Table
 
 from llm_adapt.probes.run import ProbesResult
 
-STYLE = {"supported": "green", "unsupported": "yellow", "error": "red", "not run": "dim"}
+STYLE = {"supported": "green", "unsupported": "yellow", "error": "red", "not run": "dim", "not enabled": "dim"}
 
 
 def print_probes(result: ProbesResult, console: Console) -> None:

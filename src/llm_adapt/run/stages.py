@@ -210,7 +210,10 @@ def probes(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.probes.run import run_probes
 
     engine = state.server.spec.engine if state.server else None
-    result = run_probes(endpoint_of(cfg, state), cfg.out, engine=engine, progress=cfg.progress, dummy=cfg.dummy)
+    planned = engine == "vllm" and cfg.endpoint is None and state.inspect is not None  # started with the plan's flags
+    facts = {"tool_calling": state.inspect.plan.tool_calling} if planned else None
+    result = run_probes(endpoint_of(cfg, state), cfg.out, engine=engine, progress=cfg.progress, dummy=cfg.dummy,
+                        facts=facts)
     if not result.complete:
         raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
 

@@ -34,7 +34,8 @@ def stage_facts(parts: dict[str, dict[str, Any] | None], dummy: bool) -> dict[st
     status = (parts.get("status") or {}).get("stages", {})
     serve, probes = parts.get("serve") or {}, parts.get("probes") or {}
     rows = {r["name"]: r for r in probes.get("rows", [])}
-    content_free = [n for n, r in rows.items() if n not in JUDGE_CONTENT and r["status"] != "not applicable"]
+    content_free = [n for n, r in rows.items() if n not in JUDGE_CONTENT
+                    and r["status"] not in ("not applicable", "not enabled")]  # not this server's to show
     ok = [n for n in content_free if rows[n]["status"] == "supported"]
     ep = (parts.get("endpoint_accuracy") or {}).get("verdict") or {}
     acc = (parts.get("accuracy") or {}).get("verdict") or {}

@@ -10,6 +10,7 @@ from llm_adapt.messages import keyed, reason
 
 BASELINE_LEN = 131072  # "max-model-len=128k"
 BASELINE_SEQS = 16  # "max-num-seqs=16"
+FEASIBLE, NOT_FEASIBLE, NOT_APPLICABLE = "feasible", "not feasible", "not applicable"
 SOURCE = ("vLLM-Ascend model-adapter skill, workflow-checklist.md §11: baseline (single machine) "
           "max-model-len=128k + max-num-seqs=16, or the explicit reason it is not feasible")
 
@@ -22,23 +23,27 @@ def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
                       length: int = BASELINE_LEN, seqs: int = BASELINE_SEQS) -> dict[str, Any]:
     """Whether `seqs` sequences of `length` tokens fit the planned KV pool at once, with the numbers,
     the reasons when not, and the largest pairs that do fit (longest length at `seqs` sequences;
-    most sequences at `length`). vLLM holds one block back (the null block)."""
+    most sequences at `length`). vLLM holds one block back (the null block). Not applicable (status
+    "not applicable", feasible None) to a model whose own limit, max_position_embeddings (the limit the
+    plan holds --max-model-len to), is under `length`: the model, not the deployment, stops it."""
     block = int(plan["block_size"])
     usable = max(int(plan["kv_cache_blocks"]) - 1, 0)
     need = blocks_for(length, block) * seqs
     reasons = []
-    if max_position_embeddings is not None and max_position_embeddings < length:
+    applies = max_position_embeddings is None or max_position_embeddings >= length
+    if not applies:
         reasons.append(reason("cap_model_short", mpe=max_position_embeddings, length=length))
-    if need > usable:
+    elif need > usable:
         reasons.append(reason("cap_pool_short", seqs=seqs, length=length, need=need, block=block, need_tokens=need * block,
                               need_gib=need * block * plan["kv_bytes_per_token"] / 2**30, usable=usable,
                               usable_tokens=usable * block, pool_gib=plan["kv_pool_bytes"] / 2**30))
     longest = (usable // seqs) * block
     if max_position_embeddings is not None:
         longest = min(longest, max_position_embeddings)
-    model_reaches = max_position_embeddings is None or max_position_embeddings >= length
-    at_length = usable // blocks_for(length, block) if model_reaches else 0
-    return {"length": length, "seqs": seqs, "feasible": not reasons, "reasons": [str(r) for r in reasons],
+    at_length = usable // blocks_for(length, block) if applies else 0
+    status = NOT_APPLICABLE if not applies else FEASIBLE if not reasons else NOT_FEASIBLE
+    return {"length": length, "seqs": seqs, "status": status, "feasible": None if not applies else not reasons,
+            "reasons": [str(r) for r in reasons],
             "reason_keys": [keyed(r) for r in reasons],  # their message keys (messages.py), for the other language
             "needed_blocks": need, "pool_blocks": usable, "block_size": block, "pool_tokens": usable * block,
             "longest_at_seqs": longest, "seqs_at_length": at_length, "source": SOURCE}

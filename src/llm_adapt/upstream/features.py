@@ -34,6 +34,9 @@ FLAGS = {
 }
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")
+# Architectures with MTP layers and no config key for them (vLLM 0.32 config/speculative.py: qwen3_next ->
+# qwen3_next_mtp, one layer by default).
+MTP_MODEL_TYPES = ("qwen3_next",)
 VISION_KEYS = ("vision_config", "audio_config", "visual", "vision_tower", "image_token_id", "image_token_index")
 EXPERT_TENSOR = re.compile(r"\.(experts|block_sparse_moe)\.")
 MTP_TENSOR = re.compile(r"(^|\.)(mtp|nextn|eh_proj|enorm|hnorm)(\.|_|$)")
@@ -55,17 +58,32 @@ def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool,
     return False, reason("ev_dense_no_weights", keys=", ".join(EXPERT_KEYS))
 
 
-def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool, str]:
+def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[str, str]:
+    """The MTP row's status and evidence. An architecture has MTP layers when its config counts them
+    (MTP_KEYS > 0: DeepSeek-V3, GLM-4.5, MiMo), its model type has them (MTP_MODEL_TYPES: Qwen3-Next) or
+    its checkpoint holds MTP tensors. Not verified (it applies) when the checkpoint has them or no weights
+    were read; checkpoint-missing when an MTP architecture's checkpoint lacks them; not applicable when
+    the architecture has none."""
     text = _text_config(config)
     keys = {k: text[k] for k in MTP_KEYS if isinstance(text.get(k), int) and text[k] > 0}
+    model_type = next((t for t in (text.get("model_type"), config.get("model_type")) if t in MTP_MODEL_TYPES), None)
     layers = text.get("num_hidden_layers")
-    beyond = [n for n in tensor_names if isinstance(layers, int) and _layer_index(n) is not None
-              and _layer_index(n) >= layers]
-    named = [n for n in tensor_names if MTP_TENSOR.search(n)]
-    if keys or named or beyond:
-        found = ", ".join(f"{k}={v}" for k, v in keys.items()) or reason("ev_no_mtp_key")
-        return True, reason("ev_mtp", found=found, tensors=len(named) + len(beyond))
-    return False, reason("ev_no_mtp", keys=", ".join(MTP_KEYS))
+    tensors = [n for n in tensor_names if MTP_TENSOR.search(n) or _past_stack(n, layers)]
+    if not (keys or model_type or tensors):
+        return NOT_APPLICABLE, reason("ev_no_mtp", keys=", ".join(MTP_KEYS))
+    found = (", ".join(f"{k}={v}" for k, v in keys.items()) or (f"model_type={model_type}" if model_type else None)
+             or reason("ev_no_mtp_key"))
+    if tensors:
+        return NOT_VERIFIED, reason("ev_mtp", found=found, tensors=len(tensors))
+    if not tensor_names:
+        return NOT_VERIFIED, reason("ev_mtp_unread", found=found)
+    return MISSING, reason("ev_mtp_missing", found=found, tensors=len(tensor_names))
+
+
+def _past_stack(name: str, layers: Any) -> bool:
+    """A tensor of a layer past num_hidden_layers (DeepSeek-V3 keeps its MTP layer as layer 61 of 61)."""
+    index = _layer_index(name)
+    return isinstance(layers, int) and index is not None and index >= layers
 
 
 def _layer_index(name: str) -> int | None:
@@ -101,9 +119,10 @@ def _evidence(text) -> dict[str, Any]:
 
 def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
                  served_ok: bool | None, graph_command: str | None) -> list[dict[str, Any]]:
-    """The five rows. EP and flashcomm1 apply to MoE models only; MTP only where the checkpoint has it;
-    multimodal only with a vision or audio part. A row that applies but needs an Ascend device this
-    run did not have reads "not verified", with its flag."""
+    """The five rows. EP and flashcomm1 apply to MoE models only; MTP only to an architecture with MTP
+    layers (checkpoint-missing where its checkpoint lacks them); multimodal only with a vision or audio
+    part. A row that applies but needs an Ascend device this run did not have reads "not verified",
+    with its flag."""
     moe, moe_ev = moe_evidence(config, tensor_names)
     mtp, mtp_ev = mtp_evidence(config, tensor_names)
     mm, mm_ev = multimodal_evidence(config)
@@ -118,5 +137,5 @@ def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str,
     return [graph_row(platform, served_mode, served_ok, graph_command),
             row("EP", moe, moe_ev, NOT_APPLICABLE),
             row("flashcomm1", moe, moe_ev, NOT_APPLICABLE),
-            row("MTP", mtp, mtp_ev, MISSING),
+            row("MTP", mtp == NOT_VERIFIED, mtp_ev, mtp),
             row("multimodal", mm, mm_ev, NOT_APPLICABLE)]
