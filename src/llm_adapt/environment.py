@@ -8,6 +8,7 @@ import platform
 import re
 import shlex
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,6 +41,7 @@ class EnvironmentResult(StageResult):
     # versions an Ascend or vLLM report names beside the packages (None: not found on this machine)
     cann: dict[str, str] | None = None
     builds: dict[str, dict[str, str | None]] = Field(default_factory=dict)
+    collected_at: str | None = None  # UTC, ISO 8601: the run's date on the report's first screen
 
 
 def package_versions() -> dict[str, str]:
@@ -118,4 +120,5 @@ def collect(argv: list[str] | None = None) -> EnvironmentResult:
              "arch": platform.machine(), "isa": [f for f in ISA_FLAGS if f in flags], "flags": flags},
         memory_gib=round(psutil.virtual_memory().total / 1024**3, 2), accelerators=accelerators(),
         cann=platforms_npu.cann_version(), builds=builds(),
+        collected_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

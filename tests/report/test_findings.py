@@ -4,7 +4,8 @@ import pytest
 
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
-from llm_adapt.report.page import collapse_long_tables, header_html, key_figures, problems, section_ids
+from llm_adapt.report.first_screen import deciding_checks, first_screen, key_figures
+from llm_adapt.report.page import collapse_long_tables, header_html, section_ids
 
 PLAN = {"commands": {"eager": "vllm serve m --enforce-eager", "graph": "vllm serve m"}, "warnings": []}
 
@@ -84,13 +85,13 @@ def test_stop_divergences_become_a_finding():
 
 def test_page_header_lists_failures_first_and_links_cards():
     run = run_with(accuracy={"targets": [target(status="WARN")]}, endpoint_accuracy={
-        **endpoint("FAIL"), "verdict": {"status": "FAIL", "reasons": ["x"],
-                                        "checks": [{"name": "top-k KL / noise floor", "value": 19.8, "status": "fail"}]}})
-    issues = problems(run)
-    assert [p["status"] for p in issues] == ["fail", "warn"]
+        **endpoint("FAIL"), "verdict": {"status": "FAIL", "reasons": ["x"], "checks": [
+            {"name": "top-k KL / noise floor", "key": "served_kl_ratio", "value": 19.8, "status": "fail"}]}})
+    checks = deciding_checks(run)
+    assert [c.status for c in checks][:2] == ["FAIL", "WARN"]
     cards = key_figures(run)
-    assert cards[0]["status"] == "FAIL" and "19.80x" in cards[0]["value"]
-    page = header_html(run, "en", {9: "9-accuracy"})
+    assert cards[0].status == "FAIL" and "19.80x" in cards[0].value and "endpoint accuracy" in cards[0].source
+    page = header_html(first_screen(run), "en", {9: "9-accuracy"})
     assert 'class="banner fail"' in page and 'href="#9-accuracy"' in page
 
 
@@ -141,8 +142,8 @@ def test_metrics_that_were_not_measured_do_not_break_the_report():
     run = run_with()
     run.bench = {"throughput": {"runs": [{"label": "throughput", "sent": 4, "metrics": {
         "output_throughput": 10.0, "median_ttft_ms": None, "median_tpot_ms": None}}]}}
-    labels = [c["label"] for c in key_figures(run)]
-    assert labels == ["Output throughput"]
+    labels = [c.label for c in key_figures(run)]
+    assert labels == ["output throughput at concurrency 4"]
     assert not any("TTFT" in f for f in findings(run))
 
 

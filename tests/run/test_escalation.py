@@ -10,6 +10,7 @@ import pytest
 
 from llm_adapt.cli import main
 from tests.report.english import english_sentences
+from tests.report.one_verdict import assert_one_verdict
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +22,7 @@ def test_a_failing_run_captures_inside_its_engine_and_names_the_layer(tmp_path, 
     out = tmp_path / "run"
     code = main(["run", "default", "--quick", "--skip", "accuracy", "--skip", "probes", "--skip", "bench",
                  "--out", str(out), "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
-    assert code == 0
+    assert_one_verdict(out, code, "FAIL")  # the exit code, status.json, report.md and the page all say FAIL
     stages = json.loads((out / "status.json").read_text())["stages"]
     assert stages["endpoint_accuracy"]["status"] == stages["layers"]["status"] == "done"
     endpoint = json.loads((out / "endpoint_accuracy.json").read_text())
@@ -49,7 +50,7 @@ def test_a_graph_deployment_out_of_line_whose_eager_engine_passes_names_graph_mo
     out = tmp_path / "run"
     code = main(["run", str(tiny_llama), "--quick", "--graph", "--skip", "accuracy", "--skip", "probes", "--skip",
                  "bench", "--out", str(out), "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
-    assert code == 0
+    assert_one_verdict(out, code, "FAIL")
     stages = json.loads((out / "status.json").read_text())["stages"]
     assert stages["endpoint_accuracy"]["status"] == stages["layers"]["status"] == "done", stages
     assert json.loads((out / "endpoint_accuracy.json").read_text())["verdict"]["status"] == "FAIL"
@@ -72,7 +73,7 @@ def test_a_clean_graph_deployment_passes_with_nothing_to_explain(tmp_path, tiny_
     out = tmp_path / "run"
     code = main(["run", str(tiny_llama), "--quick", "--graph", "--skip", "accuracy", "--skip", "probes", "--skip",
                  "bench", "--out", str(out), "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
-    assert code == 0
+    assert_one_verdict(out, code, "PASS")
     endpoint = json.loads((out / "endpoint_accuracy.json").read_text())
     assert endpoint["verdict"]["status"] == "PASS", endpoint["verdict"]["reasons"]
     assert endpoint["diagnosis"] is None

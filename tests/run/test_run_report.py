@@ -7,6 +7,7 @@ import pytest
 
 from llm_adapt.cli import main
 from tests.report.english import english_sentences
+from tests.report.one_verdict import assert_one_verdict, verdicts_of
 
 pytestmark = pytest.mark.slow
 
@@ -97,6 +98,39 @@ def test_the_chinese_report_has_no_english_sentence_of_its_own(quick_run, tmp_pa
     for doc in docs:
         if doc.name.endswith(("-report.md", "-runbook.md")):
             assert english_sentences(doc.read_text()) == [], doc.name
+
+
+def test_one_verdict_everywhere(quick_run):
+    """The exit code, status.json, report.md, the page and accuracy.json's judged target say one verdict."""
+    code, out = quick_run
+    found = verdicts_of(out)
+    assert len(set(found.values())) == 1, found
+    assert_one_verdict(out, code, found["status.json"])
+
+
+def test_a_failing_int8_row_is_informational_and_leaves_the_verdict_alone(quick_run, tmp_path):
+    """`--quant int8-tensor`'s row, failing, beside the run's target: in its own block, never under the
+    deciding checks, and every output's verdict unchanged."""
+    from llm_adapt.accuracy.verdict import accuracy_verdict
+
+    code, out = quick_run
+    before = verdicts_of(out)["report.md"]
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    accuracy = json.loads((copy / "accuracy.json").read_text())
+    main_row = accuracy["targets"][0]
+    int8 = json.loads(json.dumps(main_row)) | {"label": main_row["label"] + "+int8-tensor", "quant": "int8-tensor"}
+    int8["verdict"] = {**int8["verdict"], "status": "FAIL", "reasons": ["mean KL / floor: 40.0"],
+                       "checks": [{"name": "mean KL / floor", "value": 40.0, "status": "fail", "threshold": "<= 2"}]}
+    accuracy["targets"].append(int8)
+    accuracy["verdict"] = accuracy_verdict([(t["label"], t["quant"], t["verdict"]["status"]) for t in accuracy["targets"]])
+    (copy / "accuracy.json").write_text(json.dumps(accuracy))
+    assert main(["report", str(copy)]) == 0
+    assert accuracy["verdict"]["status"] == main_row["verdict"]["status"]
+    assert verdicts_of(copy)["report.md"] == verdicts_of(copy)["report.html"] == before
+    page = (copy / "report.html").read_text()
+    deciding = page[page.index('class="deciding"'):page.index('class="informational"')]
+    assert "int8" not in deciding and "int8-tensor" in page[page.index('class="informational"'):]
 
 
 def test_a_located_part_reaches_both_reports(quick_run, tmp_path):

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from llm_adapt.engines.command import Command
+from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
 from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, in_lang, probe_words, reason, rendered,
                                 rendered_warnings, restored)
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
+JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict")  # the verdicts the run's verdict is made of
 
 
 def main_target(acc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -85,13 +87,14 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
     reasons = [p[1] for p in parts if p[0] != "PASS"] + [reason("stage_incomplete", stage=s, status=stages[s]["status"])
                                                          for s in incomplete]
-    judged = any(p[1].key in ("in_process_verdict", "served_verdict", "task_verdict") for p in parts)
+    judged = any(p[1].key in JUDGED_KEYS for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
         reasons.append(reason("nothing_judged"))
     status = worst(p[0] for p in parts)
     if (incomplete or not judged) and status == "PASS":
         status = "WARN"
-    return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"])}
+    return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),
+            "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}
 
 
 def stage_status(body: dict, lang: str) -> str:
@@ -235,8 +238,6 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
             out.append(N["open"])
         if remote_code:
             out.append(N["remote_code"])
-        for w in serve.get("engine_facts", {}).get("warnings", [])[:8]:
-            out.append(N["engine_warning"].format(count=w["count"], message=w["message"]))
     for name, bench in run.bench.items():
         for r in bench.get("runs", []):
             acc = r.get("token_accounting") or {}
@@ -252,6 +253,22 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     for name, why in run.unreadable.items():
         out.append(N["unreadable"].format(name=name, why=why))
     return out
+
+
+def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
+    """The engine's warnings (serve.json) and the causes seen elsewhere in the run (a failed or refused start,
+    a feature's error) explained by engines/troubleshoot.py's table: symptom, cause and fix for each match;
+    the warnings it does not explain. Pure."""
+    serve, stages = run.get("serve") or {}, (run.get("status") or {}).get("stages", {})
+    seen = [Seen(a["cause"], "refused_start") for a in serve.get("attempts", [])
+            if a.get("outcome") != "started" and a.get("cause")]
+    if stages.get("serve", {}).get("status") == "failed" and stages["serve"].get("reason"):
+        seen.append(Seen(stages["serve"]["reason"], "start_failure"))
+    seen += [Seen(str(r.get("evidence") or ""), "probe", r["name"]) for r in (run.get("probes") or {}).get("rows", [])
+             if r.get("status") in ("error", "unsupported")]
+    plan = (run.get("inspect") or {}).get("plan") or {}
+    platform = plan.get("platform") or (run.get("status") or {}).get("platform")
+    return diagnose((serve.get("engine_facts") or {}).get("warnings") or [], seen, platform, lang)
 
 
 def _said_by_serve(warning: str, open_host: bool, remote_code: bool) -> bool:

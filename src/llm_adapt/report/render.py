@@ -13,8 +13,9 @@ import jinja2
 from llm_adapt.errors import UsageError
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
-                                      recommendation, stage_status)
-from llm_adapt.report.page import SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
+                                      recommendation, stage_status, troubleshooting)
+from llm_adapt.report.first_screen import WORDS as FIRST_WORDS, first_screen
+from llm_adapt.report.page import SECTION, SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
 from llm_adapt.messages import (FLOOR_LABEL, basis_text, in_lang, in_lang_all, message, operator_name, probe_words,
@@ -64,9 +65,13 @@ def environment(lang: str) -> jinja2.Environment:
     return env
 
 
-def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
+def context(run: RunData, plots: dict[str, str], lang: str, page: bool = False) -> dict:
+    """Everything the templates read; `page`: the HTML page's Markdown, whose first screen (title, verdict,
+    figures, deciding checks) the page draws itself above it."""
     return {"run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
-            "findings": findings(run, lang), "notes": notes(run, lang), "main": main_target(run.get("accuracy")),
+            "fs": first_screen(run, lang, SECTION), "first_words": FIRST_WORDS[lang], "page": page,
+            "findings": findings(run, lang), "notes": notes(run, lang), "trouble": troubleshooting(run, lang),
+            "main": main_target(run.get("accuracy")),
             "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy"), lang),
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
@@ -79,7 +84,12 @@ def context(run: RunData, plots: dict[str, str], lang: str) -> dict:
             "keyed_in": lambda text, key: in_lang(text, key, lang),
             "keyed_all": lambda texts, keys: in_lang_all(texts, keys, lang),
             "op_name": lambda name: operator_name(name, lang),
-            "probe_in": lambda text: probe_words(text, lang)}
+            "probe_in": lambda text: probe_words(text, lang), "has_value": has_value}
+
+
+def has_value(rows: list[dict], key: str) -> bool:
+    """Whether any row has a value under `key` (a table leaves out a column none has). Pure."""
+    return any(r.get(key) not in (None, "-", "n/a") for r in rows)
 
 
 def logit_rows(acc: dict | None, lang: str = "en") -> list[tuple[str, dict]]:
@@ -115,11 +125,29 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
         raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
     run = load_run(run_dir)
     plots = draw_all(run)
-    markdown_text = environment(lang).get_template(f"{lang}/report.md.j2").render(**context(run, plots, lang))
+    template = environment(lang).get_template(f"{lang}/report.md.j2")
+    markdown_text = renumbered(template.render(**context(run, plots, lang)))
     md_path, html_path = run.dir / rundir.report(lang, "md"), run.dir / rundir.report(lang, "html")
     write_text_atomic(md_path, markdown_text)
-    write_text_atomic(html_path, to_html(markdown_text, run.dir, lang, run))
+    page_text = renumbered(template.render(**context(run, plots, lang, page=True)))
+    write_text_atomic(html_path, to_html(page_text, run.dir, lang, run))
     return [md_path, html_path]
+
+
+SUBSECTION = re.compile(r"^### (\d+)\.(\d+) ", re.M)
+
+
+def renumbered(markdown_text: str) -> str:
+    """Subsections numbered 1, 2, 3 within each section in the order they stand: a subsection a run does
+    not have (no caveats, no int8 experiment) leaves no gap. Pure."""
+    counters: dict[str, int] = {}
+
+    def number(match: re.Match) -> str:
+        section = match.group(1)
+        counters[section] = counters.get(section, 0) + 1
+        return f"### {section}.{counters[section]} "
+
+    return SUBSECTION.sub(number, markdown_text)
 
 
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
@@ -151,10 +179,12 @@ def to_html(markdown_text: str, run_dir: Path, lang: str, run: RunData | None = 
 
     body = re.sub(r'src="(plots/[^"]+\.png)"', embed, body)
     page = environment(lang).get_template("page.html.j2")
-    header = header_html(run, lang, section_ids(tokens)) if run is not None else ""
-    return page.render(body=body, lang=lang, title=_title(markdown_text), header=header, nav=nav_html(tokens, lang))
+    screen = first_screen(run, lang, SECTION) if run is not None else None
+    header = header_html(screen, lang, section_ids(tokens)) if screen is not None else ""
+    title = html.escape(screen.title if screen is not None else _title(markdown_text))
+    return page.render(body=body, lang=lang, title=title, header=header, nav=nav_html(tokens, lang))
 
 
 def _title(markdown_text: str) -> str:
     first = markdown_text.splitlines()[0] if markdown_text else "llm-adapt report"
-    return html.escape(first.lstrip("# ").strip())
+    return first.lstrip("# ").strip()

@@ -43,8 +43,18 @@ def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
         raise
     _run_stage(cfg, state, "report", stages.report)
     state.status.finished = True
+    state.status.verdict = run_verdict(cfg.out)
     state.status.save(cfg.out / rundir.STATUS)
     return state.status
+
+
+def run_verdict(out) -> dict:
+    """The run's verdict from its JSON files, exactly as the report and the page show it."""
+    from llm_adapt.report.data import load_run
+    from llm_adapt.report.findings import overall_verdict
+
+    verdict = overall_verdict(load_run(out))
+    return {"status": verdict["status"], "reasons": [str(r) for r in verdict["reasons"]]}
 
 
 def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> None:
@@ -71,8 +81,10 @@ def interrupt_reason(exc: BaseException) -> str:
 
 
 def new_status(cfg: RunConfig) -> RunStatus:
+    from llm_adapt import __version__
+
     return RunStatus(model=cfg.model_arg, platform=cfg.platform or "", workload=asdict(cfg.sizes),
-                     stages={s: {"status": "pending"} for s in STAGES}, dummy=cfg.dummy)
+                     stages={s: {"status": "pending"} for s in STAGES}, dummy=cfg.dummy, tool_version=__version__)
 
 
 def _load_or_new_status(cfg: RunConfig) -> RunStatus:

@@ -24,6 +24,9 @@ class RunStatus(StageResult):
     workload: dict[str, Any]
     finished: bool = False
     dummy: bool = False
+    tool_version: str | None = None  # the llm-adapt that ran it
+    # the run's verdict as the report shows it ({status, reasons}), written once the report is drawn
+    verdict: dict[str, Any] | None = None
 
 
 @dataclass
