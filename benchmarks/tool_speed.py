@@ -25,7 +25,10 @@ Targets (issue #23, this 2-core box): warm inspect <= 5 s, compare --endpoint <=
 
   .venv/bin/python benchmarks/tool_speed.py [--repeats 3] [--only inspect-warm,compare-quick] [--once run-default]
                                             [--make-test]
-                                            [--json OUT] [--readme]
+                                            [--json OUT] [--docs]
+
+--docs writes the table into docs/measurements.md between its tool_speed markers, stamped with the date and
+this machine.
 """
 
 from __future__ import annotations
@@ -212,15 +215,27 @@ def top_spans(rows: list[dict], n: int = 3) -> str:
     return "; ".join(f"{k} {v:.1f}" for v, k in ranked) or "-"
 
 
-def write_readme(lines: list[str], command_line: str) -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    block = "\n".join([BEGIN, f"Measured {time.strftime('%Y-%m-%d')} with `{command_line}`:", "", *lines, END])
+MEASUREMENTS = ROOT / "docs" / "measurements.md"
+
+
+def machine() -> str:
+    """This machine in a few words: CPU model, cores, native bf16 or not."""
+    from llm_adapt import platforms
+
+    bf16 = "native bf16" if platforms.cpu_has_native_bf16() else "no native bf16"
+    return f"{platforms.cpu_model() or 'unknown CPU'}, {platforms.cpu_cores()} cores, {bf16}"
+
+
+def write_docs(lines: list[str], command_line: str, path: Path = MEASUREMENTS) -> None:
+    """The table between the markers of docs/measurements.md (appended with them where they are missing)."""
+    text = path.read_text()
+    block = "\n".join([BEGIN, f"Measured {time.strftime('%Y-%m-%d')} on {machine()} with `{command_line}`:", "",
+                       *lines, END])
     if BEGIN in text and END in text:
         text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
     else:
         text += "\n" + block + "\n"
-    readme.write_text(text)
+    path.write_text(text)
 
 
 def main() -> int:
@@ -230,7 +245,8 @@ def main() -> int:
     parser.add_argument("--once", default="", help="comma-separated command names timed in the first round only (the long ones)")
     parser.add_argument("--make-test", action="store_true", help="also time `make test` once, at the end")
     parser.add_argument("--json", type=Path, help="write every measurement here")
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md between its markers")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the table into docs/measurements.md between its markers, with the date and machine")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else [*SERVER_FREE, *WITH_SERVER, "run-default"]
     with tempfile.TemporaryDirectory(prefix="tool-speed-") as tmp:
@@ -241,8 +257,8 @@ def main() -> int:
     print("\n".join(lines))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
-    if args.readme:
-        write_readme(lines, "python benchmarks/tool_speed.py " + " ".join(sys.argv[1:]).replace("--readme", "").strip())
+    if args.docs:
+        write_docs(lines, "python benchmarks/tool_speed.py " + " ".join(sys.argv[1:]).replace("--docs", "").strip())
     return 0
 
 

@@ -24,6 +24,7 @@ from llm_adapt.commands.serving_cmds import (
 )
 from llm_adapt.errors import AdaptError
 from llm_adapt.interrupts import Terminated
+from llm_adapt.rundir import no_empty_dirs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     restore = interrupts.install()
     try:
-        return args.handler(args)
+        with no_empty_dirs():  # a command that fails before writing anything leaves no directory behind
+            return args.handler(args)
     except AdaptError as exc:
         sys.stderr.write(f"llm-adapt {args.command}: error: {exc}\n")
         return exc.exit_code

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
+from llm_adapt.errors import AdaptError
 from llm_adapt.platforms import PLATFORMS
 
 if TYPE_CHECKING:
@@ -45,17 +46,19 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
 
 
-def add_accuracy_workload_options(p: argparse.ArgumentParser, defaults_from: str | None = None) -> None:
+def add_accuracy_workload_options(p: argparse.ArgumentParser, quick: tuple[str, int] | None = None) -> None:
     """--prompts and --max-new-tokens, with the one default compare, layers and run share
-    (accuracy/defaults.py); `defaults_from` names where a command takes other defaults (run's --quick)."""
+    (accuracy/defaults.py); `quick`: the suite and tokens a command's --quick takes instead (run)."""
     from llm_adapt.accuracy import defaults
 
-    also = f"; {defaults_from}" if defaults_from else ""
-    p.add_argument("--prompts", default=None if defaults_from else defaults.PROMPTS, metavar="SUITE|FILE",
-                   help=f"accuracy prompts: a suite (default, quick) or a JSONL file (default {defaults.PROMPTS}{also})")
-    p.add_argument("--max-new-tokens", type=positive_int, default=None if defaults_from else defaults.MAX_NEW_TOKENS,
-                   metavar="N", help=f"greedy tokens of the gold per prompt, each target judged on them "
-                                     f"(default {defaults.MAX_NEW_TOKENS}{also})")
+    prompts_also = f"; the {quick[0]!r} suite with --quick" if quick else ""
+    tokens_also = f"; {quick[1]} with --quick" if quick else ""
+    p.add_argument("--prompts", default=None if quick else defaults.PROMPTS, metavar="SUITE|FILE",
+                   help=f"accuracy prompts: a shipped suite (default, quick) or a JSONL file (default: the "
+                        f"{defaults.PROMPTS!r} suite{prompts_also})")
+    p.add_argument("--max-new-tokens", type=positive_int, default=None if quick else defaults.MAX_NEW_TOKENS,
+                   metavar="N", help=f"greedy tokens of the gold per prompt, on which each target is judged "
+                                     f"(default {defaults.MAX_NEW_TOKENS}{tokens_also})")
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -76,6 +79,18 @@ def endpoint_from_args(args: argparse.Namespace):
     from llm_adapt.engines.endpoint import endpoint_from_url
 
     return endpoint_from_url(args.endpoint, args.served_model, args.api_key)
+
+
+def require_served_gold(endpoint, source, timeout_s: float | None = None) -> str:
+    """Before an endpoint is judged against `source`'s gold: the server answers, and what it serves is that
+    model (engines/same_model.py); one line and exit 2 otherwise. The served model's name."""
+    from llm_adapt.engines.preflight import precheck_timeout, resolve_model_name
+    from llm_adapt.engines.same_model import require_same_model
+
+    wait = precheck_timeout(timeout_s)
+    model, info = resolve_model_name(endpoint, wait)
+    require_same_model(endpoint, model, info.get("listed"), source, wait)
+    return model
 
 
 def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields) -> tuple["RunConfig", "RunState"]:
@@ -99,6 +114,10 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields)
     cfg = replace(cfg, **fields)
     state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not cfg.dummy, offline=args.offline))
     stages.plan(cfg, state)
+    if state.inspect.support["vllm"] == "unsupported":  # no engine to start: the plan's verdict, in one line
+        from llm_adapt.inspect.summary import unsupported_verdict
+
+        raise AdaptError(unsupported_verdict(state.inspect).removeprefix("verdict: "))
     if not cfg.dummy:
         state.source.require_weights("starting an engine")
     cfg = replace(cfg, out=open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from llm_adapt.errors import AdaptError
 
@@ -61,10 +64,56 @@ def new_run_dir(model_name: str, label: str, root: Path | None = None) -> Path:
     return ensure_writable(Path(root or "runs") / f"{safe}-{label}-{stamp}")
 
 
+# Per open scope (`no_empty_dirs`): each directory ensure_writable created, with the outermost parent it
+# created for it.
+_scopes: list[list[tuple[Path, Path]]] = []
+
+
+@contextmanager
+def no_empty_dirs() -> Iterator[None]:
+    """Directories made for results inside this scope appear only if something is written in them: on the
+    way out (a failed command, or one that wrote nothing) each one this scope created that holds no file is
+    removed, then each parent created for it that is left empty."""
+    created: list[tuple[Path, Path]] = []
+    _scopes.append(created)
+    try:
+        yield
+    finally:
+        _scopes.remove(created)
+        for leaf, top in reversed(created):
+            _remove_if_empty(leaf, top)
+
+
+def _remove_if_empty(leaf: Path, top: Path) -> None:
+    if not leaf.is_dir() or any(p.is_file() or p.is_symlink() for p in leaf.rglob("*")):
+        return
+    shutil.rmtree(leaf, ignore_errors=True)
+    for parent in leaf.parents:  # up to the outermost one we made; another process's directory stops it
+        if parent != top and top not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost directory mkdir(parents=True) would create for `path`, or None when it exists."""
+    missing = None
+    for candidate in [path, *path.parents]:
+        if candidate.exists():
+            break
+        missing = candidate
+    return missing
+
+
 def ensure_writable(path: Path) -> Path:
     """Create the directory and prove we can write there, before any long work starts."""
     try:
+        missing = _first_missing(path)
         path.mkdir(parents=True, exist_ok=True)
+        if missing is not None and _scopes:
+            _scopes[-1].append((path, missing))
         probe = path / f".write-test-{os.getpid()}"
         probe.write_text("ok")
         probe.unlink()

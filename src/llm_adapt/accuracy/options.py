@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from llm_adapt.accuracy import defaults
 from llm_adapt.accuracy.runner import RunnerSpec
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
@@ -15,10 +16,10 @@ class CompareOptions:
     reference: RunnerSpec
     targets: tuple[RunnerSpec, ...]
     baseline: RunnerSpec | None = None  # None: chosen per target (see floor_for)
-    prompts: str = "default"
-    max_new_tokens: int = 64
-    tie_margin: float = 0.3
-    top_k: int = 5
+    prompts: str = defaults.PROMPTS
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
+    tie_margin: float = defaults.TIE_MARGIN
+    top_k: int = defaults.TOP_K
     ppl_window: int = 512
     corpus_tokens: int | None = None  # perplexity on the first N tokens of each corpus text (None: all of it)
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio

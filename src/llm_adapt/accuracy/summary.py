@@ -22,6 +22,8 @@ def print_accuracy(result: AccuracyResult, console: Console) -> None:
         _print_target(target, console)
     status = result.verdict["status"]
     console.print(f"\nOverall: [{COLORS[status]}]{status}[/{COLORS[status]}]")
+    for label, shown in (result.verdict.get("informational") or {}).items():
+        console.print(f"  {label}: {shown} (informational: not part of the verdict)")
 
 
 def _targets_table(targets: list[RunnerReport]) -> Table:

@@ -80,12 +80,12 @@ class Workload:
     notes: list[str] = field(default_factory=list)
 
 
-def server_tokenizes(endpoint: Endpoint, model: str) -> bool:
+def server_tokenizes(endpoint: Endpoint, model: str, timeout_s: float = 10.0) -> bool:
     """vLLM-like servers take token-id prompts and have /tokenize; then lengths are exact."""
     from llm_adapt.engines.client import EndpointClient, ServerGone
 
     try:
-        return EndpointClient(endpoint, model, timeout_s=10).post("/tokenize", {"prompt": "hello"}).status_code == 200
+        return EndpointClient(endpoint, model, timeout_s=timeout_s).post("/tokenize", {"prompt": "hello"}).status_code == 200
     except (ServerGone, httpx.HTTPError):
         return False
 

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from llm_adapt.cli_args import positive_float, positive_int
+from llm_adapt.accuracy import defaults
 from llm_adapt.cli_common import (
+    add_accuracy_workload_options,
     add_endpoint_options,
     endpoint_from_args,
     help_formatter,
@@ -34,12 +36,13 @@ def add_compare_parser(sub) -> None:
                    help="runner under test, repeatable (default: the detected platform at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--target-model", type=Path, metavar="PATH", help="another checkpoint of the same architecture for the targets")
     p.add_argument("--quant", action="append", choices=["int8-tensor", "int8-channel"],
-                   help="also test each target with weight-only int8 (repeatable)")
+                   help="also test each target with emulated weight-only int8 (repeatable); informational, not part of the verdict")
     p.add_argument("--baseline", metavar="DEVICE:DTYPE", help="noise floor for every target (default: the reference's device at each target's dtype)")
-    p.add_argument("--prompts", default="default", metavar="SUITE|FILE", help="prompt suite (default, quick) or a JSONL file")
-    p.add_argument("--max-new-tokens", type=positive_int, default=64, metavar="N", help="greedy tokens per prompt (default 64)")
-    p.add_argument("--tie-margin", type=positive_float, default=0.3, metavar="NATS", help="top-1 vs top-2 margin of a near-tie (default 0.3)")
-    p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="k for top-k overlap and mutual top-k (default 5)")
+    add_accuracy_workload_options(p)
+    p.add_argument("--tie-margin", type=positive_float, default=defaults.TIE_MARGIN, metavar="NATS",
+                   help=f"top-1 vs top-2 margin of a near-tie (default {defaults.TIE_MARGIN})")
+    p.add_argument("--top-k", type=positive_int, default=defaults.TOP_K, metavar="K",
+                   help=f"k for top-k overlap and mutual top-k (default {defaults.TOP_K})")
     add_endpoint_options(p)
     p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
     p.add_argument("--served-dtype", default="bf16", choices=["bf16", "fp16", "fp32"],
@@ -106,6 +109,9 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     endpoint = endpoint_from_args(args)
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("compare")
+    from llm_adapt.cli_common import require_served_gold
+
+    require_served_gold(endpoint, source)  # a server of another model is refused before the gold is measured
     floor = served_floor(options.reference, args.served_dtype, parse_runner(args.baseline) if args.baseline else None)
     out = open_run_dir(args.out, source.name, "compare-endpoint")
     with progress_bar() as report:

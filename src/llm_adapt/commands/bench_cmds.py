@@ -78,8 +78,10 @@ def add_bench_parser(sub) -> None:
     p.add_argument("--dataset", metavar="FILE", help="ShareGPT-style JSON/JSONL instead of fixed-length prompts")
     p.add_argument("--prompts", dest="suite", metavar="SUITE", help="chat prompts from a suite (default, quick) or JSONL")
     p.add_argument("--tokenizer", metavar="DIR", help="tokenizer for prompt building (default: the model's, else the default model's)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    p.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="seed of the prompts; each mode, level and repeat derives its own from it (default 0)")
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="seconds any one request may take, the pre-check of the endpoint included (default 600; the "
+                        "pre-check waits at most 10)")
     p.add_argument("--repeats", type=positive_int, default=None, metavar="N",
                    help="measured runs per level; the result gives each metric's median and spread (default 1; "
                         "3 for --mode sla)")
@@ -167,7 +169,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from llm_adapt.bench.modes import Workload, run_bench, server_tokenizes
     from llm_adapt.bench.summary import print_bench
-    from llm_adapt.engines.preflight import resolve_model_name
+    from llm_adapt.engines.preflight import precheck_timeout, resolve_model_name
     from llm_adapt.progress import progress_bar
 
     if bool(args.endpoint) == bool(args.model):
@@ -179,9 +181,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         load_prompts(options.suite)
     with engine_or_endpoint(args, f"bench-{options.mode}") as target:
         out = target.out
-        model, _ = resolve_model_name(target.endpoint)
+        model, _ = resolve_model_name(target.endpoint, precheck_timeout(args.timeout))
         tokenizer, note = bench_tokenizer(args, target.model_dir)
-        work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model), notes=[note] if note else [])
+        work = Workload(tokenizer, as_ids=server_tokenizes(target.endpoint, model, precheck_timeout(args.timeout)),
+                        notes=[note] if note else [])
         options = replace(options, tokenizer_id=options.tokenizer_id or str(tokenizer.name_or_path))
         with progress_bar() as report:
             result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
@@ -201,13 +204,17 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--max-trials", type=positive_int, metavar="N",
                    help="try at most N settings besides the baseline, the most promising first (default: as many "
                         "as the budget allows)")
-    p.add_argument("--objective", choices=["throughput", "latency", "goodput"], default="throughput")
+    p.add_argument("--objective", choices=["throughput", "latency", "goodput"], default="throughput",
+                   help="what a setting must improve: output tokens/s, median end-to-end latency, or requests/s "
+                        "within --slo (default throughput)")
     p.add_argument("--slo", type=slo_value, metavar="SPEC", help="goodput SLOs, e.g. ttft=500,tpot=100")
     p.add_argument("--repeats", type=positive_int, default=2, metavar="N", help="benchmark runs per setting (default 2)")
-    p.add_argument("--num-prompts", type=positive_int, default=8, metavar="N")
-    p.add_argument("--input-len", type=positive_int, default=64, metavar="N")
-    p.add_argument("--output-len", type=positive_int, default=32, metavar="N")
-    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S")
+    p.add_argument("--num-prompts", type=positive_int, default=8, metavar="N", help="requests per benchmark run (default 8)")
+    p.add_argument("--input-len", type=positive_int, default=64, metavar="N", help="prompt tokens (default 64)")
+    p.add_argument("--output-len", type=positive_int, default=32, metavar="N",
+                   help="output tokens, fixed with ignore_eos (default 32)")
+    p.add_argument("--startup-timeout", type=positive_float, default=900.0, metavar="S",
+                   help="seconds to wait for each trial's server to be ready (default 900)")
     p.add_argument("--no-accuracy-check", action="store_true",
                    help="skip the short endpoint accuracy check on each trial's server (the recommendation then "
                         "says its accuracy was not checked)")

@@ -67,6 +67,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     settings = Settings(limit=args.limit, num_fewshot=args.num_fewshot, num_concurrent=args.num_concurrent,
                         batch_size=args.batch_size, served_batch_size=args.served_batch_size)
     source = _gold_source(args)
+    if args.endpoint:
+        from llm_adapt.cli_common import endpoint_from_args, require_served_gold
+
+        require_served_gold(endpoint_from_args(args), source)  # another model's server: refused before the gold runs
     with engine_or_endpoint(args, "eval") as target:
         from llm_adapt.evaluation.stage import EVAL_FILE, run_eval_stage
 

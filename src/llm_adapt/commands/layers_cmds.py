@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llm_adapt.cli_args import positive_float, positive_int
-from llm_adapt.cli_common import add_endpoint_options, add_plan_options, help_formatter, show_result
+from llm_adapt.cli_args import positive_float
+from llm_adapt.cli_common import (
+    add_accuracy_workload_options,
+    add_endpoint_options,
+    add_plan_options,
+    help_formatter,
+    show_result,
+)
 from llm_adapt.errors import UsageError
 from llm_adapt import rundir
 
@@ -28,9 +34,7 @@ def add_layers_parser(sub) -> None:
                        epilog=EPILOG_LAYERS, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
     p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32)")
-    p.add_argument("--prompts", default="quick", metavar="SUITE|FILE", help="prompt suite (default quick) or a JSONL file")
-    p.add_argument("--max-new-tokens", type=positive_int, default=16, metavar="N",
-                   help="greedy tokens of the gold appended to each prompt (default 16)")
+    add_accuracy_workload_options(p)
     p.add_argument("--local-factor", type=positive_float, default=2.0, metavar="X",
                    help="a layer is out of line above X times its floor's allowed ratio (default 2)")
     p.add_argument("--graph", action="store_true",

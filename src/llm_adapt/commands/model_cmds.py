@@ -50,7 +50,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from llm_adapt.inspect.stage import run_inspect
-    from llm_adapt.inspect.summary import print_inspect
+    from llm_adapt.inspect.summary import print_inspect, unsupported_verdict
     from llm_adapt.models.source import resolve_model
 
     source = resolve_model(args.model, weights=False, offline=args.offline)
@@ -70,9 +70,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(result.to_json())
     else:
         print_inspect(result, Console())
-    if result.support["vllm"] == "unsupported":
-        sys.stderr.write(f"llm-adapt inspect: error: {result.architecture} is not supported by "
-                         f"{result.support['registry']} nor by transformers; {result.support['strategy'].lower()}\n")
+    if result.support["vllm"] == "unsupported":  # the plan's verdict, not an error: the way on is printed above
+        print(unsupported_verdict(result), file=sys.stderr if args.json else sys.stdout)
         return 1
     if result.strategy.get("plugin"):
         sys.stderr.write(f"llm-adapt inspect: error: {result.strategy['headline']}; plugin skeleton in "

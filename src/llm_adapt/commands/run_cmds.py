@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from llm_adapt.cli_common import (
+    add_accuracy_workload_options,
     add_endpoint_options,
     add_engine_options,
     add_plan_options,
@@ -19,7 +20,9 @@ from llm_adapt.errors import UsageError
 EPILOG_RUN = """examples:
   llm-adapt run default
   llm-adapt run ./Llama-3.2-3B-Instruct --platform cuda --out runs/llama3b --lang zh
-  llm-adapt run default --endpoint http://npu-host:8000/v1 --model llama --skip bench
+  llm-adapt run ./Llama-3.2-3B-Instruct --platform npu
+  llm-adapt run ./Llama-3.2-3B-Instruct --endpoint http://npu-host:8000/v1 --skip bench   # MODEL: the checkpoint that server serves
+  llm-adapt run default --quick --max-new-tokens 16
   llm-adapt run default --out runs/x --resume
 """
 
@@ -41,14 +44,14 @@ def add_run_parser(sub) -> None:
     add_engine_options(p)
     p.add_argument("--target", metavar="DEVICE:DTYPE", help="in-process accuracy target (default: this machine's device at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--quant", action="append", choices=["int8-tensor", "int8-channel"], metavar="QUANT",
-                   help="in-process weight quantizations of the target, repeatable: int8-tensor, int8-channel "
-                        "(default: int8-tensor)")
+                   help="also run the in-process target with emulated weight-only int8, repeatable: int8-tensor, "
+                        "int8-channel (default: none); informational, not part of the verdict")
     p.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<model>-<platform>-<time>)")
     p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
     p.add_argument("--skip", action="append", choices=list(pipeline_skippable()), default=[], help="skip a stage (repeatable)")
     p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
     p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
-    p.add_argument("--prompts", metavar="SUITE|FILE", help="accuracy prompts: a suite (default, quick) or a JSONL file")
+    add_accuracy_workload_options(p, quick=quick_sizes())
     p.add_argument("--tasks", type=task_list, default=(), metavar="LIST",
                    help="opt-in task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith")
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
@@ -78,6 +81,13 @@ def task_list(text: str) -> tuple[str, ...]:
     if not names:
         raise argparse.ArgumentTypeError("expected task names separated by commas, e.g. builtin-mc,builtin-arith")
     return names
+
+
+def quick_sizes() -> tuple[str, int]:
+    """The prompt suite and greedy tokens --quick takes, for the help of --prompts and --max-new-tokens."""
+    from llm_adapt.run.config import QUICK
+
+    return QUICK.prompts, QUICK.max_new_tokens
 
 
 def pipeline_skippable() -> tuple[str, ...]:
@@ -110,6 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         load_prompts(args.prompts)  # bad prompts fail before any work
         sizes = replace(sizes, prompts=args.prompts)
+    if args.max_new_tokens:
+        sizes = replace(sizes, max_new_tokens=args.max_new_tokens)
     if args.quant:
         sizes = replace(sizes, quants=tuple(dict.fromkeys(args.quant)))
     if args.resume and not (args.out and (args.out / rundir.STATUS).exists()):
@@ -130,6 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     two_stage = args.stages == ("dummy", "real")
     if two_stage and endpoint is not None:
         raise UsageError("--stages dummy,real starts its own engines (dummy weights, then the checkpoint's); drop --endpoint")
+    if endpoint is not None and not dummy:
+        from llm_adapt.cli_common import require_served_gold
+
+        require_served_gold(endpoint, source)  # a server of another model is refused before anything is measured
     out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report:
@@ -149,16 +165,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("real-weight stage (mandatory):", file=sys.stderr)
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / rundir.report(args.lang, 'md')}")
-    failed = [s for s, b in status.stages.items() if b.get("status") == "failed"]
-    return 1 if failed else 0
+    verdict = status.verdict or {"status": "FAIL", "reasons": ["no verdict was recorded"]}
+    why = "; ".join(verdict["reasons"][:3])
+    print(f"verdict: {verdict['status']}" + (f" ({why})" if why else ""))
+    return run_exit_code(verdict["status"], [s for s, b in status.stages.items() if b.get("status") == "failed"])
+
+
+def run_exit_code(verdict: str, failed_stages: list[str]) -> int:
+    """0 for PASS and WARN (the report says what to look at), 1 for FAIL or a stage that failed, so a CI
+    job gates on the same verdict the report shows. Pure."""
+    return 1 if verdict == "FAIL" or failed_stages else 0
 
 
 def add_report_parser(sub) -> None:
     p = sub.add_parser("report", help="re-render report.md / report.html from a run directory's JSON",
                        description="Render the adaptation report from the JSON results of a run, without rerunning anything.",
                        epilog=EPILOG_REPORT, formatter_class=help_formatter)
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory (from run, or a command's --out)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
     p.set_defaults(handler=cmd_report)
 
 
@@ -187,13 +211,21 @@ def add_diff_parser(sub) -> None:
     p.add_argument("run_b", type=Path, metavar="RUN_B", help="the run to judge against it")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to write diff.* (default: RUN_B)")
     p.add_argument("--json", action="store_true", help="print diff.json instead of the Markdown table")
+    p.add_argument("--force", action="store_true",
+                   help="compare runs of different models anyway (refused by default: their deltas mean nothing)")
     p.set_defaults(handler=cmd_diff)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    """Exit code 0 for PASS or WARN, 1 for a FAIL regression verdict, so CI can gate on it."""
+    """Exit code 0 for PASS or WARN, 1 for a FAIL regression verdict, so CI can gate on it; 2 for runs of
+    different models."""
     from llm_adapt.report.diff import diff_markdown, diff_runs, write_diff
+    from llm_adapt.run.identity import model_mismatch, run_model
 
+    mismatch = model_mismatch(run_model(args.run_a), run_model(args.run_b))
+    if mismatch and not args.force:
+        raise UsageError(f"{args.run_a} and {args.run_b} measured different models ({mismatch}); diff compares two "
+                         "runs of one model (pass --force to compare them anyway)")
     result = diff_runs(args.run_a, args.run_b)
     paths = write_diff(result, args.out or args.run_b)
     print(result.to_json() if args.json else diff_markdown(result))

@@ -22,7 +22,7 @@ from llm_adapt import rundir
 
 EPILOG_SERVE = """examples:
   llm-adapt serve default
-  llm-adapt serve ./Llama-3.1-8B-Instruct --platform npu --mode graph --port 8000
+  llm-adapt serve ./Llama-3.1-8B-Instruct --platform npu --graph --port 8000
   llm-adapt serve default --engine transformers
 """
 
@@ -30,7 +30,7 @@ EPILOG_SERVE = """examples:
 EPILOG_PROBE = """examples:
   llm-adapt probe --endpoint http://127.0.0.1:8000/v1
   llm-adapt probe default                      # starts vLLM, probes it, stops it
-  llm-adapt probe --endpoint http://npu-host:8000 --model llama --api-key $KEY --only streaming
+  llm-adapt probe --endpoint http://npu-host:8000/v1 --model Llama-3.2-3B-Instruct --api-key $KEY --only streaming
 """
 
 
@@ -106,15 +106,15 @@ def add_mock_server_parser(sub) -> None:
                        description="Serve a mock OpenAI-compatible streaming API with configurable TTFT, "
                                    "inter-token delay, output length and error rate, at zero model cost.",
                        epilog=EPILOG_MOCK, formatter_class=help_formatter)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=positive_int, default=8000)
-    p.add_argument("--ttft-ms", type=float, default=0.0)
-    p.add_argument("--itl-ms", type=float, default=0.0)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=positive_int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--ttft-ms", type=float, default=0.0, metavar="MS", help="delay before the first token (default 0)")
+    p.add_argument("--itl-ms", type=float, default=0.0, metavar="MS", help="delay between tokens (default 0)")
     p.add_argument("--output-len", type=positive_int, help="fixed output tokens (default: max_tokens)")
-    p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with HTTP 500")
+    p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with HTTP 500 (default 0)")
     p.add_argument("--fault", choices=["malformed", "truncate", "stall", "reset"], help="break some streams this way")
     p.add_argument("--fault-rate", type=float, default=1.0, help="share of streams broken by --fault (default 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the errors and faults drawn (default 0)")
     p.add_argument("--model", default="mock", help="served model name")
     p.set_defaults(handler=cmd_mock_server)
 

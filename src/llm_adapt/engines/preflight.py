@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
@@ -11,7 +12,24 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.errors import AdaptError, UsageError
 
 
-def served_models(endpoint: Endpoint, timeout_s: float = 10.0) -> tuple[list[dict[str, Any]] | None, str]:
+PRECHECK_TIMEOUT_S = 10.0  # the pre-check's wait, unless the command's own --timeout is shorter
+
+
+def precheck_timeout(timeout_s: float | None = None) -> float:
+    """The pre-check never waits longer than the command's own request timeout."""
+    return min(PRECHECK_TIMEOUT_S, timeout_s) if timeout_s else PRECHECK_TIMEOUT_S
+
+
+def not_found(endpoint: Endpoint, url: str) -> str:
+    """What a 404 from /v1/models means. The hint of the server's /v1 base only where the URL given is not it."""
+    parsed = urlparse(endpoint.base_url)
+    if parsed.path.rstrip("/") == "/v1":
+        return f"{url} answered 404: not an OpenAI-compatible server at {endpoint.root_url}; check the host and port"
+    return (f"{url} answered 404: no OpenAI-compatible API under {parsed.path}; give the server's base URL, "
+            f"e.g. {parsed.scheme}://{parsed.netloc}/v1")
+
+
+def served_models(endpoint: Endpoint, timeout_s: float = PRECHECK_TIMEOUT_S) -> tuple[list[dict[str, Any]] | None, str]:
     """(models listed by /v1/models or None, why not). Raises for what the user must fix."""
     url = f"{endpoint.base_url}/models"
     try:
@@ -19,14 +37,14 @@ def served_models(endpoint: Endpoint, timeout_s: float = 10.0) -> tuple[list[dic
     except httpx.ConnectError:
         raise AdaptError(f"cannot reach {endpoint.base_url}: connection refused; is the server running there?") from None
     except httpx.TimeoutException:
-        raise AdaptError(f"{endpoint.base_url} did not answer within {timeout_s:.0f} s; check the address and the server") from None
+        raise AdaptError(f"{endpoint.base_url} did not answer within {timeout_s:g} s; check the address and the server") from None
     except httpx.HTTPError as exc:
         raise AdaptError(f"cannot reach {endpoint.base_url}: {exc}; check the URL") from None
     if reply.status_code in (401, 403):
         raise UsageError(f"{endpoint.base_url} answered {reply.status_code}: the API key is missing or wrong; "
                          "pass --api-key KEY or set OPENAI_API_KEY")
     if reply.status_code == 404:
-        raise UsageError(f"{url} answered 404: not an OpenAI-compatible server at this address (try the URL ending in /v1)")
+        raise UsageError(not_found(endpoint, url))
     if reply.status_code != 200:
         return None, f"GET /v1/models answered {reply.status_code}"
     try:
@@ -37,9 +55,9 @@ def served_models(endpoint: Endpoint, timeout_s: float = 10.0) -> tuple[list[dic
     return data, ""
 
 
-def resolve_model_name(endpoint: Endpoint) -> tuple[str, dict[str, Any]]:
+def resolve_model_name(endpoint: Endpoint, timeout_s: float = PRECHECK_TIMEOUT_S) -> tuple[str, dict[str, Any]]:
     """The model to request: the one named on the command line (checked), else the only one served."""
-    listed, why = served_models(endpoint)
+    listed, why = served_models(endpoint, timeout_s)
     if listed is None:
         if endpoint.model:
             return endpoint.model, {"listed": None, "note": why}

@@ -59,13 +59,10 @@ RULES: tuple[Rule, ...] = (
          "vLLM 0.32 platforms/cpu.py attention backend selection, v1/attention/backends/mla/cpu_mla.py"),
     Rule("ascend-softcap", "soft-capping", ("npu",), lambda f: bool(f.attn_softcap),
          lambda f: reason("cav_ascend_softcap", cap=f.attn_softcap), reason("cav_ascend_softcap_check"),
-         "vLLM-Ascend vllm_ascend/attention/attention_v1.py (0.8 series): logits_soft_cap is not stored or passed on"),
-    Rule("ascend-sliding", "attention window", ("npu",), lambda f: f.sliding_layers > 0,
-         lambda f: reason("cav_ascend_sliding", window=f.sliding_window, sliding=f.sliding_layers,
-                          layers=len(f.layer_types)),
-         reason("cav_ascend_sliding_check"),
-         "vLLM-Ascend vllm_ascend/attention/attention_v1.py (0.8 series): sliding_window is not passed to "
-         "_npu_paged_attention / _npu_flash_attention"),
+         "vLLM-Ascend v0.23.0 vllm_ascend/attention/attention_v1.py: AscendAttentionBackendImpl.__init__ takes "
+         "logits_soft_cap and neither stores nor passes it on"),
+    # No sliding-window caveat: the 0.8 series dropped sliding_window, but at v0.23.0 attention_v1.py passes it to
+    # the NPU kernels (sparse_mode 4, pre_tokens = the window).
     Rule("ascend-mla", "attention", ("npu",), lambda f: f.attention == "MLA",
          lambda f: reason("cav_ascend_mla"), reason("cav_ascend_mla_check"),
          "vLLM-Ascend vllm_ascend/attention/mla_v1.py"),

@@ -8,11 +8,18 @@ from rich.table import Table
 from llm_adapt.inspect.memory import GIB
 from llm_adapt.inspect.multinode import summary_lines
 from llm_adapt.inspect.platform_env import note_lines
+from llm_adapt.upstream.gates import gate_lines
 from llm_adapt.inspect.stage import InspectResult
 
 
 def gib(n: float) -> str:
     return f"{n / GIB:.2f} GiB"
+
+
+def unsupported_verdict(result: InspectResult) -> str:
+    """The plan's verdict on an architecture no engine serves, in one line."""
+    return (f"verdict: unsupported: {result.architecture} is in neither {result.support['registry']} nor "
+            f"transformers; it needs a port (an out-of-tree vLLM plugin)")
 
 
 def print_inspect(result: InspectResult, console: Console) -> None:
@@ -33,10 +40,16 @@ def print_inspect(result: InspectResult, console: Console) -> None:
             console.print(f"  plugin skeleton: {strategy['plugin']['path']}", markup=False, highlight=False)
     else:
         console.print(f"Strategy: {support['strategy']}. {support['detail']}.")
+    if support["vllm"] == "unsupported":  # no engine can serve it: the plan's tables would answer nothing
+        console.print("The memory and deployment plan are in `--json` and `--out DIR`; no engine can serve this "
+                      "architecture until it is ported.", markup=False, highlight=False)
+        return
     console.print(_model_table(result))
     _print_operators(result, console)
     console.print(_memory_table(result))
     _print_plan(result, console)
+    if result.gates:  # upstream/gates.py: what the adapter workflow gates on, before any device
+        console.print("\n" + "\n".join(gate_lines(result.gates)), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_operators(result: InspectResult, console: Console) -> None:

@@ -87,7 +87,11 @@ def _read_once():
     once."""
     import functools
 
-    import gguf as gguf_lib
+    try:
+        import gguf as gguf_lib
+    except ImportError:
+        raise UsageError("reading a .gguf file needs the gguf package: pip install 'llm-adapt[gguf]' "
+                         "(make setup installs it)") from None
 
     reader, name_map = gguf_lib.GGUFReader, gguf_lib.get_tensor_name_map
     readers: dict = {}
@@ -114,6 +118,8 @@ def _convert(gguf_path: Path, out: Path) -> None:
         with _read_once():
             model = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
             tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
+    except UsageError:
+        raise
     except Exception as exc:  # transformers raises many types for a bad file
         raise UsageError(f"{gguf_path}: cannot read this GGUF ({type(exc).__name__}: {str(exc)[:200]}); is the file complete?") from None
     # Saved weights are plain float32: without this, save_pretrained writes a GGUF

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from llm_adapt.accuracy import defaults
+
 if TYPE_CHECKING:
     from llm_adapt.engines.endpoint import Endpoint
     from llm_adapt.inspect.plan import PlanOptions
@@ -18,26 +20,26 @@ SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval
 
 @dataclass(frozen=True)
 class RunSizes:
-    """How much each measuring stage does on a run's defaults. One weight quantization by default:
-    per-tensor int8, the scheme of vLLM-Ascend's hand-written reports; `--quant` names others (each
-    is one more in-process pass, about two minutes on the default model on 2 cores)."""
+    """How much each measuring stage does on a run's defaults. No emulated weight quantization by
+    default: `--quant int8-tensor` / `int8-channel` add one as an informational experiment (each is one
+    more in-process pass, about a minute on the default model on 2 cores); it never decides the verdict."""
 
-    prompts: str = "default"
-    max_new_tokens: int = 48
+    prompts: str = defaults.PROMPTS
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
     latency_iterations: int = 5
     input_len: int = 128
     output_len: int = 64
     throughput_prompts: int = 16
     sweep: tuple[int, ...] = (1, 2, 4)
     sweep_prompts: int = 8
-    quants: tuple[str, ...] = ("int8-tensor",)
+    quants: tuple[str, ...] = ()
     corpus_tokens: int | None = None  # perplexity on the first N tokens of each corpus text (None: all)
 
 
 # The quick suite's prompts are about 400 tokens in all: the whole corpus (about 2,400) would be most of
 # each runner's work, so a quick run reads the first 256 tokens of each corpus text.
 QUICK = RunSizes(prompts="quick", max_new_tokens=12, latency_iterations=3, input_len=64, output_len=16,
-                 throughput_prompts=6, sweep=(1, 2), sweep_prompts=4, quants=("int8-tensor",), corpus_tokens=256)
+                 throughput_prompts=6, sweep=(1, 2), sweep_prompts=4, corpus_tokens=256)
 
 
 @dataclass(frozen=True)
