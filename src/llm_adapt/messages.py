@@ -150,6 +150,7 @@ REASONS: dict[str, dict[str, str]] = {
     # the feature rows' evidence (upstream/features.py)
     "ev_moe": {"en": "MoE: {found}; {experts} expert tensors in the checkpoint",
                "zh": "MoE：{found}；检查点中有 {experts} 个专家张量"},
+    "ev_moe_unread": {"en": "MoE: {found} (no weights read)", "zh": "MoE：{found}（未读取权重）"},
     "ev_no_expert_count": {"en": "no expert count in the config", "zh": "配置中没有专家数"},
     "ev_dense": {"en": "dense: the config has none of {keys} and the checkpoint has no expert tensors ({tensors} tensors read)",
                  "zh": "稠密模型：配置中没有 {keys}，检查点中也没有专家张量（读取了 {tensors} 个张量）"},
@@ -177,6 +178,9 @@ REASONS: dict[str, dict[str, str]] = {
                        "zh": "本次运行以 eager 模式服务（--enforce-eager）；`run --graph` 会以 {name} 服务并检查"},
     "ev_graph_no_engine": {"en": "this run started no engine; `run --graph` serves {name} and checks it",
                            "zh": "本次运行未启动引擎；`run --graph` 会以 {name} 服务并检查"},
+    "ev_graph_planned": {"en": "planned only: `llm-adapt run --graph` on the platform serves {name} and checks it",
+                         "zh": "仅为规划：在该平台上运行 `llm-adapt run --graph` 会以 {name} 服务并检查"},
+    "ev_planned_only": {"en": "planned only: a run on an Ascend NPU", "zh": "仅为规划：需在昇腾 NPU 上运行"},
     "ev_to_verify": {"en": "{evidence}; {device} to verify", "zh": "{evidence}；{device}，尚待验证"},
     "ev_needs_ascend": {"en": "needs an Ascend NPU and vLLM-Ascend", "zh": "需要昇腾 NPU 与 vLLM-Ascend"},
     "ev_not_exercised": {"en": "not exercised by this run", "zh": "本次运行未实际运行该特性"},
@@ -403,15 +407,6 @@ REASONS: dict[str, dict[str, str]] = {
                                        "dropped cap shows as error growing with attention-logit magnitude",
                                  "zh": "注意力层的逐层余弦相似度与长提示词上的 top-k KL：丢失的截断表现为随注意力 logit "
                                        "幅度增大的误差"},
-    "cav_ascend_sliding": {"en": "sliding window {window} in {sliding} of {layers} layers: vLLM-Ascend's attention "
-                                 "backend stores sliding_window but its paged/flash kernel calls do not receive it, so "
-                                 "windowed layers may attend to the whole context",
-                           "zh": "{layers} 层中有 {sliding} 层使用滑动窗口 {window}：vLLM-Ascend 的注意力后端保存了 "
-                                 "sliding_window，但调用 paged/flash 内核时没有传入，因此窗口层可能关注整个上下文"},
-    "cav_ascend_sliding_check": {"en": "accuracy on prompts longer than the window: teacher-forced top-k KL beyond the "
-                                       "window's length, where a missing window changes the result",
-                                 "zh": "长于窗口的提示词上的精度：看超出窗口长度处的 teacher-forced top-k KL，缺失窗口会"
-                                       "在那里改变结果"},
     "cav_ascend_mla": {"en": "MLA runs on vLLM-Ascend's own MLA backend (mla_v1.py), not vLLM's; its graph mode and "
                              "quantized variants are DeepSeek-specific",
                        "zh": "MLA 运行在 vLLM-Ascend 自己的 MLA 后端（mla_v1.py）上，而非 vLLM 的；其图模式与量化变体"
@@ -628,12 +623,15 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "threshold": {"none": "no layer above its basis",
                              "some": "FAIL on the reference's device and dtype (must match to rounding), else WARN"},
                "source": {"none": "shadow (local) error, torch numeric suite's idea",
-                          "some": "shadow (local) error against the measured floor or the dtype's unit roundoff"}},
+                          "some": "shadow (local) error against the measured floor or, without one, the rounding a "
+                                  "correct kernel makes: unit roundoffs of the dtype, growing with the square root of "
+                                  "the layer's longest sum (Higham & Mary 2019)"}},
         "zh": {"name": "单层自身误差超出界限", "value": {"none": "无"},
                "threshold": {"none": "没有层超出其基准",
                              "some": "在参考设备与精度上为 FAIL（须与舍入误差一致），否则为 WARN"},
                "source": {"none": "影子（局部）误差，沿用 PyTorch Numeric Suite 的思路",
-                          "some": "影子（局部）误差，对比实测噪声基线或该精度的单位舍入误差"}}},
+                          "some": "影子（局部）误差，对比实测噪声基线；无基线时对比正确内核的舍入误差：该精度的单位舍入误差，"
+                                  "随该层最长求和长度的平方根增长（Higham & Mary 2019）"}}},
     "layer_ratio": {
         "en": {"name": "worst layer error / noise floor (rel. L2)",
                "threshold": {"none": "a floor per layer", "some": _SPREAD_EN},
@@ -691,15 +689,14 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
     "top1_absolute": {
         "en": {"name": {"all": "same top-1 rate (no noise floor measured)",
                         "decisive": "same top-1 rate outside the {margin:g}-nat tie margin (no noise floor measured)"},
-               "value": {"all": "{rate}", "decisive": "{rate} ({decisive} of {positions} positions; all positions: "
-                                                      "{all_t:.4f})"},
+               "value": {"decisive": "{rate} ({decisive} of {positions} positions; all positions: {all_t:.4f})"},
                "threshold": ">= {pass_at} pass, >= {warn_at} warn",
                "source": {"all": "absolute budget",
                           "decisive": "absolute budget; the tie margin as for greedy divergences (lighteval): a flip "
                                       "where the gold's own top two are that close is rounding"}},
         "zh": {"name": {"all": "top-1 一致率（未测噪声基线）",
                         "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率（未测噪声基线）"},
-               "value": {"all": "{rate}", "decisive": "{rate}（{positions} 个位置中的 {decisive} 个；全部位置：{all_t:.4f}）"},
+               "value": {"decisive": "{rate}（{positions} 个位置中的 {decisive} 个；全部位置：{all_t:.4f}）"},
                "threshold": ">= {pass_at} 通过，>= {warn_at} 警告",
                "source": {"all": "绝对预算",
                           "decisive": "绝对预算；并列容差与贪心分歧相同（lighteval）：金标准自身前两名如此接近时的翻转属于舍入误差"}}},
@@ -900,10 +897,14 @@ def message(value: Any, lang: str) -> Any:
 
 
 BASIS = {"en": {"floor": "noise floor", "roundoff": "{factor} x {dtype} unit roundoff",
+                "roundoff_sum": "{factor} x {dtype} unit roundoff (longest sum: {n} terms)",
                 "step": "noise floor, stepping up {step:.2f}x from the layer before (chance allows {allowed:.2f}x)"},
          "zh": {"floor": "噪声基线", "roundoff": "{factor} × {dtype} 单位舍入误差",
+                "roundoff_sum": "{factor} × {dtype} 单位舍入误差（最长求和：{n} 项）",
                 "step": "噪声基线，比上一层跃升 {step:.2f} 倍（随机波动允许 {allowed:.2f} 倍）"}}
-_ROUNDOFF = re.compile(r"^(?P<factor>[0-9.]+) x (?P<dtype>\w+) unit roundoff$")
+# verdict.roundoff_basis's words: "4 x bf16 unit roundoff", and since the basis grows with the layer's
+# longest sum, "185 x fp32 unit roundoff (longest sum: 8,192 terms)"
+_ROUNDOFF = re.compile(r"^(?P<factor>[0-9.]+) x (?P<dtype>\w+) unit roundoff(?: \(longest sum: (?P<n>[0-9,]+) terms\))?$")
 
 
 def basis_text(row: dict[str, Any], lang: str) -> str:
@@ -915,7 +916,7 @@ def basis_text(row: dict[str, Any], lang: str) -> str:
     if basis == BASIS["en"]["floor"]:
         return words["floor"]
     if match := _ROUNDOFF.match(basis):
-        return words["roundoff"].format(**match.groupdict())
+        return words["roundoff_sum" if match["n"] else "roundoff"].format(**match.groupdict())
     return basis
 
 

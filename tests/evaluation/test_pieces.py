@@ -12,6 +12,7 @@ from llm_adapt.evaluation.baseline import parse_baseline
 from llm_adapt.evaluation.harness import (
     Settings,
     aggregates,
+    stderrs,
     gold_backend,
     per_item,
     served_backend,
@@ -36,6 +37,12 @@ def test_per_item_drops_non_binary_metrics():
 def test_aggregates_drop_stderr_and_names():
     res = {"results": {"t": {"alias": "t", "acc,none": 0.5, "acc_stderr,none": 0.1}}}
     assert aggregates(res, "t") == {"acc,none": 0.5}
+
+
+def test_stderrs_keep_numbers_under_the_metric_name_and_drop_na():
+    res = {"results": {"t": {"alias": "t", "acc,none": 0.5, "acc_stderr,none": 0.1, "em_stderr,strict": "N/A"}}}
+    assert stderrs(res, "t") == {"acc,none": 0.1}
+    assert stderrs({"results": {}}, "t") == {}
 
 
 def test_paired_rows_pair_by_doc_id_only():

@@ -53,7 +53,8 @@ def test_a_dense_model_gets_every_row_with_evidence_and_the_capacity_verdict(mod
     source = write_run(out, model)
     result = build(out, source.path)
     rows = {f["feature"]: f for f in result.features}
-    assert rows["EP"]["status"] == rows["flashcomm1"]["status"] == "not-applicable"
+    assert rows["EP"]["status"] == rows["sequence parallelism"]["status"] == "not-applicable"
+    assert rows["flashcomm1 (deprecated)"]["status"] == "not-applicable"  # the plan's release still has it
     assert "expert tensors" in rows["EP"]["evidence"] and "tensors read" in rows["EP"]["evidence"]
     assert rows["MTP"]["status"] == "not-applicable" and rows["multimodal"]["status"] == "not-applicable"
     assert rows["ACLGraph"]["status"] == "not verified"  # served without a serve.json: no graph mode seen

@@ -1,8 +1,8 @@
 """The skill's gates on plain data: the capacity baseline, the feature rows' applicability, the operator gate."""
 
 from llm_adapt.upstream.capacity import capacity_baseline
-from llm_adapt.upstream.features import (MISSING, NOT_APPLICABLE, NOT_VERIFIED, SUPPORTED, UNSUPPORTED, feature_rows,
-                                         moe_evidence, mtp_evidence)
+from llm_adapt.upstream.features import (FLASHCOMM, MISSING, NOT_APPLICABLE, NOT_VERIFIED, SP, SUPPORTED, UNSUPPORTED,
+                                         feature_rows, has_flashcomm, moe_evidence, mtp_evidence, version_label)
 from llm_adapt.inspect.operator_gate import CUDA, CUDA_FALLBACK, TORCH, TRITON, classify_source, operator_gate
 
 
@@ -36,17 +36,42 @@ def test_a_model_that_reaches_128k_is_feasible_or_not_by_the_pool():
     assert one_short["status"] == "not feasible" and not one_short["feasible"] and one_short["seqs_at_length"] == 15
 
 
-def test_ep_and_flashcomm1_apply_to_moe_only_with_evidence():
+def test_ep_and_sequence_parallelism_apply_to_moe_only_with_evidence():
     dense, why = moe_evidence({"num_hidden_layers": 2}, ["model.layers.0.mlp.up_proj.weight"])
     assert not dense and "dense" in why and "1 tensors read" in why
     moe, why = moe_evidence({"num_local_experts": 8}, ["model.layers.0.block_sparse_moe.experts.0.w1.weight"])
     assert moe and "num_local_experts=8" in why and "1 expert tensors" in why
     assert moe_evidence({}, ["model.layers.0.mlp.experts.3.down_proj.weight"])[0]  # tensors alone suffice
     rows = {r["feature"]: r for r in feature_rows({"num_hidden_layers": 2}, ["a.weight"], "cpu", "eager", True, "x")}
-    assert rows["EP"]["status"] == rows["flashcomm1"]["status"] == NOT_APPLICABLE
+    assert rows["EP"]["status"] == rows[SP]["status"] == rows[FLASHCOMM]["status"] == NOT_APPLICABLE
     assert rows["multimodal"]["status"] == NOT_APPLICABLE and "text-only" in rows["multimodal"]["evidence"]
     moe_rows = {r["feature"]: r for r in feature_rows({"n_routed_experts": 64}, [], "cpu", "eager", True, "x")}
     assert moe_rows["EP"]["status"] == NOT_VERIFIED and moe_rows["EP"]["flag"] == "--enable-expert-parallel"
+    assert moe_rows[SP]["status"] == NOT_VERIFIED and "enable_sp" in moe_rows[SP]["flag"]
+
+
+def test_flashcomm_is_shown_deprecated_only_where_the_deployed_version_still_has_it():
+    # releases up to the 0.26 line carry FlashComm v1; main (a dev build) and later releases do not (#13946)
+    assert has_flashcomm(None) and has_flashcomm("0.23.0.post1") and has_flashcomm("v0.26.0rc1")
+    assert has_flashcomm("0.13.0")
+    assert not has_flashcomm("0.27.0") and not has_flashcomm("0.26.1.dev12+g1234abc") and not has_flashcomm("main")
+    moe = {"n_routed_experts": 64}
+    old = {r["feature"]: r for r in feature_rows(moe, [], "npu", "eager", True, "x", "0.23.0")}
+    assert old[FLASHCOMM]["deprecated"] and "#13946" in old[FLASHCOMM]["deprecated"]
+    assert old[FLASHCOMM]["flag"] == "--additional-config '{\"enable_flashcomm1\": true}'"
+    assert old[SP]["flag_version"] == old[FLASHCOMM]["flag_version"] == "vLLM-Ascend v0.23.0"
+    new = {r["feature"]: r for r in feature_rows(moe, [], "npu", "eager", True, "x", "0.27.0rc1.dev3")}
+    assert FLASHCOMM not in new and "allgather_reducescatter" in new[SP]["flag"]
+    assert new[SP]["flag_version"] == "vLLM-Ascend main (after #13946)"
+    assert [r["feature"] for r in new.values()] == ["ACLGraph", "EP", SP, "MTP", "multimodal"]
+
+
+def test_every_row_names_the_version_its_flag_applies_to():
+    for version, label in ((None, "vLLM-Ascend v0.23.0.post1"), ("v0.26.0rc1", "vLLM-Ascend v0.26.0rc1"),
+                           ("0.26.1.dev4", "vLLM-Ascend main (after #13946)")):
+        assert version_label(version) == label
+        rows = feature_rows({"num_local_experts": 8}, [], "npu", None, None, None, version)
+        assert all(r["flag_version"] == label for r in rows), rows
 
 
 def test_mtp_is_not_applicable_to_an_architecture_without_mtp_layers():

@@ -98,6 +98,13 @@ def per_item(samples: list[dict]) -> dict[str, dict[int, bool]]:
     return out
 
 
+def stderrs(results: dict, task: str) -> dict[str, float]:
+    """lm-eval's standard error of each task score ('metric,filter' -> stderr); "N/A" ones left out."""
+    row = results.get("results", {}).get(task, {})
+    return {k.replace("_stderr,", ","): float(v) for k, v in row.items()
+            if "_stderr," in k and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
 def aggregates(results: dict, task: str) -> dict[str, float]:
     """lm-eval's task scores ('metric,filter' -> value), stderr entries dropped."""
     row = results.get("results", {}).get(task, {})

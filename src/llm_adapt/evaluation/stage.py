@@ -21,6 +21,7 @@ from llm_adapt.evaluation.harness import (
     gold_response_cache,
     per_item,
     served_backend,
+    stderrs,
 )
 from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
@@ -74,7 +75,11 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
         for task in served["samples"]:
             s_items, g_items = per_item(served["samples"][task]), per_item(gold["samples"].get(task, []))
             s_scores, g_scores = aggregates(served, task), aggregates(gold, task)
-            scores += [{"task": task, "metric": m, "served": v, "gold": g_scores.get(m)} for m, v in s_scores.items()]
+            # with what upstream's e2e config needs to rerun it: the served side's stderr, the few-shot count
+            # lm-eval used and whether the chat template was applied (tests/e2e/models in vLLM-Ascend)
+            errors, shots = stderrs(served, task), served.get("n-shot", {}).get(task)
+            scores += [{"task": task, "metric": m, "served": v, "gold": g_scores.get(m), "served_stderr": errors.get(m),
+                        "num_fewshot": shots, "chat": generative} for m, v in s_scores.items()]
             pairs += paired_rows(task, s_items, g_items, rtol)
             published += baseline_rows(task, s_scores, baseline)
     result = EvalResult(model=source.name, endpoint=endpoint.redacted() | {"model": model_name},

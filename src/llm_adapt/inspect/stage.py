@@ -19,7 +19,8 @@ from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import gate_of_model
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
-from llm_adapt.models.spec import ModelSpec, load_spec
+from llm_adapt.models.spec import ModelSpec, load_config, load_spec
+from llm_adapt.upstream.gates import planning_gates
 from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
@@ -61,6 +62,9 @@ class InspectResult(StageResult):
     caveats: list[dict[str, Any]] = []  # platform caveats with source and accuracy check (and their message keys)
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
     operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
+    # upstream/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
+    # applicability with evidence, operator gate, max-model-len), for this plan's platform
+    gates: dict[str, Any] = {}
 
 
 def config_summary(spec: ModelSpec) -> dict[str, Any]:
@@ -143,6 +147,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         options = replace(options, tool_calling=tool_calling(read_chat_template(source.path)))
     plan = make_plan(spec, params["from_config"], target, options)
     facts = read_facts(source.path, spec, options.trust_remote_code)
+    operator_gate = gate_of_model(source.path)
     return InspectResult(
         model={"name": source.name, "path": str(source.path), "origin": source.origin, "given": source.given,
                "has_weights": source.has_weights, "has_tokenizer": source.has_tokenizer},
@@ -154,5 +159,7 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         operators=[op.to_dict() for op in operator_inventory(facts, target.name, platforms.cpu_flags())],
         inventory=facts.to_dict(), caveats=caveat_dicts(facts, target.name, platforms.cpu_flags()),
         platform=platform_report(target.name, detected),
-        plan=plan, operator_gate=gate_of_model(source.path),
+        plan=plan, operator_gate=operator_gate,
+        gates=planning_gates(load_config(source.path), sorted(tensors or {}), plan.to_dict(),
+                             spec.max_position_embeddings, operator_gate, planned=True),
     )

@@ -80,14 +80,19 @@ def max_model_len(inspect: dict[str, Any], serve: dict[str, Any] | None) -> dict
             "served": facts.get("max_model_len")}  # as the engine logged it
 
 
+def deployed_ascend(run_parts: dict[str, Any]) -> str | None:
+    """The vLLM-Ascend version this run had installed (environment.json), or None (the plan's release)."""
+    return ((run_parts.get("environment") or {}).get("packages") or {}).get("vllm-ascend")
+
+
 def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
-    """Assemble adaptation.json from a run directory's results (and the model's files, read once)."""
+    """Assemble adaptation.json from a run directory's results (and the model's files, read once). The
+    gates come from upstream/gates.py, the owner `inspect` shares, with what this run served."""
     from llm_adapt.models.spec import load_config
     from llm_adapt.models.weights import tensor_shapes
     from llm_adapt.report.data import load_run
     from llm_adapt.report.findings import false_ready
-    from llm_adapt.upstream.capacity import capacity_baseline
-    from llm_adapt.upstream.features import feature_rows
+    from llm_adapt.upstream.gates import planning_gates
     from llm_adapt.inspect.operator_gate import gate_of_model
 
     run = load_run(run_dir)
@@ -98,8 +103,11 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     names = sorted((tensor_shapes(model_dir) or {}) if model_dir else {})
     serve = run.get("serve") or {}
     served_ok = None if not run.get("probes") else stage_facts(run.parts, dummy)["first_request"]
-    features = feature_rows(config, names, platform, serve.get("mode"), served_ok,
-                            inspect.get("plan", {}).get("commands", {}).get("graph"))
+    operators = inspect.get("operator_gate") or (gate_of_model(model_dir) if model_dir else
+                                                 {"applies": False, "reason": "no model directory"})
+    gates = planning_gates(config, names, inspect["plan"], inspect.get("config", {}).get("max_position_embeddings"),
+                           operators, version=deployed_ascend(run.parts), served_mode=serve.get("mode"),
+                           served_ok=served_ok) if inspect.get("plan") else None
     stages = None
     dummy_dir = Path(run_dir) / DUMMY_DIR
     if (dummy_dir / rundir.STATUS).exists() and not dummy:
@@ -107,10 +115,7 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
         d, r = stage_facts(before.parts, True), stage_facts(run.parts, False)
         stages = {"dummy": d, "real": r, "rows": dummy_vs_real(d, r), "dummy_dir": DUMMY_DIR}
     return AdaptationResult(
-        model=inspect.get("model", {}).get("name", ""), platform=platform, features=features,
-        capacity=capacity_baseline(inspect["plan"], inspect.get("config", {}).get("max_position_embeddings"))
-        if inspect.get("plan") else {},
-        operators=inspect.get("operator_gate") or (gate_of_model(model_dir) if model_dir else
-                                                    {"applies": False, "reason": "no model directory"}),
-        false_ready=false_ready(run.get("probes"), run.get("endpoint_accuracy"), dummy),
+        model=inspect.get("model", {}).get("name", ""), platform=platform,
+        features=gates["features"] if gates else [], capacity=gates["capacity"] if gates else {},
+        operators=operators, false_ready=false_ready(run.get("probes"), run.get("endpoint_accuracy"), dummy),
         max_model_len=max_model_len(inspect, serve), stages=stages)

@@ -1,35 +1,48 @@
 """`llm-adapt export RUN_DIR --to vllm-ascend --out DIR`: the files vLLM-Ascend's model-adapter skill
-delivers upstream, written from one run directory's JSON and nothing else.
+delivers upstream, in the formats on vLLM-Ascend's main branch (upstream/formats.py), written from one run
+directory's JSON.
 
-- docs/source/tutorials/models/<Model>.md                     the tutorial (en by default)
+- docs/source/tutorials/models/<Model>.md                     the tutorial, in the ten-section template (en)
 - docs/source/tutorials/models/<Model>-adaptation-report.md   the adaptation report (zh by default)
 - docs/source/tutorials/models/<Model>-runbook.md             the runbook (zh by default)
-- tests/e2e/models/configs/<Model>.yaml                       the lm-eval accuracy config
-- benchmarks/accuracy/<Model>.md                              the accuracy report, in report_template_v2's layout
+- tests/e2e/models/configs/<Model>.yaml                       the e2e accuracy config (only from public tasks)
+- benchmarks/accuracy/<Model>.md                              the accuracy report, in report_template.md's layout
 
-Rules: every number is one the run measured or planned (its JSON); what the run did not measure is
-written as not measured; a command is "verified in this run" only when this run started it.
+Rules: the files describe an NPU deployment. A run on an NPU exports its own; a run elsewhere exports only
+with `--plan-for npu`, which writes the NPU plan labelled "planned, not run on an NPU", while each figure
+the run measured keeps the platform it was measured on, named beside it. Every number is one the run
+measured or a plan computed; what the run did not measure is written as not measured; models are named by
+their hub id; no file carries a path of this machine.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from llm_adapt.errors import UsageError
+from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.results import write_text_atomic
+from llm_adapt.upstream import formats, origin
+from llm_adapt.upstream.deployment import Deployment, from_npu_run, planned_for_npu
 
 TARGETS = ("vllm-ascend",)
 LANGS = ("en", "zh")
-BUILTIN_PREFIX = "builtin-"
+PLAN_FOR = ("npu",)
+
+
+@dataclass
+class Exported:
+    written: list[Path]
+    notes: list[str] = field(default_factory=list)  # what was not written, and the command that would write it
 
 
 def paths(model: str) -> dict[str, str]:
-    """Where each file lives in a vLLM-Ascend checkout."""
+    """Where each file lives in a vLLM-Ascend checkout (the accuracy report where upstream's test writes it)."""
     docs = "docs/source/tutorials/models"
     return {"tutorial": f"{docs}/{model}.md", "report": f"{docs}/{model}-adaptation-report.md",
             "runbook": f"{docs}/{model}-runbook.md", "config": f"tests/e2e/models/configs/{model}.yaml",
@@ -67,61 +80,79 @@ def commands(plan: dict[str, Any], serve: dict[str, Any] | None, started: bool) 
             for mode in ("eager", "graph")}
 
 
-def e2e_config(run: RunData) -> dict[str, Any]:
-    """tests/e2e/models/configs/<Model>.yaml as a dict: the keys test_lm_eval_correctness.py reads,
-    the values this run's `eval` stage measured on the served model (None for metrics: not measured)."""
-    inspect, ev = run.get("inspect") or {}, run.get("eval") or {}
+def measured_serve(run: RunData, deploy: Deployment) -> dict[str, Any]:
+    """The e2e config's serve settings: those the scores were measured with (dtype, max-model-len, eager
+    or not, remote code), on the deployment's devices (tensor parallel, memory share). Pure."""
+    inspect, serve = run.get("inspect") or {}, run.get("serve") or {}
     plan = inspect.get("plan", {})
-    tasks: dict[str, list[dict[str, Any]]] = {}
-    for score in ev.get("scores", []):
-        if score.get("served") is not None:
-            tasks.setdefault(score["task"], []).append({"name": score["metric"], "value": round(score["served"], 4)})
-    settings = ev.get("settings", {})
-    return {
-        "model_name": inspect.get("model", {}).get("name"),
-        "model_type": "vllm",
-        "hardware": hardware_of(run),
-        "serve": {"tensor_parallel_size": plan.get("tensor_parallel", 1), "dtype": plan.get("dtype"),
-                  "max_model_len": plan.get("max_model_len"),
-                  "trust_remote_code": bool(inspect.get("config", {}).get("custom_code"))},
-        "tasks": [{"name": name, "metrics": metrics} for name, metrics in tasks.items()],
-        "num_fewshot": settings.get("num_fewshot"),
-        "limit": settings.get("limit"),
-    }
+    served_len = ((serve.get("engine_facts") or {}).get("max_model_len")) or plan.get("max_model_len")
+    return {"tensor_parallel_size": deploy.plan["tensor_parallel"], "dtype": formats.vllm_dtype(plan["dtype"]),
+            "max_model_len": served_len, "gpu_memory_utilization": float(deploy.plan["memory_utilization"]),
+            "trust_remote_code": bool(inspect.get("config", {}).get("custom_code")),
+            "enforce_eager": True if serve.get("mode") == "eager" else None}
 
 
-def hardware_of(run: RunData) -> str:
-    env = run.get("environment") or {}
-    devices = [a.get("name") for a in env.get("accelerators", []) if a.get("name")]
-    if devices:
-        return ", ".join(dict.fromkeys(devices))
-    return f"CPU: {env.get('cpu', {}).get('model', 'unknown')} ({env.get('cpu', {}).get('cores', '?')} cores)"
+def measured_on(run: RunData) -> dict[str, str]:
+    """Where the run's figures were measured, to name beside each of them."""
+    ran = origin.ran_on(run.parts)
+    hardware, engine = origin.hardware_of(run.parts), origin.engine_of(run.parts)
+    return {"platform": ran, "hardware": hardware, "engine": engine,
+            "en": f"{hardware} with {engine}" + ("" if ran == origin.NPU else " (not an NPU)"),
+            "zh": f"{hardware}，{engine}" + ("" if ran == origin.NPU else "（非 NPU）")}
 
 
-def context(run: RunData) -> dict[str, Any]:
-    """Everything the templates show, taken from the run's results."""
-    inspect = run.get("inspect") or {}
-    ad = run.get("adaptation")
-    if not inspect or ad is None:
-        raise UsageError(f"{run.dir}: export needs inspect.json and adaptation.json; run `llm-adapt run` "
-                         "(this version writes both) and export its directory")
+def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, str]) -> dict[str, Any]:
+    """The e2e config (None without a public task measured) with its report fields, and the tasks left out."""
+    ev = run.get("eval") or {}
+    rows, left = formats.task_rows(ev)
+    if not rows:
+        return {"config": None, "rows": [], "left": left, "fields": None}
+    hardware = where["hardware"] if where["platform"] == origin.NPU else \
+        f"{where['hardware']} with {where['engine']} (measured there; the NPU deployment is {deploy.label})"
+    config = formats.e2e_config(rows, model_id=model_id, hardware=hardware, serve=measured_serve(run, deploy),
+                                limit=(ev.get("settings") or {}).get("limit"))
+    problems = formats.e2e_problems(config)
+    if problems:  # our own output against upstream's format: a bug here, not the user's
+        raise AdaptError(f"the e2e config would not run upstream: {'; '.join(problems)}")
+    fields = formats.report_fields(config, rows, formats.versions_of(run.get("environment") or {}))
+    return {"config": config, "rows": rows, "left": left, "fields": fields}
+
+
+def context(run: RunData, deploy: Deployment, model_id: str) -> dict[str, Any]:
+    """Everything the templates show: the run's measurements (each with where it was measured) and the
+    NPU deployment (its own, or the plan)."""
+    inspect, ad = run.get("inspect") or {}, run.get("adaptation") or {}
     serve, ev = run.get("serve") or {}, run.get("eval") or {}
     status = (run.get("status") or {}).get("stages", {})
-    config = e2e_config(run)
-    builtin = [t["name"] for t in config["tasks"] if t["name"].startswith(BUILTIN_PREFIX)]
-    started = status.get("serve", {}).get("status") == "done"
+    where = measured_on(run)
+    e2e = e2e_files(run, deploy, model_id, where)
     from llm_adapt.report.findings import main_target, overall_verdict
 
-    return {"run": run, "p": run.parts, "bench": run.bench, "insp": inspect, "plan": inspect.get("plan", {}),
-            "ad": ad, "serve": serve, "status": status,
+    model = safe_name(model_id.split("/")[-1])
+    devices = deploy.plan["tensor_parallel"] * deploy.plan["pipeline_parallel"]
+    return {"run": run, "bench": run.bench, "insp": inspect, "ad": ad, "serve": serve, "status": status,
             "env": {"packages": {}, "builds": {}, "cann": None, "accelerators": [], "cpu": {}} | (run.get("environment") or {}),
             "probes": run.get("probes"), "ep": run.get("endpoint_accuracy"), "acc": run.get("accuracy"),
-            "main": main_target(run.get("accuracy")), "ev": ev, "config": config, "builtin": builtin,
-            "started": started, "served_mode": serve.get("mode"), "verdict": overall_verdict(run),
-            "commands": commands(inspect.get("plan", {}), serve, started),
-            "port": port_of(inspect.get("plan", {}).get("argv", {}).get("eager", [])),
-            "model": safe_name(inspect["model"]["name"]), "paths": paths(safe_name(inspect["model"]["name"])),
-            "hardware": hardware_of(run)}
+            "main": main_target(run.get("accuracy")), "ev": ev, "e2e": e2e, "verdict": overall_verdict(run),
+            "started": status.get("serve", {}).get("status") == "done", "served_mode": serve.get("mode"),
+            "deploy": deploy, "plan": deploy.plan, "gates": deploy.gates, "where": where, "model_id": model_id,
+            "davinci": " ".join(f"--device /dev/davinci{i}" for i in range(devices)),  # the container's NPUs
+            "served_name": served_name(deploy.plan) or model, "port": port_of(deploy.plan["argv"]["eager"]),
+            "model": model, "paths": paths(model), "weights": weights_line(inspect.get("parameters") or {})}
+
+
+def served_name(plan: dict[str, Any]) -> str | None:
+    from llm_adapt.engines.command import Command
+
+    return Command.from_argv(plan["argv"]["eager"]).get("--served-model-name")
+
+
+def weights_line(parameters: dict[str, Any]) -> str:
+    """The checkpoint's parameters by dtype in words ("134,515,008 in fp32"), or "not measured". Pure."""
+    by_dtype = parameters.get("weights_by_dtype") or {}
+    if not by_dtype:
+        return "not measured (no weights read)"
+    return ", ".join(f"{count:,} in {dtype}" for dtype, count in by_dtype.items())
 
 
 def environment() -> jinja2.Environment:
@@ -138,38 +169,96 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_config(config: dict[str, Any], builtin: list[str]) -> str:
+def render_config(e2e: dict[str, Any], where: dict[str, str], deploy: Deployment) -> str:
     import yaml
 
-    head = ["# Written by llm-adapt from one measured run: the values are the served model's scores there."]
-    if builtin:
-        head.append(f"# {', '.join(builtin)}: llm-adapt's built-in task (no public dataset was run offline); "
-                    "replace it with a public task (gsm8k) measured on the device before proposing this file.")
-    if not config["tasks"]:
-        head.append("# tasks: not measured in this run (run it with --tasks to fill them).")
-    body = {k: v for k, v in config.items() if v is not None}
-    return "\n".join(head) + "\n" + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+    head = [f"# Written by llm-adapt from one run: the metric values are the served model's scores measured on "
+            f"{where['en']}."]
+    if deploy.planned:
+        head.append(f"# The NPU deployment is {deploy.label}: upstream's test has not run this config on an NPU.")
+    head += [f"# Left out: {line}" for line in e2e["left"]]
+    return "\n".join(head) + "\n" + yaml.safe_dump(e2e["config"], sort_keys=False, allow_unicode=True)
 
 
-def export(run_dir: Path, to: str, out: Path, report_lang: str = "zh") -> list[Path]:
-    """Write the five files under `out` at their upstream paths; returns them. The tutorial is in
-    English, as upstream keeps its tutorials; the report and runbook in `report_lang`."""
+def run_command(run: RunData, model_id: str) -> str:
+    """The `llm-adapt run` that measures the tasks an e2e config needs, on the NPU host."""
+    model = (run.get("inspect") or {}).get("model", {})
+    name = model.get("given") if model.get("origin") in ("hf", "ms") else f"hf:{model_id}"
+    return f"llm-adapt run {name} --platform npu --tasks gsm8k --out runs/{safe_name(model_id.split('/')[-1])}"
+
+
+def refuse_without_npu(run: RunData, plan_for: str | None) -> None:
+    """One line (exit 2) for a run not on an NPU without --plan-for npu: the files describe an NPU deployment."""
+    where = origin.ran_on(run.parts)
+    if where == origin.NPU:
+        return
+    if plan_for is None:
+        raise UsageError(f"{run.dir}: this run ran on {where.upper()} ({origin.hardware_of(run.parts)}), not on an NPU; "
+                         "vLLM-Ascend's files describe an NPU deployment: add --plan-for npu to write the NPU plan, "
+                         "labelled planned, not run on an NPU")
+    if plan_for not in PLAN_FOR:
+        raise UsageError(f"--plan-for {plan_for!r}: use one of {', '.join(PLAN_FOR)}")
+
+
+def deployment_for(run: RunData, model_id: str) -> Deployment:
+    """The NPU deployment to describe: the run's own on an NPU, else the planner's for an NPU."""
+    if origin.ran_on(run.parts) == origin.NPU:
+        inspect, serve = run.get("inspect") or {}, run.get("serve") or {}
+        started = ((run.get("status") or {}).get("stages", {}).get("serve", {}).get("status")) == "done"
+        return from_npu_run(run.parts, model_id, commands(inspect["plan"], serve, started))
+    return planned_for_npu(run.parts, model_id)
+
+
+def render_all(ctx: dict[str, Any], report_lang: str) -> dict[str, str]:
+    env = environment()
+    files = {"tutorial": env.get_template("tutorial.en.md.j2").render(**ctx),
+             "report": env.get_template(f"report.{report_lang}.md.j2").render(**ctx),
+             "runbook": env.get_template(f"runbook.{report_lang}.md.j2").render(**ctx)}
+    if ctx["e2e"]["config"]:
+        files["config"] = render_config(ctx["e2e"], ctx["where"], ctx["deploy"])
+        files["accuracy"] = accuracy_report(ctx["e2e"]["fields"], ctx["where"], ctx["deploy"])
+    return files
+
+
+def accuracy_report(fields: dict[str, Any], where: dict[str, str], deploy: Deployment) -> str:
+    """benchmarks/accuracy/<Model>.md: upstream's report template with jinja2's default options, as its
+    test renders it, then where the scores were measured."""
+    plain = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.upstream", "templates"))
+    note = (f"Measured by llm-adapt on {where['en']} (lm-evaluation-harness against the served model); "
+            f"upstream's test has not run this config{' on an NPU: the NPU deployment is ' + deploy.label if deploy.planned else ''}.")
+    return plain.get_template("accuracy.md.j2").render(**fields, note=note) + "\n"
+
+
+def export(run_dir: Path, to: str, out: Path, report_lang: str = "zh", *, plan_for: str | None = None,
+           model_id: str | None = None) -> Exported:
+    """Write the files under `out` at their upstream paths. The tutorial is in English, as upstream keeps
+    its tutorials; the report and runbook in `report_lang`. Refuses (exit 2, one line) a run not on an
+    NPU without `plan_for`, and a model without a hub id without `model_id`."""
     if to not in TARGETS:
         raise UsageError(f"--to {to!r}: use one of {', '.join(TARGETS)}")
     if report_lang not in LANGS:
         raise UsageError(f"--lang {report_lang!r}: use one of {', '.join(LANGS)}")
-    ctx = context(load_run(run_dir))
-    env = environment()
-    rendered = {
-        "tutorial": env.get_template("tutorial.en.md.j2").render(**ctx),
-        "report": env.get_template(f"report.{report_lang}.md.j2").render(**ctx),
-        "runbook": env.get_template(f"runbook.{report_lang}.md.j2").render(**ctx),
-        "config": render_config(ctx["config"], ctx["builtin"]),
-        "accuracy": env.get_template("accuracy_v2.md.j2").render(**ctx),
-    }
+    run = load_run(run_dir)
+    if not run.get("inspect") or run.get("adaptation") is None:
+        raise UsageError(f"{run.dir}: export needs inspect.json and adaptation.json; run `llm-adapt run` "
+                         "(this version writes both) and export its directory")
+    refuse_without_npu(run, plan_for)
+    hub = origin.hub_id(run.get("inspect")["model"], model_id)
+    deploy = deployment_for(run, hub)
+    ctx = context(run, deploy, hub)
+    files = render_all(ctx, report_lang)
+    known = origin.known_local_paths(Path(run_dir), run.parts)
+    for kind, text in files.items():
+        leaked = origin.local_paths(text, known)
+        if leaked:  # a template or a result carried one through: a bug to fix here, never a file to ship
+            raise AdaptError(f"the exported {ctx['paths'][kind]} would carry a local path ({leaked[0]}); not written")
     written = []
-    for kind, text in rendered.items():
+    for kind, text in files.items():
         path = Path(out) / ctx["paths"][kind]
         write_text_atomic(path, text)
         written.append(path)
-    return written
+    notes = [] if ctx["e2e"]["config"] else [
+        "no e2e config or accuracy report written: "
+        + ("; ".join(ctx["e2e"]["left"]) if ctx["e2e"]["left"] else "the run measured no task (no eval stage)")
+        + f"; `{run_command(run, hub)}` measures one"]
+    return Exported(written, notes)

@@ -1,11 +1,16 @@
-"""The skill's feature rows (ACLGraph, EP, flashcomm1, MTP, multimodal), each with its status, the
-evidence behind it and the vLLM-Ascend flag that turns it on. Not-applicable only with evidence: from
-the config keys and the checkpoint's tensor names, never assumed. Pure given those inputs.
+"""The skill's feature rows (ACLGraph, EP, sequence parallelism, MTP, multimodal; FlashComm v1 where the
+deployed vLLM-Ascend still has it, marked deprecated), each with its status, the evidence behind it, the
+flag that turns it on and the vLLM-Ascend version that flag applies to. Not-applicable only with evidence:
+from the config keys and the checkpoint's tensor names, never assumed. Pure given those inputs.
 
 Statuses follow the skill's legend (multimodal-ep-aclgraph-lessons.md §6): supported (verified),
 unsupported (framework-level), checkpoint-missing (the weights or config do not provide it),
 not-applicable (e.g. EP on a dense model), and "not verified" where this run did not try it (with the
 reason and the command that would).
+
+FlashComm v1 was removed on vLLM-Ascend main by #13946 (commit 92616f3a64, in no release tag yet;
+tests/fixtures/upstream/SOURCE.md): sequence parallelism replaces it, and main's ascend_config.py only
+warns "FlashComm is deprecated". The releases up to the 0.26 line still carry it.
 """
 
 from __future__ import annotations
@@ -18,16 +23,31 @@ from llm_adapt.messages import keyed, reason
 SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE, NOT_VERIFIED = (
     "supported", "unsupported", "checkpoint-missing", "not-applicable", "not verified")
 
+# The vLLM-Ascend release on PyPI a plan targets when no deployed version is known (0.23.0.post1, cut from
+# tag v0.23.0, which pins vLLM v0.23.0).
+ASCEND_RELEASE = "0.23.0.post1"
+ASCEND_RELEASE_VLLM = "0.23.0"  # the vLLM it pins (tag v0.23.0: docs/source/conf.py, .github/vllm-release-tag.commit)
+MAIN = "main"  # a development build: main's flags (after #13946)
+FLASHCOMM_LAST_LINE = (0, 26)  # the v0.26.0rc branch still carries FlashComm1 (#14513); main has none
+FLASHCOMM_REMOVED = "removed on vLLM-Ascend main by #13946"
+SP, FLASHCOMM = "sequence parallelism", "flashcomm1 (deprecated)"
+
 # vLLM-Ascend v0.23.0 documentation pages the flags come from
 DOCS = {
     "graph": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/graph_mode (ACLGraph is on unless --enforce-eager)",
     "ep": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/large_scale_ep (--enable-expert-parallel)",
-    "flashcomm1": "vLLM-Ascend v0.23.0 docs: user_guide/configuration/additional_config (enable_flashcomm1)",
+    "sp": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/sequence_parallelism (pass_config enable_sp)",
+    "sp_main": "vLLM-Ascend main docs: user_guide/feature_guide/sequence_parallelism (#13946: vLLM's own SP, "
+               "with DP>1, TP>1 and the allgather_reducescatter all2all backend)",
+    "flashcomm1": "vLLM-Ascend v0.23.0 docs: user_guide/configuration/additional_config (enable_flashcomm1); "
+                  + FLASHCOMM_REMOVED,
     "mtp": "vLLM-Ascend v0.23.0 docs: user_guide/feature_guide/speculative_decoding (Speculating using MTP)",
     "multimodal": "vLLM-Ascend v0.23.0 docs: tutorials of the VL models (--limit-mm-per-prompt)",
 }
 FLAGS = {
     "ep": "--enable-expert-parallel",
+    "sp": "--tensor-parallel-size N --compilation-config '{\"pass_config\": {\"enable_sp\": true}}'",
+    "sp_main": "--tensor-parallel-size N --data-parallel-size M --all2all-backend allgather_reducescatter",
     "flashcomm1": "--additional-config '{\"enable_flashcomm1\": true}'",
     "mtp": "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
     "multimodal": "--limit-mm-per-prompt '{\"image\": 1}'",
@@ -52,6 +72,8 @@ def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool,
     experts = [n for n in tensor_names if EXPERT_TENSOR.search(n)]
     if keys or experts:
         found = ", ".join(f"{k}={v}" for k, v in keys.items()) or reason("ev_no_expert_count")
+        if not tensor_names:
+            return True, reason("ev_moe_unread", found=found)
         return True, reason("ev_moe", found=found, experts=len(experts))
     if tensor_names:
         return False, reason("ev_dense", keys=", ".join(EXPERT_KEYS), tensors=len(tensor_names))
@@ -98,17 +120,45 @@ def multimodal_evidence(config: dict[str, Any]) -> tuple[bool, str]:
     return False, reason("ev_text_only", keys=", ".join(VISION_KEYS))
 
 
-def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None) -> dict[str, Any]:
+def version_line(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a vLLM-Ascend release ("0.23.0.post1", "v0.26.0rc1"); None for main or a
+    development build ("0.26.1.dev12+g...", "main"), whose flags are main's. Pure."""
+    text = (version or ASCEND_RELEASE).strip().lower()
+    found = re.match(r"^v?(\d+)\.(\d+)", text)
+    if not found or "dev" in text:
+        return None
+    return int(found.group(1)), int(found.group(2))
+
+
+def has_flashcomm(version: str | None) -> bool:
+    """Whether this vLLM-Ascend version still has FlashComm v1 (None: the release a plan targets). Pure."""
+    line = version_line(version)
+    return line is not None and line <= FLASHCOMM_LAST_LINE
+
+
+def version_label(version: str | None) -> str:
+    """The version a flag applies to, as a row names it."""
+    line = version_line(version)
+    if line is None:
+        return f"vLLM-Ascend {MAIN} (after #13946)"
+    text = (version or ASCEND_RELEASE).strip()
+    return f"vLLM-Ascend {text if text.startswith('v') else 'v' + text}"
+
+
+def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None,
+              version: str | None = None, planned: bool = False) -> dict[str, Any]:
     """Graph mode (ACLGraph on NPU, CUDA graphs on CUDA, torch.compile on CPU): supported when this run
     served in graph mode and answered; not verified when it served eager (the command that would)."""
     from llm_adapt.platforms import PLATFORMS
 
     name = PLATFORMS[platform].graph_name if platform in PLATFORMS else "graph mode"
-    row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command}
+    row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command,
+           "flag": None, "flag_version": version_label(version)}  # on unless --enforce-eager: no flag of its own
     if served_mode == "graph":
         return row | {"status": SUPPORTED if served_ok else UNSUPPORTED,
                       **_evidence(reason("ev_graph_answered" if served_ok else "ev_graph_silent", name=name))}
-    why = reason("ev_graph_eager" if served_mode == "eager" else "ev_graph_no_engine", name=name)
+    why = reason("ev_graph_eager" if served_mode == "eager" else "ev_graph_planned" if planned else "ev_graph_no_engine",
+                 name=name)
     return row | {"status": NOT_VERIFIED, **_evidence(why)}
 
 
@@ -118,24 +168,31 @@ def _evidence(text) -> dict[str, Any]:
 
 
 def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
-                 served_ok: bool | None, graph_command: str | None) -> list[dict[str, Any]]:
-    """The five rows. EP and flashcomm1 apply to MoE models only; MTP only to an architecture with MTP
-    layers (checkpoint-missing where its checkpoint lacks them); multimodal only with a vision or audio
-    part. A row that applies but needs an Ascend device this run did not have reads "not verified",
-    with its flag."""
+                 served_ok: bool | None, graph_command: str | None, version: str | None = None,
+                 planned: bool = False) -> list[dict[str, Any]]:
+    """The rows for the vLLM-Ascend `version` deployed (None: the release a plan targets, ASCEND_RELEASE).
+    EP and sequence parallelism (and FlashComm v1, which it replaces) apply to MoE models only; MTP only
+    to an architecture with MTP layers (checkpoint-missing where its checkpoint lacks them); multimodal
+    only with a vision or audio part. A row that applies but needs an Ascend device this run did not
+    have reads "not verified", with its flag. FlashComm v1 appears only where `version` still has it,
+    marked deprecated. `planned`: rows of a plan (`inspect`), which no run has tried yet."""
     moe, moe_ev = moe_evidence(config, tensor_names)
     mtp, mtp_ev = mtp_evidence(config, tensor_names)
     mm, mm_ev = multimodal_evidence(config)
-    device = reason("ev_needs_ascend" if platform != "npu" else "ev_not_exercised")
+    device = reason("ev_needs_ascend" if platform != "npu" else "ev_planned_only" if planned else "ev_not_exercised")
+    label = version_label(version)
+    old = has_flashcomm(version)
 
-    def row(feature: str, applies: bool, evidence, absent_status: str) -> dict[str, Any]:
+    def row(feature: str, key: str, applies: bool, evidence, absent_status: str, flag: str | None = None) -> dict[str, Any]:
         status = NOT_VERIFIED if applies else absent_status
         text = reason("ev_to_verify", evidence=evidence, device=device) if applies else evidence
-        return {"feature": feature, "status": status, **_evidence(text), "flag": FLAGS[feature.lower()]
-                if feature.lower() in FLAGS else None, "source": DOCS[feature.lower()]}
+        return {"feature": feature, "status": status, **_evidence(text), "flag": FLAGS[flag or key],
+                "flag_version": label, "source": DOCS[flag or key]}
 
-    return [graph_row(platform, served_mode, served_ok, graph_command),
-            row("EP", moe, moe_ev, NOT_APPLICABLE),
-            row("flashcomm1", moe, moe_ev, NOT_APPLICABLE),
-            row("MTP", mtp == NOT_VERIFIED, mtp_ev, mtp),
-            row("multimodal", mm, mm_ev, NOT_APPLICABLE)]
+    rows = [graph_row(platform, served_mode, served_ok, graph_command, version, planned),
+            row("EP", "ep", moe, moe_ev, NOT_APPLICABLE),
+            row(SP, "sp", moe, moe_ev, NOT_APPLICABLE, flag="sp" if old else "sp_main")]
+    if old:  # the deployed version still has it: shown, and marked deprecated in favour of the row above
+        rows.append(row(FLASHCOMM, "flashcomm1", moe, moe_ev, NOT_APPLICABLE) | {"deprecated": FLASHCOMM_REMOVED})
+    return rows + [row("MTP", "mtp", mtp == NOT_VERIFIED, mtp_ev, mtp),
+                   row("multimodal", "multimodal", mm, mm_ev, NOT_APPLICABLE)]

@@ -1,0 +1,67 @@
+"""The vLLM-Ascend adapter workflow's gates that need no device: the 128k x 16 capacity baseline, the
+feature rows' applicability with evidence, the operator gate and max-model-len. One owner for both
+`inspect` (planning for a platform from any machine) and `run` (its adaptation stage adds what the run
+served). Pure: the inputs are the model's config and tensor names, the deployment plan and the operator
+gate already read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_adapt.upstream.capacity import NOT_APPLICABLE, capacity_baseline
+from llm_adapt.upstream.features import feature_rows, version_label
+
+
+def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: dict[str, Any],
+                   max_position_embeddings: int | None, operators: dict[str, Any], *, version: str | None = None,
+                   served_mode: str | None = None, served_ok: bool | None = None, planned: bool = False) -> dict[str, Any]:
+    """The gates for `plan` (DeployPlan.to_dict()). `version`: the vLLM-Ascend deployed (None: the
+    release a plan targets); `served_mode` / `served_ok`: what a run served, when it served; `planned`:
+    a plan no run has tried (`inspect`)."""
+    platform = plan["platform"]
+    return {
+        "platform": platform,
+        "flags_for": version_label(version),
+        "capacity": capacity_baseline(plan, max_position_embeddings),
+        "features": feature_rows(config, tensor_names, platform, served_mode, served_ok,
+                                 plan.get("commands", {}).get("graph"), version, planned),
+        "operators": operators,
+        "max_model_len": {"config": max_position_embeddings, "planned": plan.get("max_model_len"),
+                          "longest_planned": plan.get("longest_max_model_len")},
+    }
+
+
+def capacity_line(capacity: dict[str, Any]) -> str:
+    """The baseline in one line, with its numbers and the largest pairs that fit. Pure."""
+    c = capacity
+    head = f"capacity baseline {c['length']:,} x {c['seqs']}: {c['status']}"
+    if c["status"] == NOT_APPLICABLE:
+        return f"{head}: {'; '.join(c['reasons'])}"
+    fits = (f"largest that fit: {c['seqs']} sequences of {c['longest_at_seqs']:,} tokens, "
+            f"or {c['seqs_at_length']:,} of {c['length']:,}")
+    if c["reasons"]:
+        return f"{head}: {'; '.join(c['reasons'])}; {fits}"
+    return (f"{head}: {c['needed_blocks']:,} KV blocks of {c['block_size']} needed, the planned pool holds "
+            f"{c['pool_blocks']:,}; {fits}")
+
+
+def gate_lines(gates: dict[str, Any]) -> list[str]:
+    """What `inspect` prints of the gates: one line each. Pure."""
+    lines = [f"Adapter gates (vLLM-Ascend's model-adapter workflow, judged on this plan without a device; "
+             f"flags for {gates['flags_for']}):",
+             f"  {capacity_line(gates['capacity'])}"]
+    for row in gates["features"]:
+        flag = f" [{row['flag']}]" if row.get("flag") and row["status"] != "not-applicable" else ""
+        lines.append(f"  {row['feature']}: {row['status']}: {row['evidence']}{flag}")
+    op = gates["operators"]
+    lines.append(f"  operator gate: {op['kind']}: {op['conclusion']}" if op.get("applies")
+                 else f"  operator gate: not applicable: {op.get('reason', 'no code of its own')}")
+    m = gates["max_model_len"]
+    lines.append(f"  max-model-len: config {_n(m['config'])}, planned {_n(m['planned'])} "
+                 f"(longest that fits {_n(m['longest_planned'])})")
+    return lines
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else "not known"
