@@ -118,6 +118,11 @@ def test_floor_choice(monkeypatch):
     assert floor_for(RunnerSpec("cpu", "bf16", "int8-channel"), ref, None) == RunnerSpec("cpu", "bf16")
     assert floor_for(RunnerSpec("cpu", "bf16"), ref, None) is None
     assert floor_for(RunnerSpec("cuda", "fp32"), ref, None) is None  # its floor would be the reference itself
+    # the gold on the target's accelerator: the floor is still measured, at the target's dtype on the host
+    on_gpu = RunnerSpec("cuda", "fp32")
+    assert floor_for(RunnerSpec("cuda", "bf16"), on_gpu, None) == RunnerSpec("cpu", "bf16")
+    assert floor_for(RunnerSpec("npu:1", "fp16"), RunnerSpec("npu:1", "fp32"), None) == RunnerSpec("cpu", "fp16")
+    assert floor_for(RunnerSpec("auto", "bf16"), RunnerSpec("auto", "fp32"), None) is None  # placed: no host floor
 
 
 def test_bf16_floor_is_emulated_where_the_cpu_has_no_bf16(monkeypatch):

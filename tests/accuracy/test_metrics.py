@@ -176,6 +176,7 @@ def test_position_stats_in_blocks_equal_the_whole_array_functions():
         np.testing.assert_array_equal(stats["topk"], m.topk_overlap(ref, tgt, 5))
         assert torch.equal(kept, m.log_softmax64(tgt))
         assert stats["kl"][5] == 0.0 and abs(stats["cos"][5] - 1) < 1e-12
+        np.testing.assert_allclose(stats["ref_margin"], [m.top2_margin(r) for r in ref], rtol=1e-9, atol=1e-12)
         kl, none = m.kl_rows(ref, tgt, rows=rows)
         assert none is None and np.array_equal(kl, stats["kl"])
     assert m.position_stats(ref[:1], tgt[:1], nxt[:0], 5)[0]["dp"].shape == (0,)
@@ -189,3 +190,18 @@ def test_an_infinite_error_is_an_infinite_sqnr_not_a_crash():
     assert s["sqnr_db"] == -math.inf and s["nan_mismatch"] and s["max_abs"] == math.inf
     assert m.sqnr_from_sums(4.0, 0.0) == math.inf and m.sqnr_from_sums(4.0, 4.0) == 0.0
     assert math.isnan(m.sqnr_from_sums(float("nan"), 1.0))
+
+
+def test_the_logits_summary_gives_same_top1_outside_the_golds_tie_margin():
+    """measure._logits_summary: the rate over all positions and over those where the gold's own top two
+    are more than the tie margin apart (a flip inside it is rounding), as endpoint_metrics.summarize does."""
+    from llm_adapt.accuracy.measure import _logits_summary
+
+    same = [np.array([1, 0, 0, 1]), np.array([1, 1, 0])]
+    margin = [np.array([2.0, 0.1, 0.29, 0.31]), np.array([5.0, np.inf, 1.0])]  # inf: a one-word vocabulary
+    stats = {"kl": [np.zeros(4), np.zeros(3)], "same_top1": same, "ref_margin": margin, "dp": [np.zeros(3), np.zeros(2)],
+             "topk": [np.ones(4), np.ones(3)], "max_abs": [np.zeros(1)], "cos": [np.ones(4), np.ones(3)]}
+    lg = _logits_summary(stats, 0.3)
+    assert lg["same_top1"] == pytest.approx(4 / 7) and lg["positions"] == 7
+    assert lg["decisive_positions"] == 5 and lg["same_top1_decisive"] == pytest.approx(4 / 5)
+    assert lg["same_top1_decisive_err"] == pytest.approx(m.rate_with_error(4, 5)[1]) and lg["tie_margin"] == 0.3

@@ -54,3 +54,75 @@ def test_a_server_at_the_golds_dtype_is_judged_to_rounding():
     assert clean["status"] == "WARN"  # greedy not run: never a plain pass
     faulty = judge_endpoint(sections(0.1, 60))
     assert faulty["status"] == "FAIL" and any("gold's dtype" in r for r in faulty["reasons"])
+
+
+# ---- in process: the same rule on the logits summary (measure._logits_summary) -------------------
+
+def inproc(all_rate, decisive_rate=None, decisive=200, positions=1000):
+    """A target's logits summary as measure.py writes it; decisive_rate None: an accuracy.json from before
+    the decisive figures."""
+    lg = {"positions": positions, "kl_mean": 2e-4, "same_top1": all_rate, "same_top1_err": 0.007}
+    if decisive_rate is not None:
+        lg.update(decisive_positions=decisive, same_top1_decisive=decisive_rate, same_top1_decisive_err=0.01,
+                  tie_margin=0.3)
+    return {"label": "cpu:bf16", "layers": [{"name": "layer 0", "rel_l2": 0.01, "cos_min": 0.9999, "local_rel_l2": 0.004}],
+            "logits": lg, "perplexity": {"ln_ratio": 0.001, "ln_ratio_sem": 0.002}, "greedy": [],
+            "first_local_excess": None, "first_nonfinite": None, "floor": None}
+
+
+def top1(verdict):
+    return next(c for c in verdict["checks"] if c["key"] in ("top1_absolute", "top1_ratio"))
+
+
+def test_no_floor_a_near_flat_model_flipping_only_near_ties_passes():
+    """The H200's cuda:fp32 -> cuda:bf16 on Llama-3.2-3B's random body: 0.945 over all positions."""
+    from llm_adapt.accuracy.verdict import judge
+
+    verdict = judge(inproc(0.945, 1.0), None)
+    check = top1(verdict)
+    assert verdict["status"] == "PASS" and check["status"] == "pass"
+    assert check["name"] == "same top-1 rate outside the 0.3-nat tie margin (no noise floor measured)"
+    assert check["value"] == "1.0 (200 of 1000 positions; all positions: 0.9450)"
+
+
+def test_no_floor_flips_outside_the_margin_still_warn_and_fail():
+    from llm_adapt.accuracy.verdict import judge
+
+    assert top1(judge(inproc(0.93, 0.92), None))["status"] == "warn"
+    assert judge(inproc(0.90, 0.80), None)["status"] == "FAIL"  # a fault: decisive positions flipped
+
+
+def test_no_floor_an_earlier_report_without_the_decisive_figures_is_judged_as_before():
+    from llm_adapt.accuracy.verdict import judge
+
+    check = top1(judge(inproc(0.945), None))
+    assert check["status"] == "warn" and check["name"] == "same top-1 rate (no noise floor measured)"
+    assert check["value"] == 0.945
+    # no decisive position at all: the rate over all positions, as the served check does
+    assert top1(judge(inproc(0.945, 1.0, decisive=0), None))["status"] == "warn"
+
+
+def test_with_a_floor_the_decisive_rates_are_compared_when_both_have_them():
+    from llm_adapt.accuracy.verdict import judge
+
+    floor = inproc(0.97, 1.0) | {"label": "cpu:bf16"}
+    target = inproc(0.93, 1.0) | {"vs_floor": {"kl_ratio": 1.0, "kl_allowed": 1.2}, "floor": "cpu:bf16"}
+    for t in (target, floor):
+        t["layers"][0].update(ratio=1.0, allowed=1.2, local_ratio=1.0, local_allowed=1.2)
+    check = top1(judge(target, floor))
+    assert check["status"] == "pass" and "tie margin" in check["name"]
+    assert "all positions: 0.9300 vs 0.9700" in check["value"]
+    faulty = inproc(0.90, 0.85) | {"vs_floor": target["vs_floor"], "floor": "cpu:bf16", "layers": target["layers"]}
+    assert top1(judge(faulty, floor))["status"] == "fail"
+    old_floor = inproc(0.97) | {"label": "cpu:bf16", "layers": floor["layers"]}  # a floor from an earlier version
+    check = top1(judge(target, old_floor))
+    assert check["name"] == "same top-1 rate" and check["status"] == "fail"  # all positions: 0.93 vs 0.97
+
+
+def test_the_decisive_check_renders_in_chinese():
+    from llm_adapt.accuracy.verdict import judge
+    from llm_adapt.messages import rendered_check
+
+    check = rendered_check(top1(judge(inproc(0.945, 1.0), None)), "zh")
+    assert check["name"] == "并列容差（0.3 nat）之外的 top-1 一致率（未测噪声基线）"
+    assert "1000 个位置中的 200 个" in check["value"]

@@ -18,11 +18,12 @@ from llm_adapt.accuracy.measure import evaluate, measure_floor
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
-from llm_adapt.accuracy.reference import activation_peaks, measure_reference
+from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
-from llm_adapt.accuracy.verdict import K_SPREAD, allowed_ratio, find_first_local_excess, judge, locate_part, overall
+from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, allowed_ratio, find_first_local_excess, judge,
+                                        locate_part, roundoff_basis)
 from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
@@ -43,11 +44,24 @@ def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | 
     if explicit is not None:
         return explicit
     floor = replace(target, device=reference.device, model_path=None)
-    if floor == target:
-        floor = replace(target, quant=None) if target.quant else None
+    if floor == target and target.quant:
+        floor = replace(target, quant=None)
+    elif floor == target:
+        floor = host_floor(target)
     if floor is None or floor == reference:
         return None
     return floor if floor in targets else floor_numerics(floor)
+
+
+def host_floor(target: RunnerSpec) -> RunnerSpec | None:
+    """A target on the gold's own accelerator (cuda:fp32 gold, cuda:bf16 target) still gets a measured floor:
+    its dtype on the host CPU, as the reference reports measure theirs. Without it the target was judged on
+    absolute budgets, which a clean bf16 model with flat logits missed on the H200 (same top-1 0.945). On a
+    CPU host the target is that floor itself: None, and the rules without a floor judge it (decisive
+    positions, the contraction-length basis)."""
+    if target.device.split(":")[0] in ("cpu", "auto"):
+        return None
+    return replace(target, device="cpu", model_path=None)
 
 
 @dataclass
@@ -60,6 +74,7 @@ class Measured:
     floors: dict[RunnerSpec, RunnerReport]
     reports: dict[RunnerSpec, RunnerReport]  # each target's, a floor's own where a target is one
     peaks: Any
+    contraction: int | None = None  # a layer's longest sum on these prompts (layer_contraction): its rounding basis
 
     def floor(self, target: RunnerSpec) -> RunnerReport | None:
         return self.floors.get(self.floor_of[target])
@@ -76,9 +91,10 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     measured = measure_all(source, opts, progress)
     if keep_gold is not None:
         keep_gold.append(measured.gold)
-    located = {t: located_against(measured.reports[t], measured.floor(t), opts) for t in opts.targets}
+    n = measured.contraction
+    located = {t: located_against(measured.reports[t], measured.floor(t), opts, n) for t in opts.targets}
     parts = PartsPass(source, measured.gold, opts.reference, progress)
-    located = {t: located_in_parts(located[t], parts, t, measured.floor_of[t] if measured.floor(t) else None, opts)
+    located = {t: located_in_parts(located[t], parts, t, measured.floor_of[t] if measured.floor(t) else None, opts, n)
                for t in opts.targets}
     targets = [judged(located[t], measured.floor(t), opts, measured.peaks) for t in opts.targets]
     return _result(source, opts, measured, targets)
@@ -98,14 +114,15 @@ def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -
         if target not in reports:
             reports[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
                                                                                progress)
-    return Measured(gold, floor_of, floors, reports, activation_peaks(gold))
+    return Measured(gold, floor_of, floors, reports, activation_peaks(gold), layer_contraction(source.path, gold))
 
 
 def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targets: list[RunnerReport]) -> AccuracyResult:
     gold = measured.gold
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
-        reference=gold.report, floors=[with_floor(f, None, opts) for f in measured.floors.values()], targets=targets,
+        reference=gold.report, targets=targets,
+        floors=[with_floor(f, None, opts, measured.contraction) for f in measured.floors.values()],
         prompts={"suite": opts.prompts, "count": len(gold.prompts), "skipped": gold.skipped,
                  "categories": sorted({p.prompt.category for p in gold.prompts}),
                  "tokens_compared": int(sum(len(p.sequence) for p in gold.prompts)),
@@ -114,7 +131,7 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
         settings={"max_new_tokens": opts.max_new_tokens, "tie_margin": opts.tie_margin, "top_k": opts.top_k,
                   "ppl_window": opts.ppl_window, "corpus_tokens": opts.corpus_tokens, "local_factor": opts.local_factor,
                   "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
-        verdict=overall([t.verdict for t in targets]) | {"targets": {t.label: t.verdict["status"] for t in targets}},
+        verdict=accuracy_verdict([(t.label, t.quant, t.verdict["status"]) for t in targets]),
     )
 
 
@@ -127,14 +144,18 @@ def measured_as_floor(target: RunnerSpec, gold, opts: CompareOptions) -> RunnerR
     return cached.report if cached is not None else None
 
 
-def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
+def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
+               contraction: int | None = None) -> RunnerReport:
     """A copy of `report` judged against its noise floor (see located_against and judged)."""
-    return judged(located_against(report, floor, opts), floor, opts)
+    return judged(located_against(report, floor, opts, contraction), floor, opts)
 
 
-def located_against(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions) -> RunnerReport:
+def located_against(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
+                    contraction: int | None = None) -> RunnerReport:
     """A copy of `report` with per-layer ratios to its noise floor, the ratio each may reach given
-    the floor's measured spread, the KL against the floor's, and where to look first."""
+    the floor's measured spread, the KL against the floor's, and where to look first. Without a floor each
+    layer's own error is judged against the rounding a correct kernel makes (verdict.roundoff_basis, with
+    `contraction`, the layer's longest sum; None: the fixed basis), recorded as `roundoff_basis`."""
     out = report.model_copy(deep=True)
     floor_rows = {row["name"]: row for row in floor.layers} if floor else {}
     spread = (floor.spread or {}) if floor else {}
@@ -151,12 +172,14 @@ def located_against(report: RunnerReport, floor: RunnerReport | None, opts: Comp
                                                                                f.get("local_diff_sq_by_prompt"))))
     out.floor = floor.label if floor else None
     out.vs_floor = _vs_floor(out, floor) if floor else None
-    out.first_local_excess = find_first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype)
+    out.first_local_excess = find_first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype,
+                                                     contraction)
+    out.roundoff_basis = None if floor else roundoff_basis(out.dtype, contraction)
     return out
 
 
 def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec, floor: RunnerSpec | None,
-                     opts: CompareOptions) -> RunnerReport:
+                     opts: CompareOptions, contraction: int | None = None) -> RunnerReport:
     """The located layer's parts (norms, attention, MLP), each on the reference's input, judged
     against the floor's same part: `first_local_excess` gains "part" and "parts"."""
     where = report.first_local_excess
@@ -173,7 +196,7 @@ def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec,
         report.first_local_excess = {**where, "part": None, "parts": [],
                                      "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}
         return report
-    located = locate_part(part_rows(mine, floors), opts.local_factor, floors is not None, report.dtype)
+    located = locate_part(part_rows(mine, floors), opts.local_factor, floors is not None, report.dtype, contraction)
     report.first_local_excess = {**where, **located}
     return report
 

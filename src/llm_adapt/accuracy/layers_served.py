@@ -309,6 +309,7 @@ def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capt
     each captured prompt with that layer's attention and MLP recorded. The layer's location and every
     figure before it stand if the look inside fails; the reason is kept."""
     from llm_adapt.accuracy.parts_served import capture_parts, served_parts
+    from llm_adapt.accuracy.reference import layer_contraction
     from llm_adapt.accuracy.sublayer import layer_index
 
     index = layer_index(where["name"]) if where else None
@@ -321,7 +322,8 @@ def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capt
         check_plugin(capture_dir)
         progress(f"parts of layer {index}: reference and floor", 0, 1)
         runners = [Runner(opts.reference, model_path), Runner(floor_spec, model_path)]
-        located = served_parts(records, sequences, index, *runners, opts.local_factor, served_dtype)
+        located = served_parts(records, sequences, index, *runners, opts.local_factor, served_dtype,
+                               layer_contraction(model_path, gold))
         progress(f"parts of layer {index}: reference and floor", 1, 1)
     except (AdaptError, ServerGone, RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:
         located = {"part": None, "parts": [], "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}

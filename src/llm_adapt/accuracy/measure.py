@@ -198,7 +198,7 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
         layers=layers, depth_fit=m.linear_fit(list(range(len(layers))), [r["rel_l2"] for r in layers]),
         first_local_excess=None,
         first_nonfinite=next((r["name"] for r in layers if r["nan_mismatch"]), None),
-        logits=_logits_summary(stats), perplexity=_perplexity(gold.corpus_nll, corpus_nll),
+        logits=_logits_summary(stats, opts.tie_margin), perplexity=_perplexity(gold.corpus_nll, corpus_nll),
         greedy=greedy, greedy_by_category=by_category(greedy),
         samples={"kl_by_prompt": [float(x.sum()) for x in stats["kl"]]},
     )
@@ -216,16 +216,23 @@ def _msprobe_dtype_status(loc: dict[str, Any], dtype: str, reference_dtype: str 
     return msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], dtype)
 
 
-def _logits_summary(stats) -> dict[str, Any]:
+def _logits_summary(stats, tie_margin: float) -> dict[str, Any]:
+    """The logits statistics summed up. Same top-1 is also given on the positions outside the gold's tie
+    margin (`same_top1_decisive`), as endpoint_metrics.summarize gives it for a server: on a near-flat
+    distribution a top-1 flip inside the margin is rounding, not a fault."""
     kl = np.concatenate(stats["kl"])
     same = np.concatenate(stats["same_top1"])
     dp = np.concatenate(stats["dp"])
     kl_mean, kl_sem = m.mean_sem(kl)
     rate, err = m.rate_with_error(int(same.sum()), len(same))
+    decisive = same[np.concatenate(stats["ref_margin"]) > tie_margin]
+    d_rate, d_err = m.rate_with_error(int(decisive.sum()), len(decisive))
     dp_mean, dp_sem = m.mean_sem(dp)
     return {"positions": int(len(kl)), "kl_mean": kl_mean, "kl_sem": kl_sem,
             **{f"kl_{k}": v for k, v in m.percentiles(kl).items()},
-            "same_top1": rate, "same_top1_err": err, "topk_overlap": float(np.concatenate(stats["topk"]).mean()),
+            "same_top1": rate, "same_top1_err": err,
+            "decisive_positions": int(len(decisive)), "same_top1_decisive": d_rate, "same_top1_decisive_err": d_err,
+            "tie_margin": tie_margin, "topk_overlap": float(np.concatenate(stats["topk"]).mean()),
             "delta_p_mean": dp_mean, "delta_p_sem": dp_sem, "delta_p_rms": float(np.sqrt((dp ** 2).mean())),
             "max_abs_logit_diff": float(np.max(np.concatenate(stats["max_abs"]))),
             "logit_cos_mean": float(np.concatenate(stats["cos"]).mean())}

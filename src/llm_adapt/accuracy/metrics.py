@@ -162,14 +162,18 @@ def position_stats(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids:
                    keep_logprobs: bool = False, rows: int = STATS_ROWS) -> tuple[dict[str, np.ndarray], torch.Tensor | None]:
     """Every per-position statistic of a target's logits against the reference's, [T, V] each: KL(ref||tgt),
     same top-1, top-k overlap, Δp of the true next token (`next_ids`, T - 1 of them), max |diff| and cosine,
-    as kl_per_token, topk_overlap, delta_p and token_cosines compute them, a block of rows at a time.
-    Returns them with the target's float64 log-probs when `keep_logprobs`."""
+    as kl_per_token, topk_overlap, delta_p and token_cosines compute them, a block of rows at a time; and the
+    reference's own top-1 minus top-2 log-prob (`ref_margin`, as top2_margin computes it: a top-1 flip inside
+    the tie margin is a near-tie). Returns them with the target's float64 log-probs when `keep_logprobs`."""
     n = ref_logits.shape[0]
     kept = torch.empty(tgt_logits.shape, dtype=torch.float64) if keep_logprobs else None
-    kl, cos, dp = np.empty(n), np.empty(n), np.empty(max(n - 1, 0))
+    kl, cos, dp, margin = np.empty(n), np.empty(n), np.empty(max(n - 1, 0)), np.full(n, math.inf)
     max_abs = 0.0
     for start, stop, r, t, lp, lq in _blocks(ref_logits, tgt_logits, rows):
         kl[start:stop] = _kl_rows(lp, lq)
+        if r.shape[-1] > 1:  # one word in the vocabulary: no second to tie with
+            top = r.topk(2, dim=-1).values
+            margin[start:stop] = (top[:, 0] - top[:, 1]).numpy()
         norms = (r * r).sum(-1).mul_((t * t).sum(-1)).sqrt_().clamp_min_(EPS)
         cos[start:stop] = ((r * t).sum(-1) / norms).numpy()
         inner = min(stop, n - 1)  # Δp needs the next token: none after the last position
@@ -181,7 +185,8 @@ def position_stats(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids:
         if kept is not None:
             kept[start:stop] = lq
     stats = {"kl": kl, "same_top1": (ref_logits.argmax(-1) == tgt_logits.argmax(-1)).numpy(),
-             "topk": topk_overlap(ref_logits, tgt_logits, k), "dp": dp, "max_abs": np.array([max_abs]), "cos": cos}
+             "topk": topk_overlap(ref_logits, tgt_logits, k), "dp": dp, "max_abs": np.array([max_abs]), "cos": cos,
+             "ref_margin": margin}
     return stats, kept
 
 

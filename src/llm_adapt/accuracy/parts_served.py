@@ -52,9 +52,10 @@ def errors_between(expected: list[PartRecord], actual: list[PartRecord]) -> dict
 
 
 def judge_parts(served: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None, local_factor: float,
-                dtype: str) -> dict[str, Any]:
-    """{"part", "parts"} as the in-process pass writes it, for the engine's parts against the floor's. Pure."""
-    return locate_part(part_rows(served, floor), local_factor, floor is not None, dtype)
+                dtype: str, contraction: int | None = None) -> dict[str, Any]:
+    """{"part", "parts"} as the in-process pass writes it, for the engine's parts against the floor's
+    (`contraction`: the layer's longest sum, for a part judged on its rounding). Pure."""
+    return locate_part(part_rows(served, floor), local_factor, floor is not None, dtype, contraction)
 
 
 def capture_parts(client, directory: Path, index: int, sequences: list[list[int]],
@@ -74,7 +75,7 @@ def capture_parts(client, directory: Path, index: int, sequences: list[list[int]
 
 
 def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], index: int, reference, floor,
-                 local_factor: float, dtype: str) -> dict[str, Any]:
+                 local_factor: float, dtype: str, contraction: int | None = None) -> dict[str, Any]:
     """The located layer's parts inside the engine: {"part", "parts"}, or {"part": None, "parts": [],
     "parts_skipped": why}. `reference` and `floor` are in-process runners (floor may be None)."""
     from llm_adapt.accuracy.capture_records import match_record
@@ -90,4 +91,4 @@ def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], inde
         return {"part": None, "parts": [], "parts_skipped": f"the engine recorded no part of layer {index}"}
     expected = replay_parts(reference, index, kept_sequences, served)
     floor_errors = part_errors(floor, index, kept_sequences, expected) if floor is not None else None
-    return judge_parts(errors_between(expected, served), floor_errors, local_factor, dtype)
+    return judge_parts(errors_between(expected, served), floor_errors, local_factor, dtype, contraction)

@@ -17,6 +17,7 @@ from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import Runner, tensor_names
+from llm_adapt.accuracy.verdict import longest_sum
 from llm_adapt.errors import UsageError
 from llm_adapt.messages import keyed, reason
 from llm_adapt.models.quant import transformers_problem
@@ -49,6 +50,19 @@ class Gold:
     names: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
     key: str | None = None  # the measurement cache's key (accuracy/store.py); floors measured on it key off it
+
+
+def layer_contraction(model_path: Path, gold: Gold) -> int | None:
+    """The longest sum in one of the model's layers on the gold's prompts (verdict.longest_sum): how far a
+    correct kernel's rounding may move a layer that has no noise floor to be judged against. None where the
+    config does not say (the fixed rounding basis then)."""
+    try:
+        spec = load_spec(Path(model_path))
+    except (UsageError, KeyError, TypeError, ValueError):
+        return None
+    sequence = max((len(p.sequence) for p in gold.prompts), default=0)
+    return longest_sum(spec.hidden_size, max(spec.intermediate_size, spec.moe_intermediate_size or 0), spec.num_heads,
+                       spec.head_dim, sequence) or None
 
 
 def activation_peaks(gold: Gold) -> list[dict[str, Any]]:

@@ -37,6 +37,8 @@ class RunnerReport(BaseModel):
     greedy_by_category: dict[str, dict[str, Any]]
     floor: str | None = None  # label of the runner used as this one's noise floor
     vs_floor: dict[str, Any] | None = None  # KL ratio to the floor and the ratio its spread allows
+    roundoff_basis: dict[str, Any] | None = None  # no floor: what each layer's own error is judged against
+    # (verdict.roundoff_basis: its words, factor, dtype and the layer's longest sum)
     spread: dict[str, Any] | None = None  # floors only: how much the floor moves on another kernel path
     samples: dict[str, Any] = {}  # per-prompt sums kept for bootstrap spreads
     template_mismatches: list[str] | None = None  # --target-model: prompts its own chat template renders differently

@@ -8,7 +8,7 @@ from typing import Any
 from llm_adapt.engines.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, in_lang, probe_words, reason, rendered,
+from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, basis_text, in_lang, probe_words, reason, rendered,
                                 rendered_warnings, restored)
 
 from llm_adapt.status import JUDGED, worst
@@ -143,7 +143,8 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     target = main_target(acc)
     if target:
         where = target.get("first_local_excess")
-        basis = T["floor_basis"] if target.get("floor") else T["roundoff_basis"].format(dtype=target["dtype"])
+        basis = T["floor_basis"] if target.get("floor") else basis_text(target["roundoff_basis"], lang) \
+            if target.get("roundoff_basis") else T["roundoff_basis"].format(dtype=target["dtype"])
         loc = T["loc"].format(name=_located(where, T)) if where else T["noloc"].format(basis=basis)
         out.append((1 if target["verdict"]["status"] != "PASS" else 3,
                     T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
