@@ -130,7 +130,8 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
                  "corpus_tokens": int(sum(len(w) for w in gold.corpus))},
         settings={"max_new_tokens": opts.max_new_tokens, "tie_margin": opts.tie_margin, "top_k": opts.top_k,
                   "ppl_window": opts.ppl_window, "corpus_tokens": opts.corpus_tokens, "local_factor": opts.local_factor,
-                  "reference": opts.reference.label, "reference_streaming": gold.report.streaming},
+                  "reference": opts.reference.label, "reference_streaming": gold.report.streaming,
+                  **({"reference_why": opts.reference_why} if opts.reference_why else {})},
         verdict=accuracy_verdict([(t.label, t.quant, t.verdict["status"]) for t in targets]),
     )
 

@@ -24,6 +24,7 @@ class CompareOptions:
     corpus_tokens: int | None = None  # perplexity on the first N tokens of each corpus text (None: all of it)
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
     reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
+    reference_why: dict | None = None  # `--reference auto`: where the gold was placed and why ({en, zh}, gold_placement.py)
 
 
 

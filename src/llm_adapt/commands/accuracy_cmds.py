@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from llm_adapt.cli_args import positive_float, positive_int
@@ -30,8 +31,10 @@ def add_compare_parser(sub) -> None:
                                    "divergences) and int8 weights, each judged against a measured noise floor.",
                        epilog=EPILOG_COMPARE, formatter_class=help_formatter)
     p.add_argument("model", metavar="MODEL", help="HF model directory, .gguf file, or 'default'")
-    p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32; auto:fp32 places a model larger than one device over every "
-                        "GPU/NPU, the host and the disk with accelerate; LLM_ADAPT_AUTO_MAX_MEMORY caps each)")
+    p.add_argument("--reference", default="cpu:fp32", metavar="DEVICE:DTYPE", help="gold reference (default cpu:fp32; auto: on this machine's GPU/NPU when its fp32 matmul is true fp32 "
+                        "(TF32/HF32 switched off and read back) and the model fits, else across it and the host, else "
+                        "the host; auto:fp32 places a model larger than one device over every GPU/NPU, the host and "
+                        "the disk with accelerate; LLM_ADAPT_AUTO_MAX_MEMORY caps each)")
     p.add_argument("--target", action="append", metavar="DEVICE:DTYPE",
                    help="runner under test, repeatable (default: the detected platform at bf16, emulated in fp32 on a CPU without native bf16)")
     p.add_argument("--target-model", type=Path, metavar="PATH", help="another checkpoint of the same architecture for the targets")
@@ -60,7 +63,7 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
     from llm_adapt.accuracy.options import CompareOptions, with_quants
     from llm_adapt.accuracy.runner import default_target, parse_runner
 
-    reference = parse_runner(args.reference)
+    reference = parse_runner("cpu:fp32" if args.reference == "auto" else args.reference)  # auto: placed_reference
     mains = [parse_runner(t) for t in args.target] if args.target else [default_target(platform)]
     if args.target_model:
         mains = [replace(t, model_path=args.target_model.resolve()) for t in mains]
@@ -69,6 +72,23 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
                           baseline=parse_runner(args.baseline) if args.baseline else None, prompts=args.prompts,
                           max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
                           reference_streaming=args.reference_streaming)
+
+
+def placed_reference(args: argparse.Namespace, options, source):
+    """`--reference auto`: the gold on the accelerator when its fp32 is true fp32 and the model fits, else across
+    it and the host, else on the host (accuracy/gold_placement.py); the choice and why go to accuracy.json."""
+    if args.reference != "auto":
+        return options
+    from dataclasses import replace
+
+    from llm_adapt.accuracy.gold_placement import placed_gold, why_text
+    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.platforms import detect_platform
+
+    choice = placed_gold(source, detect_platform())
+    print(f"gold reference: {choice.label} ({why_text(choice)})", file=sys.stderr)
+    return replace(options, reference=parse_runner(choice.label),
+                   reference_why={lang: why_text(choice, lang) for lang in ("en", "zh")})
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -89,6 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     source.require_weights("compare")
     if args.target_model:
         check_same_family(source.path, args.target_model)
+    options = placed_reference(args, options, source)
     out = open_run_dir(args.out, source.name, "compare")
     with progress_bar() as report:
         result = compare(source, options, report)
