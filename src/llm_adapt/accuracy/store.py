@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 
-CACHE_FORMAT = 1
+# Bumped when what a measurement records changes: 2 adds the gold's per-position top-1/top-2 margin and the
+# decisive-position rates, which an entry measured before lacks (it would be judged on all positions).
+CACHE_FORMAT = 2
 CACHE_ENV = "LLM_ADAPT_CACHE"  # "off": measure afresh, write nothing
 SIZE_ENV = "LLM_ADAPT_CACHE_GIB"
 DEFAULT_CAP_GIB = 20.0
