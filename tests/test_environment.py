@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_npu_smi import write_fake_npu_smi
+
 from llm_adapt import environment
 from llm_adapt.platforms import npu as platforms_npu
 from llm_adapt.environment import (
@@ -18,7 +20,6 @@ from llm_adapt.environment import (
 from llm_adapt.platforms import native_bf16, parse_cpu_flags
 from llm_adapt.platforms.npu import cann_version, parse_install_info, parse_version_cfg
 
-SAMPLES = Path(__file__).parent / "fixtures" / "npu_smi"
 
 
 def test_install_info_version():
@@ -108,24 +109,11 @@ def test_native_bf16_from_flags():
     assert native_bf16({"fp", "asimd", "sve", "bf16"})  # Armv8.6 BF16
 
 
-def _fake_npu_smi(directory: Path) -> None:
-    script = directory / "npu-smi"
-    script.write_text(f"""#!/bin/sh
-case "$*" in
-  "info") exec /bin/cat {SAMPLES}/info_atlas200i_a2.txt ;;
-  "info -t memory -i 0") exec /bin/cat {SAMPLES}/memory_atlas350.txt ;;
-  *) exit 1 ;;
-esac
-""")
-    script.chmod(0o755)
-
-
 @pytest.fixture
 def ascend_machine(tmp_path, monkeypatch, no_default_toolkit) -> Path:
     """A fake npu-smi alone on PATH and a fake CANN toolkit named by ASCEND_TOOLKIT_HOME."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _fake_npu_smi(bin_dir)
+    write_fake_npu_smi(bin_dir)
     monkeypatch.setenv("PATH", str(bin_dir))
     root = tmp_path / "toolkit"
     (root / "aarch64-linux").mkdir(parents=True)

