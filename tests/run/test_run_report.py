@@ -72,14 +72,20 @@ def test_report_rerenders_in_chinese_from_json_alone(quick_run, tmp_path):
     shutil.copytree(out, copy)
     for old in copy.glob("report*"):
         old.unlink()
-    assert main(["report", str(copy), "--lang", "zh"]) == 0
+    # a floor with its kernel-spread rerun, as a run with a separate floor writes it (this run's target is its own)
+    accuracy = json.loads((copy / "accuracy.json").read_text())
+    floor = json.loads(json.dumps(accuracy["targets"][0])) | {
+        "label": "cpu:bf16", "spread": {"variant": "eager-attention", "method": "kernel", "kl_mean": 0.012}}
+    accuracy["floors"] = [floor]
+    (copy / "accuracy.json").write_text(json.dumps(accuracy))
+    assert main(["report", str(copy), "--lang", "zh"]) == 0 and main(["report", str(copy)]) == 0
     text = (copy / "report.zh.md").read_text()
     assert "## 4. 精度评测" in text or "精度评测" in text
     assert (copy / "report.zh.html").read_text().startswith("<!DOCTYPE html>")
     # the floor's kernel-spread rerun and the feature rows' evidence in Chinese, not in the English words
     assert "重跑基线：相对差异" in text and "the floor rerun as" not in text
     assert "纯文本模型：配置中没有" in text and "text-only: the config has none of" not in text
-    assert "the floor rerun as" in (out / "report.md").read_text()  # the English report keeps its words
+    assert "the floor rerun as" in (copy / "report.md").read_text()  # the English report keeps its words
 
 
 def test_the_chinese_report_has_no_english_sentence_of_its_own(quick_run, tmp_path):
@@ -92,7 +98,8 @@ def test_the_chinese_report_has_no_english_sentence_of_its_own(quick_run, tmp_pa
     assert english_sentences((copy / "report.zh.md").read_text()) == []
     assert english_sentences((out / "report.md").read_text())  # the check finds the English report's sentences
     # the upstream deliverables in Chinese (export's default language) too
-    assert main(["export", str(copy), "--to", "vllm-ascend", "--out", str(tmp_path / "up")]) == 0
+    assert main(["export", str(copy), "--to", "vllm-ascend", "--plan-for", "npu", "--model-id",
+                 "HuggingFaceTB/SmolLM2-135M-Instruct", "--out", str(tmp_path / "up")]) == 0
     docs = sorted((tmp_path / "up/docs/source/tutorials/models").glob("*-*.md"))
     assert {d.name.rsplit("-", 1)[-1] for d in docs} >= {"report.md", "runbook.md"}
     for doc in docs:
