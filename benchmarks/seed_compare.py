@@ -163,7 +163,7 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(child(Path(args.child[0]), args.child[1])), flush=True)
         return
-    from llm_adapt.bench.hardware import copy_bandwidth, matmul_rate
+    from llm_adapt.platforms.host_perf import copy_bandwidth, matmul_rate
 
     bandwidth = copy_bandwidth()
     rates = {"float32": matmul_rate("fp32")["tflops"], "bfloat16": matmul_rate("bf16")["tflops"]}

@@ -147,7 +147,7 @@ REASONS: dict[str, dict[str, str]] = {
                      "zh": "服务端既没有返回 token id，也没有返回 token 的 logprobs"},
     "stage_incomplete": {"en": "stage {stage}: {status}", "zh": "阶段 {stage}：{status}"},
     "nothing_judged": {"en": "no accuracy was judged in this run", "zh": "本次运行未评判任何精度"},
-    # the feature rows' evidence (upstream/features.py)
+    # the feature rows' evidence (inspect/ascend_features.py)
     "ev_moe": {"en": "MoE: {found}; {experts} expert tensors in the checkpoint",
                "zh": "MoE：{found}；检查点中有 {experts} 个专家张量"},
     "ev_moe_unread": {"en": "MoE: {found} (no weights read)", "zh": "MoE：{found}（未读取权重）"},
@@ -376,7 +376,7 @@ REASONS: dict[str, dict[str, str]] = {
     "st_engine": {"en": "engine: {cause}", "zh": "引擎：「{cause}」"},
     "st_no_cause": {"en": "engine log names no cause", "zh": "引擎日志未给出原因"},
     "st_no_cause_in_log": {"en": "no cause in the engine log", "zh": "引擎日志中没有原因"},
-    # the capacity baseline (upstream/capacity.py)
+    # the capacity baseline (inspect/capacity.py)
     "cap_model_short": {"en": "the model's own limit (max_position_embeddings) is {mpe:,} positions, under the "
                               "baseline's {length:,}",
                         "zh": "模型自身的上限（max_position_embeddings）为 {mpe:,} 个位置，低于基线的 {length:,}"},

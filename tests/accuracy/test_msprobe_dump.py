@@ -304,7 +304,7 @@ def test_list_keeps_exactly_the_compared_modules(name, kept):
 
 
 def test_npu_plan_has_the_opt_in_msprobe_capture(default_model):
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
 

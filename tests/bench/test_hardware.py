@@ -1,6 +1,7 @@
 import pytest
 
-from llm_adapt.bench.hardware import copy_bandwidth, decode_roofline
+from llm_adapt.bench.hardware import decode_roofline
+from llm_adapt.platforms.host_perf import copy_bandwidth
 
 
 def test_decode_roofline_by_hand():
@@ -24,7 +25,7 @@ def test_copy_bandwidth_measures_something_plausible():
 
 
 def test_matmul_limit_is_the_faster_dtype():
-    from llm_adapt.bench.hardware import matmul_limit
+    from llm_adapt.platforms.host_perf import matmul_limit
 
     limit = matmul_limit(("bf16", "fp32"), size=128, repeats=2)
     assert limit["tflops"] == max(limit["by_dtype"].values()) and limit["dtype"] in ("bf16", "fp32")
@@ -32,7 +33,7 @@ def test_matmul_limit_is_the_faster_dtype():
 
 
 def test_without_native_bf16_the_limit_times_fp32_only_and_says_so(monkeypatch):
-    from llm_adapt.bench import hardware
+    from llm_adapt.platforms import host_perf as hardware
 
     timed = []
     real = hardware.matmul_rate
@@ -71,7 +72,7 @@ def test_best_level_is_the_fastest_sweep_level():
 
 
 def test_published_limits_match_the_driver_name_most_specific_first():
-    from llm_adapt.bench.hardware import published_limits
+    from llm_adapt.platforms.cuda import published_limits
 
     assert published_limits("NVIDIA H100 PCIe")["gb_per_s"] == 2000.0
     assert published_limits("NVIDIA H100 80GB HBM3")["gb_per_s"] == 3350.0
@@ -81,7 +82,7 @@ def test_published_limits_match_the_driver_name_most_specific_first():
 
 
 def test_matmul_rate_is_measured():
-    from llm_adapt.bench.hardware import matmul_rate
+    from llm_adapt.platforms.host_perf import matmul_rate
 
     rate = matmul_rate("fp32", size=256, repeats=2)
     assert rate["tflops"] > 0 and rate["source"].startswith("measured")

@@ -1,6 +1,6 @@
 """The typed vLLM command line: parse, read and change options, render argv and shell text."""
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
 from llm_adapt.tune.grid import Trial, apply_trial
 

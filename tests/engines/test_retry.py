@@ -8,7 +8,7 @@ import pytest
 from llm_adapt.engines import session
 from llm_adapt.engines.server import EngineStartError, LaunchSpec
 from llm_adapt.engines.vllm import argv_max_model_len, estimated_max_len, with_max_model_len
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.inspect.plan import DeployPlan
 
 REFUSAL = ("ValueError: To serve at least one request with the model's max seq len (37376), (3.99 GiB KV cache is "

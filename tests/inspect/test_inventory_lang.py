@@ -11,7 +11,7 @@ from llm_adapt.inspect.strategy import BackendTrial, decide
 from llm_adapt.inspect.support import Registry, classify
 from llm_adapt.messages import in_lang, in_lang_all, operator_name, reason
 from llm_adapt.models.spec import spec_from_config
-from llm_adapt.upstream.capacity import capacity_baseline
+from llm_adapt.inspect.capacity import capacity_baseline
 from tests.conftest import config_fixture
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.inspect.multinode import PLACEHOLDERS
 from llm_adapt.messages import in_lang
 from tests.inspect.test_plan import plan_for, smollm2_spec

@@ -1,6 +1,6 @@
 import pytest
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.tune.run import recommend

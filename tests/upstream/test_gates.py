@@ -1,7 +1,7 @@
 """The skill's gates on plain data: the capacity baseline, the feature rows' applicability, the operator gate."""
 
-from llm_adapt.upstream.capacity import capacity_baseline
-from llm_adapt.upstream.features import (FLASHCOMM, MISSING, NOT_APPLICABLE, NOT_VERIFIED, SP, SUPPORTED, UNSUPPORTED,
+from llm_adapt.inspect.capacity import capacity_baseline
+from llm_adapt.inspect.ascend_features import (FLASHCOMM, MISSING, NOT_APPLICABLE, NOT_VERIFIED, SP, SUPPORTED, UNSUPPORTED,
                                          feature_rows, has_flashcomm, moe_evidence, mtp_evidence, version_label)
 from llm_adapt.inspect.operator_gate import CUDA, CUDA_FALLBACK, TORCH, TRITON, classify_source, operator_gate
 

@@ -1,4 +1,4 @@
-"""The adapter workflow's gates that need no device, from one owner (upstream/gates.py), shown by
+"""The adapter workflow's gates that need no device, from one owner (inspect/gates.py), shown by
 `inspect --platform npu|cuda` on any machine and carried by `inspect --json`."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from llm_adapt.cli import main
-from llm_adapt.upstream.gates import capacity_line, gate_lines, planning_gates
+from llm_adapt.inspect.gates import capacity_line, gate_lines, planning_gates
 from tests.conftest import config_fixture
 
 from .test_gates import plan

@@ -31,7 +31,7 @@ def settle_strategy(inspect_result, directory: Path, startup_timeout_s: float = 
 def try_transformers_backend(inspect_result, log_dir: Path, startup_timeout_s: float = 600.0) -> BackendTrial:
     """Start vLLM once with the plan's eager command plus --model-impl transformers and dummy weights,
     send one greedy completion, stop it. Never raises for an engine failure: that is the evidence."""
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
     from llm_adapt.engines.server import EngineStartError, ManagedServer, free_port
     from llm_adapt.engines.session import dummy_args
     from llm_adapt.engines.vllm import vllm_launch

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.engines.server import LaunchSpec
 from llm_adapt.errors import AdaptError
 

@@ -22,7 +22,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
 
 SOURCE = ("vLLM-Ascend 0.23.0.post1: docs/source/developer_guide/performance_and_debug/msprobe_guide.md "
           "(dump_config fields, --additional-config, dump layout), docs/source/user_guide/configuration/"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.messages import Reason, keyed, reason
 

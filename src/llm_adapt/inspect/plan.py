@@ -19,7 +19,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.messages import keyed, reason
 from llm_adapt.inspect import memory as mem

@@ -20,7 +20,7 @@ from llm_adapt.inspect.operator_gate import gate_of_model
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, load_spec
-from llm_adapt.upstream.gates import planning_gates
+from llm_adapt.inspect.gates import planning_gates
 from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
@@ -62,7 +62,7 @@ class InspectResult(StageResult):
     caveats: list[dict[str, Any]] = []  # platform caveats with source and accuracy check (and their message keys)
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
     operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
-    # upstream/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
+    # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
     # applicability with evidence, operator gate, max-model-len), for this plan's platform
     gates: dict[str, Any] = {}
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from llm_adapt.inspect.memory import GIB
 from llm_adapt.inspect.multinode import summary_lines
 from llm_adapt.inspect.platform_env import note_lines
-from llm_adapt.upstream.gates import gate_lines
+from llm_adapt.inspect.gates import gate_lines
 from llm_adapt.inspect.stage import InspectResult
 
 
@@ -48,7 +48,7 @@ def print_inspect(result: InspectResult, console: Console) -> None:
     _print_operators(result, console)
     console.print(_memory_table(result))
     _print_plan(result, console)
-    if result.gates:  # upstream/gates.py: what the adapter workflow gates on, before any device
+    if result.gates:  # inspect/gates.py: what the adapter workflow gates on, before any device
         console.print("\n" + "\n".join(gate_lines(result.gates)), markup=False, highlight=False, soft_wrap=True)
 
 

@@ -10,8 +10,8 @@ from llm_adapt.platforms.env import IFNAME, NETWORK, ON_CI, VLLM_CPU, EnvRow, co
 
 
 def measured_limits() -> tuple[dict, dict]:
-    """The host's memory bandwidth and matmul rate, measured now (bench/hardware.py)."""
-    from llm_adapt.bench.hardware import copy_bandwidth, matmul_limit
+    """The host's memory bandwidth and matmul rate, measured now (platforms/host_perf.py)."""
+    from llm_adapt.platforms.host_perf import copy_bandwidth, matmul_limit
 
     return copy_bandwidth(), matmul_limit(native_bf16=cpu_has_native_bf16())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
 
 from llm_adapt.platforms.base import Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
@@ -44,10 +45,32 @@ async def gpu_memory_reader():
     return used
 
 
+# Vendor datasheet figures (dense bf16, no sparsity). Matched on the name the driver reports, most
+# specific first. Ascend parts are absent: Huawei's public datasheets for the 910 series give no HBM
+# bandwidth, and a number we cannot cite is not put in a report.
+PUBLISHED = (
+    ("H200", 4800.0, 989.0, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
+    ("H100 NVL", 3900.0, 835.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL)"),
+    ("H100 PCIe", 2000.0, 756.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 PCIe)"),
+    ("H100", 3350.0, 989.0, "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM)"),
+    ("A100-PCIE-40GB", 1555.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (40GB PCIe)"),
+    ("A100-SXM4-40GB", 1555.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM)"),
+    ("A100 80GB PCIe", 1935.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (80GB PCIe)"),
+    ("A100", 2039.0, 312.0, "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"),
+)
+
+
+def published_limits(device_name: str) -> dict[str, Any] | None:
+    """The datasheet bandwidth (GB/s) and dense bf16 rate (TFLOP/s) for a device name; None if unknown."""
+    for pattern, gb_s, tflops, source in PUBLISHED:
+        if pattern.lower() in device_name.lower():
+            return {"gb_per_s": gb_s, "tflops": tflops, "device": device_name, "source": f"published: {source}"}
+    return None
+
+
 def datasheet_limits() -> tuple[dict, dict] | None:
-    """The first visible GPU's datasheet bandwidth and dense bf16 rate (bench/hardware.py's table), labelled
-    as published; None for a GPU the table does not know."""
-    from llm_adapt.bench.hardware import published_limits
+    """The first visible GPU's datasheet bandwidth and dense bf16 rate (PUBLISHED above), labelled as
+    published; None for a GPU the table does not know."""
     names = [gpu["name"] for gpu in describe_gpus()]
     published = published_limits(names[0]) if names else None
     if published is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
 from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, basis_text, in_lang, probe_words, reason, rendered,

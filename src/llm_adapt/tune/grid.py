@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from llm_adapt.engines.command import Command
+from llm_adapt.command import Command
 from llm_adapt.messages import keyed, reason
 from llm_adapt.platforms import get_platform
 

@@ -87,12 +87,12 @@ def deployed_ascend(run_parts: dict[str, Any]) -> str | None:
 
 def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     """Assemble adaptation.json from a run directory's results (and the model's files, read once). The
-    gates come from upstream/gates.py, the owner `inspect` shares, with what this run served."""
+    gates come from inspect/gates.py, the owner `inspect` shares, with what this run served."""
     from llm_adapt.models.spec import load_config
     from llm_adapt.models.weights import tensor_shapes
     from llm_adapt.report.data import load_run
     from llm_adapt.report.findings import false_ready
-    from llm_adapt.upstream.gates import planning_gates
+    from llm_adapt.inspect.gates import planning_gates
     from llm_adapt.inspect.operator_gate import gate_of_model
 
     run = load_run(run_dir)

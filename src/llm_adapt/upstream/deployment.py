@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
-from llm_adapt.upstream.features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
+from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
 
 PLANNED = "planned, not run on an NPU"
 PLANNED_ZH = "仅为规划，未在 NPU 上运行"
@@ -25,7 +25,7 @@ class Deployment:
     planned: bool  # True: planned for an NPU from a run elsewhere
     plan: dict[str, Any]  # DeployPlan.to_dict() for platform npu
     platform: dict[str, Any]  # inspect.json's platform entry of that plan
-    gates: dict[str, Any]  # capacity, features, operators, max_model_len (upstream/gates.py)
+    gates: dict[str, Any]  # capacity, features, operators, max_model_len (inspect/gates.py)
     commands: dict[str, dict[str, Any]]  # eager / graph: {"text": shell text, "verified": bool}
     version: str  # the vLLM-Ascend the flags are for, e.g. "vLLM-Ascend v0.23.0.post1"
     hardware: str  # the NPUs, in words
@@ -44,7 +44,7 @@ class Deployment:
 def upstream_command(argv: list[str], env: dict[str, str], model_id: str) -> str:
     """A plan's command as upstream's tutorials write it: its variables exported, then `vllm serve
     MODEL_ID` with the plan's options (the model by hub id, not a local path). Pure."""
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
 
     command = Command.from_argv(argv).without("--model").with_program("vllm", "serve", model_id)
     return command.shell(env)
@@ -80,7 +80,7 @@ def from_npu_run(parts: dict[str, Any], model_id: str, commands: dict[str, dict[
 def planned_for_npu(parts: dict[str, Any], model_id: str) -> Deployment:
     """The NPU deployment the planner makes from the run's model (its config and weights' headers, read
     again) and the run's choices (trust-remote-code), for the vLLM-Ascend release plans target."""
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.platforms import default_serving_dtype

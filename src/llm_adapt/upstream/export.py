@@ -56,7 +56,7 @@ def safe_name(name: str) -> str:
 def same_options(planned: list[str], started: list[str]) -> bool:
     """Whether a started command ran the planned one: the same options, whatever the port (a started
     engine takes a free one) and the program's spelling. Pure."""
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
 
     def options(argv: list[str]) -> tuple:
         return Command.from_argv(argv).without("--port").options
@@ -65,7 +65,7 @@ def same_options(planned: list[str], started: list[str]) -> bool:
 
 
 def port_of(argv: list[str], default: int = 8000) -> int:
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
 
     value = Command.from_argv(argv).get("--port") if argv else None
     return int(value) if value and value.isdigit() else default
@@ -142,7 +142,7 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> dict[str, Any]:
 
 
 def served_name(plan: dict[str, Any]) -> str | None:
-    from llm_adapt.engines.command import Command
+    from llm_adapt.command import Command
 
     return Command.from_argv(plan["argv"]["eager"]).get("--served-model-name")
 

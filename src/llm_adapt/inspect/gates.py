@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_adapt.upstream.capacity import NOT_APPLICABLE, capacity_baseline
-from llm_adapt.upstream.features import feature_rows, version_label
+from llm_adapt.inspect.capacity import NOT_APPLICABLE, capacity_baseline
+from llm_adapt.inspect.ascend_features import feature_rows, version_label
 
 
 def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: dict[str, Any],
