@@ -92,7 +92,10 @@ def test_verified_and_planned_say_what_ran_where():
     here = first_screen(run(serve={"engine": "vllm", "mode": "eager"}))
     assert here.verified == ["served by vLLM 0.32.0 in eager mode, started by this run on this host"]
     assert first_screen(run(serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
-        "the plan's graph-mode command(s) (§5)"]
+        "the plan's graph-mode command (§5)"]
+    both = {**INSPECT, "plan": {"commands": {"eager": "a", "graph": "b", "multi_node": "c"}}}
+    assert first_screen(run(inspect=both, serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
+        "the plan's graph-mode, multi-node commands (§5)"]
     npu = first_screen(run(inspect={**INSPECT, "platform": {"display": "Ascend NPU", "local": False}},
                            endpoint_accuracy={"endpoint": {"base_url": "http://127.0.0.1:8000/v1"}}))
     assert npu.planned == ["the Ascend NPU commands (this host has no Ascend NPU)"]

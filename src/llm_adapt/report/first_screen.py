@@ -26,7 +26,8 @@ WORDS = {
         "served_none": "no server was judged",
         "in_process": "in-process {label} against the {reference} gold",
         "planned_other": "the {platform} commands (this host has no {platform})",
-        "planned_modes": "the plan's {modes} command(s) (§{section})",
+        "planned_modes": "the plan's {modes} command (§{section})",
+        "planned_modes_n": "the plan's {modes} commands (§{section})",
         "nothing_planned": "nothing: every planned command of this platform ran",
         "why_pass": "every judged check passed: {parts}",
         "core_ok": "chat completion and streaming work",
@@ -62,6 +63,7 @@ WORDS = {
         "in_process": "进程内 {label} 对比 {reference} 金标准",
         "planned_other": "{platform} 的部署命令（本机没有 {platform}）",
         "planned_modes": "部署计划中的 {modes} 命令（§{section}）",
+        "planned_modes_n": "部署计划中的 {modes} 命令（§{section}）",
         "nothing_planned": "无：本平台的全部部署命令均已运行",
         "why_pass": "所有参与评判的检查均通过：{parts}",
         "core_ok": "对话补全与流式输出可用",
@@ -197,7 +199,8 @@ def _planned(run: RunData, W: dict[str, str], lang: str, numbers: dict[str, int]
     if not modes:
         return [W["nothing_planned"]]
     shown = [MODES_ZH.get(m, m) if lang == "zh" else MODES_EN.get(m, m) for m in modes]
-    return [W["planned_modes"].format(modes=W["and"].join(shown), section=numbers.get("deployment", "?"))]
+    key = "planned_modes" if len(shown) == 1 else "planned_modes_n"
+    return [W[key].format(modes=W["and"].join(shown), section=numbers.get("deployment", "?"))]
 
 
 def key_figures(run: RunData, lang: str = "en", numbers: dict[str, int] | None = None) -> list[Figure]:
