@@ -3,22 +3,17 @@ builds, and the record it writes when the CUDA device is missing (nothing is run
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-import torch
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "cuda_check.py"
+from tests.benchmarks.scripts import load_script
+import torch
 
 
 @pytest.fixture(scope="module")
 def cuda_check():
-    spec = importlib.util.spec_from_file_location("cuda_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("cuda_check")
 
 
 def test_default_command_is_the_issue_s(cuda_check, tmp_path):

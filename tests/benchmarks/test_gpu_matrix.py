@@ -3,24 +3,16 @@ code path the GPU machine runs, CPU devices, a deeper-than-wide random body)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu_matrix.py"
+from tests.benchmarks.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def matrix():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("gpu_matrix", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_matrix"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_matrix")
 
 
 def test_the_rows_are_the_issue_s_table_on_the_device_under_test(matrix):

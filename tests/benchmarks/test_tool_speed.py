@@ -3,21 +3,18 @@ date and the machine; the README holds no measurement."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.benchmarks.scripts import load_script
+
 ROOT = Path(__file__).parents[2]
-SCRIPT = ROOT / "benchmarks" / "tool_speed.py"
 
 
 @pytest.fixture(scope="module")
 def tool_speed():
-    spec = importlib.util.spec_from_file_location("tool_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tool_speed")
 
 
 def test_the_markers_are_in_docs_measurements_and_not_in_the_readme(tool_speed):
