@@ -17,6 +17,7 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.server import free_port
 from llm_adapt.platforms.npu import (
     MIB,
+    atlas_series,
     parse_key_values,
     parse_memory,
     parse_table,
@@ -228,3 +229,13 @@ def test_table_of_a_910b_reads_hbm_usage_per_device_and_skips_processes():
     assert table.npu_smi_version == "24.1.rc2.1"
     assert [(d.npu_id, d.name, d.memory_used_mb, d.memory_total_mb) for d in table.devices] == [
         (0, "910B3", 57895, 65536), (1, "910B3", 57898, 65536)]
+
+
+def test_chip_names_map_to_the_atlas_series_vllm_ascend_builds_for():
+    for chip, series in (("910B3", "Atlas A2 Series"), ("Ascend910B4", "Atlas A2 Series"), ("910B1", "Atlas A2 Series"),
+                         ("Ascend910_9391", "Atlas A3 Series"), ("Ascend910_9362", "Atlas A3 Series"),
+                         ("310P3", "Atlas 300I Series"), ("Ascend950PR", "Atlas A5 Series")):
+        assert atlas_series(chip) == series, chip
+    # the 310B of an Atlas 200I A2, the first-generation 910, a name the docs hide: no series claimed
+    for chip in ("310B1", "Ascend910", "910A", "xxx", ""):
+        assert atlas_series(chip) is None, chip

@@ -166,12 +166,13 @@ def test_an_npu_run_exports_its_own_deployment_verified_where_it_started_it(mode
     tutorial = files[f"{DOCS}/tiny-llama.md"]
     assert "run on an NPU" in tutorial and "planned, not run on an NPU" not in tutorial
     assert "Eager mode (verified in this run)" in tutorial and "vllm serve acme/tiny-llama" in tutorial
-    assert "Ascend910B3 x 2 with vLLM 0.23.0, vLLM-Ascend 0.23.0" in tutorial
+    assert "Ascend910B3 x 2 (Atlas A2 Series) with vLLM 0.23.0, vLLM-Ascend 0.23.0" in tutorial
     assert "flashcomm1 (deprecated)" in tutorial  # v0.23.0 still has FlashComm v1
+    assert "1 Ascend NPU of 64 GiB (Atlas A2 Series)" in tutorial and "assumed: an Atlas A2" not in tutorial
     for text in files.values():
         assert table_problems(text) == [] and origin.local_paths(text, [str(tmp_path)]) == []
     config = yaml.safe_load(files["tests/e2e/models/configs/tiny-llama.yaml"])
-    assert config["hardware"] == "Ascend910B3 x 2" and config["serve"]["enforce_eager"] is True
+    assert config["hardware"] == "Atlas A2 Series" and config["serve"]["enforce_eager"] is True  # as upstream's
     newer = npu_run(tmp_path / "run2", model, ascend="0.27.0.dev5+g1234567")
     tutorial = exported(newer, tmp_path / "up2")[f"{DOCS}/tiny-llama.md"]
     assert "flashcomm1" not in tutorial and "allgather_reducescatter" in tutorial
@@ -190,8 +191,9 @@ def test_the_e2e_config_loads_with_upstreams_keys_and_every_value_is_in_the_runs
     constants = {"model_type": "vllm", "batch_size": "auto"}  # upstream's test defaults, as its configs write them
     environment = {"environment": json.loads((out / rundir.ENVIRONMENT).read_text())}
     for key, value in leaves(config):
-        if key == "hardware":  # the accelerators of environment.json, counted
-            assert value == origin.hardware_of(environment) == "Ascend910B3 x 2"
+        if key == "hardware":  # the series of environment.json's NPUs, as upstream's configs name it
+            assert value == origin.npu_series(environment) == "Atlas A2 Series"
+            assert origin.hardware_of(environment) == "Ascend910B3 x 2 (Atlas A2 Series)"
         elif key in constants:
             assert value == constants[key]
         elif isinstance(value, bool):

@@ -217,3 +217,16 @@ def test_an_npu_runs_accuracy_report_carries_its_versions(model, tmp_path):
     assert "**vLLM Ascend Version**: 0.23.0" in report and "**CANN**: 9.1.0" in report and "[aaaaaaa]" in report
     assert "**Execution mode**: Eager" in report and re.search(r"\| gsm8k \| exact_match,strict-match \| 0.4123 \| ± 0.0136 \|", report)
 
+
+
+def test_the_npus_series_is_named_only_where_every_chip_has_the_same_known_one():
+    def env(*names, kind="npu"):
+        return {"environment": {"accelerators": [{"kind": kind, "name": n} for n in names]}}
+
+    assert origin.npu_series(env("Ascend910B3", "Ascend910B3")) == "Atlas A2 Series"
+    assert origin.npu_series(env("Ascend910_9391")) == "Atlas A3 Series"
+    assert origin.npu_series(env("Ascend910B3", "Ascend910_9391")) is None  # two series: the chips say it
+    assert origin.npu_series(env("Ascend910B3", "xxx")) is None  # one chip's name hidden: no claim
+    assert origin.npu_series(env("NVIDIA H200", kind="cuda")) is None and origin.npu_series({}) is None
+    assert origin.hardware_of(env("Ascend910B3", "Ascend910B3")) == "Ascend910B3 x 2 (Atlas A2 Series)"
+    assert origin.hardware_of(env("xxx")) == "xxx"

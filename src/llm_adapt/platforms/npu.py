@@ -287,6 +287,19 @@ def _device(first: list[str], second: list[str]) -> NpuDevice:
                      chip_id=_integer(second[0].split()[0]), memory_used_mb=used, memory_total_mb=total)
 
 
+# The chip names npu-smi and torch_npu print, by the product series vLLM-Ascend builds for (its
+# AscendDeviceType: A2 for SoC 220-225, the 910B1-910B4; A3 for 250-255, the 910_93xx; 310P for 200-205;
+# A5 for the 950) and upstream's e2e configs name as `hardware: "Atlas A2 Series"`.
+_SERIES = ((re.compile(r"910B\d", re.I), "Atlas A2 Series"), (re.compile(r"910_93", re.I), "Atlas A3 Series"),
+           (re.compile(r"310P", re.I), "Atlas 300I Series"), (re.compile(r"950|910_95", re.I), "Atlas A5 Series"))
+
+
+def atlas_series(chip: str) -> str | None:
+    """The Atlas series of a chip name ("910B3", "Ascend910B3", "Ascend910_9391"), None for a chip
+    vLLM-Ascend does not build for (the 310B of an Atlas 200I A2) or a name npu-smi hid. Pure."""
+    return next((series for pattern, series in _SERIES if pattern.search(chip or "")), None)
+
+
 def parse_install_info(text: str) -> str | None:
     """CANN's `ascend_toolkit_install.info` (key=value lines): the `version` field."""
     for line in text.splitlines():

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
+from llm_adapt.upstream.origin import npu_series as series_of
 
 PLANNED = "planned, not run on an NPU"
 PLANNED_ZH = "仅为规划，未在 NPU 上运行"
@@ -50,14 +51,16 @@ def upstream_command(argv: list[str], env: dict[str, str], model_id: str) -> str
     return command.shell(env)
 
 
-def npu_hardware(plan: dict[str, Any], lang: str = "en") -> str:
-    """The NPUs a plan deploys on, in words. Pure."""
+def npu_hardware(plan: dict[str, Any], lang: str = "en", series: str | None = None) -> str:
+    """The NPUs a plan deploys on, in words: of the run's series where it ran on NPUs (`series`, e.g.
+    "Atlas A2 Series"), else of the card the plan assumed where no memory size was given. Pure."""
     count = plan["tensor_parallel"] * plan.get("pipeline_parallel", 1)
     memory = f"{plan['device_memory_gib']:g} GiB"
-    assumed = plan.get("device_memory_assumed")
+    assumed = plan.get("device_memory_assumed") and not series
     if lang == "zh":
-        return f"{count} 张 {memory} 昇腾 NPU" + ("（按 Atlas A2 假定；`inspect --device-memory` 可按其他规格规划）" if assumed else "")
-    return (f"{count} Ascend NPU{'s' if count > 1 else ''} of {memory}"
+        return (f"{count} 张 {memory} 昇腾 NPU" + (f"（{series}）" if series else "")
+                + ("（按 Atlas A2 假定；`inspect --device-memory` 可按其他规格规划）" if assumed else ""))
+    return (f"{count} Ascend NPU{'s' if count > 1 else ''} of {memory}" + (f" ({series})" if series else "")
             + (" (assumed: an Atlas A2 card; `inspect --device-memory` plans for another)" if assumed else ""))
 
 
@@ -73,8 +76,8 @@ def from_npu_run(parts: dict[str, Any], model_id: str, commands: dict[str, dict[
     vllm = ((parts.get("environment") or {}).get("packages") or {}).get("vllm")
     return Deployment(planned=False, plan=plan, platform=inspect["platform"], gates=gates, commands=texts,
                       vllm=f"vLLM {vllm}" if vllm else "a vLLM whose version was not recorded",
-                      version=version_label(version), hardware=npu_hardware(plan),
-                      hardware_zh=npu_hardware(plan, "zh"))
+                      version=version_label(version), hardware=npu_hardware(plan, series=series_of(parts)),
+                      hardware_zh=npu_hardware(plan, "zh", series_of(parts)))
 
 
 def planned_for_npu(parts: dict[str, Any], model_id: str) -> Deployment:

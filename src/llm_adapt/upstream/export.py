@@ -107,7 +107,8 @@ def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, 
     rows, left = formats.task_rows(ev)
     if not rows:
         return {"config": None, "rows": [], "left": left, "fields": None}
-    hardware = where["hardware"] if where["platform"] == origin.NPU else \
+    # upstream's configs name the series ("Atlas A2 Series"); the chips where their series is not known
+    hardware = (origin.npu_series(run.parts) or where["hardware"]) if where["platform"] == origin.NPU else \
         f"{where['hardware']} with {where['engine']} (measured there; the NPU deployment is {deploy.label})"
     config = formats.e2e_config(rows, model_id=model_id, hardware=hardware, serve=measured_serve(run, deploy),
                                 limit=(ev.get("settings") or {}).get("limit"))

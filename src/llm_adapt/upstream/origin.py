@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
+from llm_adapt.platforms.npu import atlas_series
 
 NPU = "npu"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # ORG/NAME, as Hugging Face and ModelScope spell them
@@ -42,11 +43,21 @@ def hardware_of(parts: dict[str, Any]) -> str:
     devices = [a.get("name") for a in env.get("accelerators", []) if a.get("name")]
     if devices:
         names = list(dict.fromkeys(devices))
-        return ", ".join(f"{n} x {devices.count(n)}" if devices.count(n) > 1 else n for n in names)
+        counted = ", ".join(f"{n} x {devices.count(n)}" if devices.count(n) > 1 else n for n in names)
+        series = npu_series(parts)
+        return f"{counted} ({series})" if series else counted
     if ran_on(parts) == NPU:
         return "an Ascend NPU behind the run's --endpoint (declared with --platform npu)"
     cpu = env.get("cpu", {})
     return f"CPU: {cpu.get('model', 'unknown')} ({cpu.get('cores', '?')} cores)"
+
+
+def npu_series(parts: dict[str, Any]) -> str | None:
+    """The one Atlas series of the run's NPUs ("Atlas A2 Series"), as upstream's e2e configs name their
+    hardware; None without NPUs, or where a chip's series is unknown or the NPUs are of several."""
+    npus = [a for a in (parts.get("environment") or {}).get("accelerators") or [] if a.get("kind") == NPU]
+    found = {atlas_series(a.get("name") or "") for a in npus}
+    return found.pop() if len(found) == 1 and None not in found else None
 
 
 def engine_of(parts: dict[str, Any]) -> str:
