@@ -28,6 +28,24 @@ class CompareOptions:
 
 
 
+GOLD = "cpu:fp32"  # the reference every comparison measures against unless told otherwise
+
+
+def compare_options(reference: str | RunnerSpec = GOLD, *, targets=(), quants=(), baseline: str | RunnerSpec | None = None,
+                    **settings) -> CompareOptions:
+    """The one builder of a comparison's options (run, tune, layers, compare, compare-endpoint): the
+    reference and the baseline as DEVICE:DTYPE or as parsed; the targets, each then with each weight
+    quantization; any other field of CompareOptions by name, where None leaves its default."""
+    from llm_adapt.accuracy.runner import parse_runner
+
+    def spec(runner):
+        return parse_runner(runner) if isinstance(runner, str) else runner
+
+    given = {name: value for name, value in settings.items() if value is not None}
+    return CompareOptions(reference=spec(reference), targets=tuple(with_quants([spec(t) for t in targets], quants)),
+                          baseline=spec(baseline) if baseline else None, **given)
+
+
 def with_quants(mains: list[RunnerSpec], quants: tuple[str, ...] | list[str]) -> list[RunnerSpec]:
     """The targets of a comparison: each main target, then each of them with each weight quantization."""
     from dataclasses import replace

@@ -60,18 +60,16 @@ def add_compare_parser(sub) -> None:
 def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":  # noqa: F821
     from dataclasses import replace
 
-    from llm_adapt.accuracy.options import CompareOptions, with_quants
+    from llm_adapt.accuracy.options import GOLD, compare_options
     from llm_adapt.accuracy.runner import default_target, parse_runner
 
-    reference = parse_runner("cpu:fp32" if args.reference == "auto" else args.reference)  # auto: placed_reference
     mains = [parse_runner(t) for t in args.target] if args.target else [default_target(platform)]
     if args.target_model:
         mains = [replace(t, model_path=args.target_model.resolve()) for t in mains]
-    targets = with_quants(mains, args.quant or [])
-    return CompareOptions(reference=reference, targets=tuple(targets),
-                          baseline=parse_runner(args.baseline) if args.baseline else None, prompts=args.prompts,
-                          max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
-                          reference_streaming=args.reference_streaming)
+    return compare_options(GOLD if args.reference == "auto" else args.reference,  # auto: placed_reference
+                           targets=mains, quants=args.quant or (), baseline=args.baseline, prompts=args.prompts,
+                           max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
+                           reference_streaming=args.reference_streaming)
 
 
 def placed_reference(args: argparse.Namespace, options, source):

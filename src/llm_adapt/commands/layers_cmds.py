@@ -71,8 +71,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
-    from llm_adapt.accuracy.options import CompareOptions
-    from llm_adapt.accuracy.runner import parse_runner
+    from llm_adapt.accuracy.options import compare_options
     from llm_adapt.prompts import load_prompts
 
     check_args(args)
@@ -80,8 +79,8 @@ def cmd_layers(args: argparse.Namespace) -> int:
 
     capture = capture_modes(args.graph, args.accept_eager)
     load_prompts(args.prompts)  # bad prompts fail before any model loads or engine starts
-    opts = CompareOptions(reference=parse_runner(args.reference), targets=(), prompts=args.prompts,
-                          max_new_tokens=args.max_new_tokens, local_factor=args.local_factor)
+    opts = compare_options(args.reference, prompts=args.prompts, max_new_tokens=args.max_new_tokens,
+                           local_factor=args.local_factor)
     if args.msprobe_dump:
         return _from_msprobe(args, opts, capture)
     if args.endpoint:

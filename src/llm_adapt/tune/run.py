@@ -126,7 +126,7 @@ class AccuracyCheck:
     @classmethod
     def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
         from llm_adapt.accuracy.measure import measure_floor
-        from llm_adapt.accuracy.options import CompareOptions
+        from llm_adapt.accuracy.options import compare_options
         from llm_adapt.accuracy.reference import measure_reference
         from llm_adapt.accuracy.runner import RunnerSpec, floor_numerics
         from llm_adapt.models.source import resolve_model
@@ -137,8 +137,7 @@ class AccuracyCheck:
         if not source.has_weights or not source.has_tokenizer:
             return None  # config-only models (dummy weights) have nothing to judge
         progress = progress or (lambda *a: None)
-        options = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(), prompts="quick", max_new_tokens=16,
-                                 ppl_window=128)
+        options = compare_options(prompts="quick", max_new_tokens=16, ppl_window=128)
         tokenizer = load_tokenizer(source.path)
         gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
         dtype = inspect_result.plan.dtype
