@@ -29,6 +29,7 @@ LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the 
 EAGER_CHECK = "eager"  # a graph deployment's escalation: endpoint accuracy of the eager engine, beside the graph one's
 CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
 ENGINE_LOG = "engine.log"
+DUMMY_DIR = "dummy"  # the dummy-weight stage's own run directory (`run --stages dummy,real`), inside the real one
 PLOTS = "plots"
 
 # result name -> file, for every stage the report reads

@@ -521,32 +521,32 @@ def _endpoint_verdict(tmp_path, status):
 
 
 def test_layers_stage_escalates_only_from_a_fail_or_warn(tmp_path):
-    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.pipeline import run_stage
 
     vllm = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     cfg, state = run_parts(tmp_path)
-    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran with no verdict"))
+    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran with no verdict")))
     assert state.status.stages["layers"]["status"] == "skipped"
     assert "no endpoint accuracy verdict" in state.status.stages["layers"]["reason"]
     _endpoint_verdict(tmp_path, "PASS")
-    state.server = vllm
-    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran on a PASS"))
+    state.engine.server = vllm
+    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran on a PASS")))
     assert state.status.stages["layers"] == {"status": "skipped", "reason":
                                              "endpoint accuracy PASS: nothing to localize (--layers captures anyway)",
                                              "reason_key": "nothing_to_localize", "reason_args": {"verdict": "PASS"}}
     ran = []
     for status in ("FAIL", "WARN"):
         _endpoint_verdict(tmp_path, status)
-        _run_stage(cfg, state, "layers", lambda c, s: ran.append(status))
+        run_stage(cfg, state, stage("layers", lambda c, s: ran.append(status)))
         assert state.status.stages["layers"]["status"] == "done"
     assert ran == ["FAIL", "WARN"]
     off, off_state = run_parts(tmp_path, layers="off")
-    off_state.server = vllm
-    _run_stage(off, off_state, "layers", lambda c, s: pytest.fail("ran with --no-escalate"))
+    off_state.engine.server = vllm
+    run_stage(off, off_state, stage("layers", lambda c, s: pytest.fail("ran with --no-escalate")))
     assert off_state.status.stages["layers"]["reason"].startswith("turned off: --no-escalate")
     # an escalation the run cannot make (an external endpoint) is skipped with why, not a failure
     cfg, state = run_parts(tmp_path)
-    _run_stage(cfg, state, "layers", lambda c, s: pytest.fail("ran against an external endpoint"))
+    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran against an external endpoint")))
     assert state.status.stages["layers"]["status"] == "skipped"
     assert "no escalation: the layers stage needs the vLLM engine this run starts" in state.status.stages["layers"]["reason"]
 
@@ -563,9 +563,9 @@ def test_layers_stage_needs_the_vllm_engine_of_the_run(tmp_path):
 
     cfg, state = run_parts(tmp_path, layers="on")
     assert "not an external endpoint" in layers_blocked(cfg, state)
-    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="transformers"))
+    state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="transformers"))
     assert "vLLM engine" in layers_blocked(cfg, state)
-    state.server.spec.engine = "vllm"
+    state.engine.server.spec.engine = "vllm"
     assert layers_blocked(cfg, state) is None
     graph, _ = run_parts(tmp_path, layers="on", graph=True)
     assert layers_blocked(graph, state) is None  # a graph deployment is restarted eager (tests/run/test_escalation.py)
@@ -597,11 +597,9 @@ def test_bad_layers_input_is_one_line(argv, words, capsys):
 
 
 def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_endpoint(tmp_path, monkeypatch):
-    import contextlib
-
     from llm_adapt.engines import session
     from llm_adapt.errors import AdaptError
-    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.pipeline import run_stage
     from llm_adapt.run.stages import layers
 
     def refuse(*args, **kwargs):
@@ -611,14 +609,13 @@ def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_en
     cfg, state = run_parts(tmp_path)
     _endpoint_verdict(tmp_path, "FAIL")
     stopped = []
-    state.engine_scope, state.engine_stack = contextlib.ExitStack(), contextlib.ExitStack()
-    state.engine_stack.callback(lambda: stopped.append(True))
-    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
+    state.engine.stack.callback(lambda: stopped.append(True))  # as the running engine's stop
+    state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}), model_copy=lambda update: types.SimpleNamespace(**update))
-    _run_stage(cfg, state, "layers", layers)
+    run_stage(cfg, state, stage("layers", layers))
     assert stopped == [True] and state.server is None
     assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]
-    _run_stage(cfg, state, "bench", lambda c, s: pytest.fail("ran without an engine"))
+    run_stage(cfg, state, stage("bench", lambda c, s: pytest.fail("ran without an engine")))
     assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]
 
 
@@ -634,7 +631,7 @@ def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_late
     from llm_adapt.engines import session
     from llm_adapt.errors import AdaptError
     from llm_adapt.run import stages
-    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.pipeline import run_stage
 
     started = []
 
@@ -658,10 +655,18 @@ def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_late
     monkeypatch.setattr(stages, "eager_against_graph", lambda cfg, state: {"checked_on": state.server.endpoint})
     cfg, state = run_parts(tmp_path, graph=True, skip=skip)
     _endpoint_verdict(tmp_path, "FAIL")
-    state.engine_scope, state.engine_stack = contextlib.ExitStack(), contextlib.ExitStack()
-    state.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
+    state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
                                           model_copy=lambda update: types.SimpleNamespace(**update))
-    _run_stage(cfg, state, "layers", stages.layers)
+    run_stage(cfg, state, stage("layers", stages.layers))
     assert state.status.stages["layers"]["status"] == ("failed" if capture_fails else "done"), state.status.stages
     assert started == modes and state.server.endpoint == modes[-1]  # the later stages get the deployment back
+
+
+def stage(name, run):
+    """The run's stage `name` as its table declares it, running `run` instead."""
+    from dataclasses import replace
+
+    from llm_adapt.run.table import TABLE
+
+    return replace(next(s for s in TABLE if s.name == name), run=run)

@@ -44,7 +44,9 @@ def test_install_clears_the_record_and_restore_puts_the_handlers_back():
 def test_the_next_stage_is_marked_interrupted_and_the_run_stops(installed, tmp_path):
     from types import SimpleNamespace
 
-    from llm_adapt.run.pipeline import _run_stage
+    from llm_adapt.run.pipeline import run_stage
+
+    from ..accuracy.test_layers_served import stage
 
     status = SimpleNamespace(stages={}, save=lambda path: None)
     cfg = SimpleNamespace(skip=(), tasks=None, layers=False, dummy=False, resume=False, out=tmp_path,
@@ -52,7 +54,7 @@ def test_the_next_stage_is_marked_interrupted_and_the_run_stops(installed, tmp_p
     ran = []
     swallowed(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
-        _run_stage(cfg, SimpleNamespace(status=status), "accuracy", lambda c, s: ran.append(1))
+        run_stage(cfg, SimpleNamespace(status=status), stage("accuracy", lambda c, s: ran.append(1)))
     assert ran == [] and status.stages["accuracy"]["status"] == "interrupted"
 
 

@@ -91,7 +91,7 @@ def quick_sizes() -> tuple[str, int]:
 
 
 def pipeline_skippable() -> tuple[str, ...]:
-    from llm_adapt.run.config import SKIPPABLE
+    from llm_adapt.run.table import SKIPPABLE
 
     return SKIPPABLE
 
@@ -154,15 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
                         tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=layers_mode(args),
-                        progress=report, log=lambda m: print(m, file=sys.stderr))
-        if two_stage:  # Stage A: the engine, the first request and the API on random weights; bench is not its job
-            from llm_adapt.upstream.adaptation import DUMMY_DIR
-
-            smoke = replace(cfg, out=open_run_dir(out / DUMMY_DIR, source.name, "dummy"), dummy=True,
-                            skip=cfg.skip | {"bench"})
-            print(f"dummy-weight stage: {smoke.out}", file=sys.stderr)
-            run_pipeline(smoke, RunState(status=new_status(smoke), source=source))
-            print("real-weight stage (mandatory):", file=sys.stderr)
+                        dummy_first=two_stage, progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / rundir.report(args.lang, 'md')}")
     verdict = status.verdict or {"status": "FAIL", "reasons": ["no verdict was recorded"]}

@@ -165,3 +165,38 @@ def predicted_for(plan: DeployPlan, max_model_len: int) -> dict[str, Any]:
     concurrency = mem.max_concurrency(plan.kv_cache_blocks, max_model_len, plan.block_size)
     return {"kv_cache_tokens": int(concurrency * max_model_len), "max_concurrency": round(concurrency, 2),
             "max_model_len": max_model_len, "exact": plan.kv_pool_exact}
+
+
+class EngineSlot:
+    """The one engine a run (or a command that serves) keeps: started, restarted in another mode or with
+    another plan (the layers escalation's capture plugin), and stopped, always, when the slot closes.
+    Used as a context manager: nothing of ours outlives the `with`."""
+
+    def __init__(self) -> None:
+        self.stack = contextlib.ExitStack()  # what stops the running engine
+        self.server: ManagedServer | None = None
+        self.started: ServeResult | None = None  # how it started (serve.json)
+
+    def start(self, inspect_result, engine: str, run_dir: Path, **options) -> ManagedServer:
+        """Start the engine of `inspect_result`'s plan (started_engine's options); stop any running one first."""
+        self.stop()
+        self.server, self.started = self.stack.enter_context(started_engine(inspect_result, engine, run_dir, **options))
+        return self.server
+
+    def restart(self, inspect_result, run_dir: Path, engine: str | None = None, **options) -> ManagedServer:
+        """The same engine (or `engine`) again, for another plan or mode. One that fails to start leaves the
+        slot empty: the later stages then say "no endpoint" rather than talk to a dead one."""
+        engine = engine or self.server.spec.engine
+        self.stop()
+        return self.start(inspect_result, engine, run_dir, **options)
+
+    def stop(self) -> None:
+        self.server = self.started = None
+        self.stack.close()
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "EngineSlot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -13,11 +13,6 @@ if TYPE_CHECKING:
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.models.source import ModelSource
 
-STAGES = ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "adaptation",
-          "report")
-SKIPPABLE = ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench")
-
-
 @dataclass(frozen=True)
 class RunSizes:
     """How much each measuring stage does on a run's defaults. No emulated weight quantization by
@@ -59,6 +54,7 @@ class RunConfig:
     skip: frozenset[str] = field(default_factory=frozenset)
     resume: bool = False
     dummy: bool = False  # random weights: serve, probes and bench only
+    dummy_first: bool = False  # `--stages dummy,real`: a dummy-weight run in its own directory first
     offline: bool = False
     tasks: tuple[str, ...] = ()  # lm-eval tasks for the opt-in eval stage
     eval_limit: int | None = None  # items per task

@@ -6,46 +6,62 @@ skipped and why; the report is rendered from those files alone. `--resume` skips
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
-from dataclasses import asdict
-from typing import Callable
+from dataclasses import asdict, replace
 
 from llm_adapt import interrupts
 from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run import stages
-from llm_adapt.run.config import STAGES, RunConfig
+from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason, stored
 from llm_adapt.run.state import RunState, RunStatus
-
-Stage = Callable[[RunConfig, RunState], None]
+from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage
 
 
 def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
-    """Run every stage; `state` may carry the model the command already resolved."""
+    """Run every stage of the table; `state` may carry the model the command already resolved. With
+    `cfg.dummy_first`, the stages of the dummy-weight check run first, in their own run directory."""
+    if cfg.dummy_first:
+        _dummy_stage(cfg, state)
     from llm_adapt.environment import collect
 
     state = state or RunState(status=new_status(cfg))
     state.status = _load_or_new_status(cfg)
     collect().save(cfg.out / rundir.ENVIRONMENT)
     try:
-        with contextlib.ExitStack() as engine_scope:
-            for stage in STAGES[:-1]:
-                if stage == "serve":
-                    _serve(cfg, state, engine_scope)
-                    continue
-                _run_stage(cfg, state, stage, stages.MEASURING[stage])
-            engine_scope.close()  # stop the engine before the report: nothing of ours outlives its use
+        with state.engine:  # stopped before the report: nothing of ours outlives its use
+            for stage in TABLE:
+                if not stage.after_engine:
+                    run_stage(cfg, state, stage)
     except BaseException as exc:  # Ctrl-C, SIGTERM, a failed inspect: the report of what finished, then the stop
         _report_after_stop(cfg, state, exc)
         raise
-    _run_stage(cfg, state, "report", stages.report)
+    for stage in TABLE:
+        if stage.after_engine:
+            run_stage(cfg, state, stage)
     state.status.finished = True
     state.status.verdict = run_verdict(cfg.out)
     state.status.save(cfg.out / rundir.STATUS)
     return state.status
+
+
+def _dummy_stage(cfg: RunConfig, state: RunState | None) -> RunStatus:
+    """Stage A of `--stages dummy,real`: the engine, the first request and the API on random weights, in
+    DUMMY_DIR inside the run directory; the stages that are not its job are left out."""
+    from dataclasses import replace
+
+    from llm_adapt.rundir import DUMMY_DIR, open_run_dir
+
+    left_out = frozenset(s.name for s in TABLE if not s.in_dummy_stage)
+    name = state.source.name if state and state.source else cfg.model_arg
+    smoke = replace(cfg, out=open_run_dir(cfg.out / DUMMY_DIR, name, "dummy"), dummy=True, dummy_first=False,
+                    skip=cfg.skip | left_out)
+    cfg.log(f"dummy-weight stage: {smoke.out}")
+    status = run_pipeline(smoke, RunState(status=new_status(smoke), source=state.source if state else None))
+    cfg.log("real-weight stage (mandatory):")
+    return status
 
 
 def run_verdict(out) -> dict:
@@ -61,14 +77,16 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     """The engine is stopped by now; mark what never ran and render the report from what finished.
     A report that cannot be rendered (no inspect.json yet) is left out: the stop itself is reported."""
     why = interrupt_reason(exc)
-    for stage in STAGES[:-1]:
-        if state.status.stages.get(stage, {}).get("status") in (None, "pending"):
-            state.status.stages[stage] = {"status": "not run", **stored(why)}
+    for stage in TABLE:
+        if not stage.after_engine and state.status.stages.get(stage.name, {}).get("status") in (None, "pending"):
+            state.status.stages[stage.name] = {"status": "not run", **stored(why)}
     state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
     with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a few seconds
-        _run_stage(cfg, state, "report", stages.report_in_a_fresh_process)
+        for stage in TABLE:
+            if stage.after_engine:
+                run_stage(cfg, state, replace(stage, run=stages.report_in_a_fresh_process))
 
 
 def interrupt_reason(exc: BaseException) -> str:
@@ -84,7 +102,7 @@ def new_status(cfg: RunConfig) -> RunStatus:
     from llm_adapt import __version__
 
     return RunStatus(model=cfg.model_arg, platform=cfg.platform or "", workload=asdict(cfg.sizes),
-                     stages={s: {"status": "pending"} for s in STAGES}, dummy=cfg.dummy, tool_version=__version__)
+                     stages={name: {"status": "pending"} for name in STAGES}, dummy=cfg.dummy, tool_version=__version__)
 
 
 def _load_or_new_status(cfg: RunConfig) -> RunStatus:
@@ -101,69 +119,66 @@ def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> 
     state.status.save(cfg.out / rundir.STATUS)
 
 
-def _run_stage(cfg: RunConfig, state: RunState, stage: str, func: Stage) -> None:
-    if stage in cfg.skip:
-        return _mark(cfg, state, stage, "skipped", reason=reason("skip_flag", stage=stage))
-    if stage == "eval" and not cfg.tasks:
-        return _mark(cfg, state, stage, "skipped", reason=reason("eval_opt_in"))
-    if stage == "layers" and (why := stages.layers_not_wanted(cfg, state)):
-        return _mark(cfg, state, stage, "skipped", reason=why)
-    if cfg.dummy and stage in ("accuracy", "endpoint_accuracy", "layers", "eval"):
-        return _mark(cfg, state, stage, "not applicable", reason=reason("dummy_weights"))
-    previous = state.status.stages.get(stage, {})
-    if cfg.resume and previous.get("status") == "done" and stage not in ("inspect", "report"):
-        cfg.log(f"{stage}: done in an earlier run, kept")
+def run_stage(cfg: RunConfig, state: RunState, stage: Stage) -> None:
+    """One stage, as the table declares it: left out with its reason, or run and marked with the outcome."""
+    left_out = _left_out(cfg, state, stage)
+    if left_out is not None:
+        return _mark(cfg, state, stage.name, left_out[0], reason=left_out[1])
+    previous = state.status.stages.get(stage.name, {})
+    if cfg.resume and previous.get("status") == "done" and not stage.redone_on_resume:
+        cfg.log(f"{stage.name}: done in an earlier run, kept")
         return
-    if stage == "layers" and cfg.layers == "auto" and (why := _escalation_blocked(cfg, state)):
-        return _mark(cfg, state, stage, "skipped", reason=why)
-    blocked = _blocked_by(cfg, state, stage)
-    if blocked:
-        return _mark(cfg, state, stage, "not run", reason=blocked)
-    started = time.monotonic()
-    _mark(cfg, state, stage, "running")
-    try:
-        interrupts.check()  # a Ctrl-C whose raise was swallowed during the stage before
-        func(cfg, state)
-    except KeyboardInterrupt:
-        _mark(cfg, state, stage, "interrupted", seconds=round(time.monotonic() - started, 1))
-        raise
-    except AdaptError as exc:
-        _mark(cfg, state, stage, "failed", reason=str(exc), seconds=round(time.monotonic() - started, 1))
-        cfg.log(f"{stage}: failed: {exc}")
-        if stage == "inspect":
-            raise
-        return
-    except Exception as exc:  # a bug in one stage must not lose the others
-        _mark(cfg, state, stage, "failed", reason=f"{type(exc).__name__}: {exc}",
-              seconds=round(time.monotonic() - started, 1), trace=traceback.format_exc(limit=6))
-        cfg.log(f"{stage}: failed: {type(exc).__name__}: {exc}")
-        if stage == "inspect":  # nothing else can run without the model and its plan
-            raise AdaptError(f"inspect failed ({type(exc).__name__}: {exc}); see {cfg.out / rundir.STATUS}") from None
-        return
-    _mark(cfg, state, stage, "done", seconds=round(time.monotonic() - started, 1))
-    cfg.log(f"{stage}: done in {time.monotonic() - started:.1f} s")
+    blocked = _blocked(cfg, state, stage)
+    if blocked is not None:
+        return _mark(cfg, state, stage.name, blocked[0], reason=blocked[1])
+    _run(cfg, state, stage)
 
 
-def _blocked_by(cfg: RunConfig, state: RunState, stage: str) -> str | None:
-    if stage in ("probes", "endpoint_accuracy", "eval", "bench") and state.server is None and cfg.endpoint is None:
-        serve = state.status.stages.get("serve", {}).get("status", "did not start")
-        return reason("no_endpoint", serve=serve)
-    if stage == "layers":
-        from llm_adapt.run.stages import layers_blocked
-
-        return layers_blocked(cfg, state)
+def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] | None:
+    """(status, reason) for a stage this run does not mean to run, before anything is measured."""
+    if stage.stood_in_by_endpoint and cfg.endpoint is not None:
+        return "skipped", reason("external_endpoint", url=cfg.endpoint.base_url)
+    if stage.name in cfg.skip:
+        return "skipped", reason("skip_flag", stage=stage.name)
+    if stage.asked is not None and not stage.asked(cfg):
+        return "skipped", reason(stage.not_asked)
+    why = stage.not_wanted(cfg, state) if stage.not_wanted else None
+    if why:
+        return "skipped", why
+    if cfg.dummy and stage.needs_real_weights:
+        return "not applicable", reason("dummy_weights")
     return None
 
 
-def _escalation_blocked(cfg: RunConfig, state: RunState) -> str | None:
-    """An escalation that cannot run here is skipped, not a failure: it was not asked for."""
-    blocked = _blocked_by(cfg, state, "layers")
-    return reason("no_escalation", blocked=blocked) if blocked else None
+def _blocked(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] | None:
+    """(status, reason) for a stage that cannot run with what the stages before it left."""
+    if stage.needs_endpoint and state.server is None and cfg.endpoint is None:
+        serve = state.status.stages.get(ENGINE_STAGE, {}).get("status", "did not start")
+        return "not run", reason("no_endpoint", serve=serve)
+    return stage.blocked(cfg, state) if stage.blocked else None
 
 
-def _serve(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
-    if cfg.endpoint is not None:
-        return _mark(cfg, state, "serve", "skipped", reason=reason("external_endpoint", url=cfg.endpoint.base_url))
-    if cfg.resume and state.status.stages.get("serve", {}).get("status") == "done":
-        state.status.stages["serve"] = {"status": "pending"}  # a resumed run needs its engine again
-    _run_stage(cfg, state, "serve", lambda c, s: stages.start_engine(c, s, scope))
+def _run(cfg: RunConfig, state: RunState, stage: Stage) -> None:
+    started = time.monotonic()
+    _mark(cfg, state, stage.name, "running")
+    try:
+        interrupts.check()  # a Ctrl-C whose raise was swallowed during the stage before
+        stage.run(cfg, state)
+    except KeyboardInterrupt:
+        _mark(cfg, state, stage.name, "interrupted", seconds=round(time.monotonic() - started, 1))
+        raise
+    except AdaptError as exc:
+        _mark(cfg, state, stage.name, "failed", reason=str(exc), seconds=round(time.monotonic() - started, 1))
+        cfg.log(f"{stage.name}: failed: {exc}")
+        if stage.ends_the_run:
+            raise
+        return
+    except Exception as exc:  # a bug in one stage must not lose the others
+        _mark(cfg, state, stage.name, "failed", reason=f"{type(exc).__name__}: {exc}",
+              seconds=round(time.monotonic() - started, 1), trace=traceback.format_exc(limit=6))
+        cfg.log(f"{stage.name}: failed: {type(exc).__name__}: {exc}")
+        if stage.ends_the_run:  # nothing else can run without it
+            raise AdaptError(f"{stage.name} failed ({type(exc).__name__}: {exc}); see {cfg.out / rundir.STATUS}") from None
+        return
+    _mark(cfg, state, stage.name, "done", seconds=round(time.monotonic() - started, 1))
+    cfg.log(f"{stage.name}: done in {time.monotonic() - started:.1f} s")

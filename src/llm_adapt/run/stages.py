@@ -39,57 +39,47 @@ def save_plan(cfg: RunConfig, state: RunState) -> None:
     state.inspect.save(cfg.out / rundir.INSPECT)
 
 
-def compare_options(cfg: RunConfig, targets=()) -> "CompareOptions":
-    from llm_adapt.accuracy.options import CompareOptions
-    from llm_adapt.accuracy.runner import RunnerSpec
+def compare_options(cfg: RunConfig, targets=(), quants=()) -> "CompareOptions":
+    from llm_adapt.accuracy import options
 
-    return CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=tuple(targets), prompts=cfg.sizes.prompts,
-                          max_new_tokens=cfg.sizes.max_new_tokens, corpus_tokens=cfg.sizes.corpus_tokens)
+    return options.compare_options(targets=targets, quants=quants, prompts=cfg.sizes.prompts,
+                                   max_new_tokens=cfg.sizes.max_new_tokens, corpus_tokens=cfg.sizes.corpus_tokens)
 
 
 def accuracy(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.accuracy.compare import compare
-    from llm_adapt.accuracy.options import with_quants
-    from llm_adapt.accuracy.runner import default_target, parse_runner
+    from llm_adapt.accuracy.runner import default_target
 
     # in-process targets run on this machine; one the user named runs as named
-    main = parse_runner(cfg.target) if cfg.target else default_target()
+    main = cfg.target or default_target()
     kept: list = []
-    result = compare(state.source, compare_options(cfg, with_quants([main], cfg.sizes.quants)), cfg.progress,
-                     keep_gold=kept)
+    result = compare(state.source, compare_options(cfg, [main], cfg.sizes.quants), cfg.progress, keep_gold=kept)
     state.gold = kept[0] if kept else None
     result.save(cfg.out / rundir.ACCURACY)
 
 
-def start_engine(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack) -> None:
-    """The engine of the plan, kept running in `scope` until the measuring stages are done."""
+def start_engine(cfg: RunConfig, state: RunState) -> None:
+    """The engine of the plan, kept running in the state's slot until the measuring stages are done."""
     from llm_adapt.engines.session import choose_engine
 
     engine = choose_engine(cfg.engine)
     cfg.log(f"serve: starting {engine} (log: {cfg.out / rundir.ENGINE_LOG}) ...")
     capture = cfg.layers == "on" and engine == "vllm" and not cfg.graph
-    _start_into(cfg, state, scope, engine, with_capture(cfg, state.inspect) if capture else state.inspect)
+    state.engine.start(with_capture(cfg, state.inspect) if capture else state.inspect, engine, cfg.out,
+                       **engine_options(cfg, "graph" if cfg.graph else "eager"))
 
 
-def _start_into(cfg: RunConfig, state: RunState, scope: contextlib.ExitStack, engine: str, inspected,
-                mode: str | None = None) -> None:
-    """One engine in its own stack inside the run's scope: the escalation can stop it and start
-    another before the run ends."""
-    from llm_adapt.engines.session import started_engine
-
-    own = scope.enter_context(contextlib.ExitStack())
-    server, started = own.enter_context(started_engine(inspected, engine, cfg.out, port=cfg.port,
-                                                       mode=mode or ("graph" if cfg.graph else "eager"),
-                                                       startup_timeout_s=cfg.startup_timeout_s, dummy=cfg.dummy))
-    state.server, state.started, state.engine_stack, state.engine_scope = server, started, own, scope
+def engine_options(cfg: RunConfig, mode: str) -> dict:
+    """How the run starts its engine (started_engine's options), in `mode`."""
+    return {"port": cfg.port, "mode": mode, "startup_timeout_s": cfg.startup_timeout_s, "dummy": cfg.dummy}
 
 
 @contextlib.contextmanager
 def engine_kept(cfg: RunConfig, state: RunState) -> Iterator["ManagedServer"]:
     """The serve stage for a command that measures one served model (probe, bench, eval, layers,
     serve): the engine of the planned deployment, started as `run` starts it, stopped on the way out."""
-    with contextlib.ExitStack() as scope:
-        start_engine(cfg, state, scope)
+    with state.engine:
+        start_engine(cfg, state)
         yield state.server
 
 
@@ -172,14 +162,14 @@ def _restore_graph(cfg: RunConfig, state: RunState, engine: str) -> None:
 
 
 def _restart(cfg: RunConfig, state: RunState, engine: str, inspected, mode: str) -> None:
-    state.engine_stack.close()
-    state.server = None  # a restart that fails leaves the later stages "no endpoint", not a dead one
-    _start_into(cfg, state, state.engine_scope, engine, inspected, mode=mode)
+    state.engine.restart(inspected, cfg.out, engine=engine, **engine_options(cfg, mode))
 
 
 def engine_needed_later(cfg: RunConfig) -> bool:
     """Whether a stage after `layers` talks to the engine (so it must be the deployment as planned)."""
-    return "bench" not in cfg.skip or (bool(cfg.tasks) and "eval" not in cfg.skip)
+    from llm_adapt.run.table import engine_needed_after
+
+    return engine_needed_after(layers, cfg)
 
 
 def eager_against_graph(cfg: RunConfig, state: RunState) -> dict:
@@ -187,15 +177,11 @@ def eager_against_graph(cfg: RunConfig, state: RunState) -> dict:
     graph-mode deployment's: both modes' figures, and graph mode as the likely cause when only the
     graph mode is out of line (accuracy/diagnosis.py)."""
     from llm_adapt.accuracy.diagnosis import graph_cause, mode_figures
-    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult, compare_endpoint
-    from llm_adapt.accuracy.options import served_floor
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
 
-    options = compare_options(cfg)
     out = cfg.out / rundir.EAGER_CHECK
     out.mkdir(parents=True, exist_ok=True)
-    eager = compare_endpoint(state.source, state.server.endpoint, options,
-                             served_floor(options.reference, state.inspect.plan.dtype), out, cfg.progress,
-                             gold=state.gold)
+    eager = check_endpoint(cfg, state, out)
     graph = EndpointAccuracyResult.load(cfg.out / rundir.ENDPOINT_ACCURACY)
     figures = {"graph": mode_figures(graph.verdict, graph.sections), "eager": mode_figures(eager.verdict, eager.sections)}
     return {**figures, "eager_result": f"{rundir.EAGER_CHECK}/{rundir.ENDPOINT_ACCURACY}",
@@ -218,14 +204,19 @@ def probes(cfg: RunConfig, state: RunState) -> None:
         raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
 
 
-def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:
+def check_endpoint(cfg: RunConfig, state: RunState, out: Path):
+    """The served model against the gold (the accuracy stage's, where it ran) and the in-process floor at
+    the plan's dtype, written into `out`."""
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.options import served_floor
 
     options = compare_options(cfg)
     floor = served_floor(options.reference, state.inspect.plan.dtype)
-    result = compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, cfg.out, cfg.progress,
-                              gold=state.gold)
+    return compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, out, cfg.progress, gold=state.gold)
+
+
+def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:
+    result = check_endpoint(cfg, state, cfg.out)
     missing = [n for n, s in result.sections.items() if s["status"] == "not run"]
     if missing:
         raise AdaptError(f"the server stopped answering; not run: {', '.join(missing)}")
@@ -329,7 +320,3 @@ def report_in_a_fresh_process(cfg: RunConfig, state: RunState) -> None:
         raise AdaptError(f"the report could not be drawn: {lines[-1]}")
     for path in done.stdout.splitlines():  # `report` prints one path a line
         cfg.log(f"report: {path}")
-
-
-MEASURING = {"inspect": inspect, "accuracy": accuracy, "probes": probes, "endpoint_accuracy": endpoint_accuracy,
-             "layers": layers, "eval": task_accuracy, "bench": bench, "adaptation": adaptation}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from llm_adapt.results import StageResult
@@ -10,7 +10,7 @@ from llm_adapt.results import StageResult
 if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import Gold
     from llm_adapt.engines.server import ManagedServer
-    from llm_adapt.engines.session import ServeResult
+    from llm_adapt.engines.session import EngineSlot, ServeResult
     from llm_adapt.inspect.stage import InspectResult
     from llm_adapt.models.source import ModelSource
 
@@ -29,13 +29,24 @@ class RunStatus(StageResult):
     verdict: dict[str, Any] | None = None
 
 
+def _empty_slot() -> "EngineSlot":
+    from llm_adapt.engines.session import EngineSlot
+
+    return EngineSlot()
+
+
 @dataclass
 class RunState:
     status: RunStatus
     source: "ModelSource | None" = None  # resolved once, by the command, before the run directory exists
     inspect: "InspectResult | None" = None
     gold: "Gold | None" = None  # the reference measured in-process, reused by endpoint accuracy
-    server: "ManagedServer | None" = None  # the engine this run started
-    started: "ServeResult | None" = None  # how it started (serve.json)
-    engine_stack: Any = None  # the ExitStack that stops it (the escalation restarts it with capture)
-    engine_scope: Any = None  # the run's scope the engine's stack lives in
+    engine: "EngineSlot" = field(default_factory=_empty_slot)  # the engine this run started, if any
+
+    @property
+    def server(self) -> "ManagedServer | None":
+        return self.engine.server
+
+    @property
+    def started(self) -> "ServeResult | None":
+        return self.engine.started

@@ -13,7 +13,7 @@ from llm_adapt import rundir
 from llm_adapt.probes.run import JUDGE_CONTENT
 from llm_adapt.results import StageResult
 
-DUMMY_DIR = "dummy"  # the dummy-weight stage's own run directory, inside the real one
+DUMMY_DIR = rundir.DUMMY_DIR
 
 
 class AdaptationResult(StageResult):
