@@ -896,28 +896,13 @@ def message(value: Any, lang: str) -> Any:
     return rendered(stored(value), lang) if isinstance(value, Reason) else value
 
 
-BASIS = {"en": {"floor": "noise floor", "roundoff": "{factor} x {dtype} unit roundoff",
-                "roundoff_sum": "{factor} x {dtype} unit roundoff (longest sum: {n} terms)",
-                "step": "noise floor, stepping up {step:.2f}x from the layer before (chance allows {allowed:.2f}x)"},
-         "zh": {"floor": "噪声基线", "roundoff": "{factor} × {dtype} 单位舍入误差",
-                "roundoff_sum": "{factor} × {dtype} 单位舍入误差（最长求和：{n} 项）",
-                "step": "噪声基线，比上一层跃升 {step:.2f} 倍（随机波动允许 {allowed:.2f} 倍）"}}
-# verdict.roundoff_basis's words: "4 x bf16 unit roundoff", and since the basis grows with the layer's
-# longest sum, "185 x fp32 unit roundoff (longest sum: 8,192 terms)"
-_ROUNDOFF = re.compile(r"^(?P<factor>[0-9.]+) x (?P<dtype>\w+) unit roundoff(?: \(longest sum: (?P<n>[0-9,]+) terms\))?$")
-
-
 def basis_text(row: dict[str, Any], lang: str) -> str:
-    """What a located layer's or part's ratio is against ("basis"), in `lang`, read from its fields; a
-    basis of another form as stored. Pure."""
-    basis, words = row.get("basis") or "", BASIS.get(lang, BASIS["en"])
-    if row.get("step") is not None and row.get("step_allowed") is not None:
-        return words["step"].format(step=row["step"], allowed=row["step_allowed"])
-    if basis == BASIS["en"]["floor"]:
-        return words["floor"]
-    if match := _ROUNDOFF.match(basis):
-        return words["roundoff_sum" if match["n"] else "roundoff"].format(**match.groupdict())
-    return basis
+    """What a located layer's or part's ratio is against, in `lang`, from the basis it stores (words kept
+    by their owner, accuracy/result.RoundingBasis); a basis of another form as stored. Pure."""
+    from llm_adapt.accuracy.result import RoundingBasis
+
+    basis = RoundingBasis.of(row)
+    return basis.words(lang) if basis else (row.get("basis") or "")
 
 
 def in_lang(text: str, key: dict[str, Any] | None, lang: str) -> str:
@@ -939,7 +924,7 @@ REPORT_TEXT = {
         "div": "; greedy output identical on {exact}/{n} prompts, {ties} near-tie and {genuine} genuine divergences",
         "inproc": "In-process {label}: final hidden-state error {rel:.2%} (rel. L2), KL {kl:.2e}{loc}.",
         "loc": "; the first layer out of line is {name}", "noloc": "; no layer's own error exceeds {basis}",
-        "floor_basis": "its noise floor", "roundoff_basis": "4 x {dtype} unit roundoff",
+        "floor_basis": "its noise floor",
         "stops": "Answers end early in {early} and late in {late} of {n} prompts ({where}): the EOS list or stop handling differs from the reference's.",
         "skipped": "{n} prompt(s) did not fit the served or model context and were skipped: {ids}.",
         "quant": "Weight-only {quant}: KL {kl:.2e}{ratio}{where} ({status}; informational, not part of the verdict).",
@@ -956,7 +941,7 @@ REPORT_TEXT = {
         "div": "；贪心输出 {exact}/{n} 条完全一致，{ties} 处平局分叉、{genuine} 处真实分叉",
         "inproc": "本地 {label}：末层 hidden state 相对 L2 误差 {rel:.2%}，KL {kl:.2e}{loc}。",
         "loc": "；首个本层误差超标的是 {name}", "noloc": "；没有任何一层的本层误差超过{basis}",
-        "floor_basis": "噪声基线", "roundoff_basis": "4 倍 {dtype} 单位舍入误差",
+        "floor_basis": "噪声基线",
         "stops": "{n} 条提示词中有 {early} 条提前结束、{late} 条延后结束（{where}）：EOS 列表或停止处理与参考不同。",
         "skipped": "{n} 条提示词超出服务或模型的上下文长度而被跳过：{ids}。",
         "quant": "int8 权重量化 {quant}：KL {kl:.2e}{ratio}{where}（{status}；仅供参考，不计入结论）。",

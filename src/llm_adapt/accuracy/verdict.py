@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from llm_adapt.accuracy.result import RoundingBasis
 from llm_adapt.messages import CHECK_FIELDS, check_text
 from llm_adapt.status import severity, worst as _worst
 
@@ -179,13 +180,18 @@ def _localized(t, exact_expected: bool) -> dict:
 def located_args(where: dict[str, Any]) -> dict[str, Any]:
     """The located layer as a check's arguments (messages.located_value words them): the layer, its
     ratio and basis and, where the part pass named one, that part with its channels and heads."""
-    basis = {k: where.get(k) for k in ("basis", "step", "step_allowed") if where.get(k) is not None}
-    args: dict[str, Any] = {"layer": where["name"], "ratio": _fmt(where.get("ratio")), **basis}
+    args: dict[str, Any] = {"layer": where["name"], "ratio": _fmt(where.get("ratio")), **_basis_of(where)}
     part = next((r for r in where.get("parts") or [] if r["name"] == where.get("part")), None)
     if part:
-        args["part"] = {"name": part["name"], "ratio": _fmt(part["ratio"]), "basis": part["basis"],
+        args["part"] = {"name": part["name"], "ratio": _fmt(part["ratio"]), **_basis_of(part),
                         **{k: part[k] for k in ("channels", "heads") if part.get(k)}}
     return args
+
+
+def _basis_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's basis as it stores it (RoundingBasis.fields), or its words as written where of no known form."""
+    basis = RoundingBasis.of(row)
+    return basis.fields() if basis else {"basis": row["basis"]} if row.get("basis") is not None else {}
 
 
 def _layer_ratio(t, f) -> dict:
@@ -377,10 +383,18 @@ def roundoff_basis(dtype: str, contraction: int | None = None) -> dict[str, Any]
     contraction None: the fixed ROUNDOFF_FACTOR (a layer whose shape the caller does not know). Pure."""
     growth = SUM_GROWTH * math.sqrt(contraction) * UNIT_ROUNDOFF[ACCUMULATOR] if contraction else 0.0
     factor = ROUNDOFF_FACTOR + growth / UNIT_ROUNDOFF[dtype]
-    words = f"{factor:.1f}".removesuffix(".0") + f" x {dtype} unit roundoff"
-    words += f" (longest sum: {contraction:,} terms)" if contraction else ""
+    words = RoundingBasis(kind="roundoff", factor=factor, dtype=dtype, contraction=contraction).words()
     return {"basis": words, "kind": "roundoff", "factor": factor, "dtype": dtype, "contraction": contraction,
             "allowed": factor * UNIT_ROUNDOFF[dtype]}
+
+
+def target_basis(target: dict[str, Any]) -> RoundingBasis:
+    """What a target's layers were judged against: its floor, else the rounding basis it recorded, else (a
+    file from before that was recorded) the fixed ROUNDOFF_FACTOR unit roundoffs of its dtype. Pure."""
+    if target.get("floor"):
+        return RoundingBasis(kind="floor")
+    recorded = RoundingBasis.of(target["roundoff_basis"]) if target.get("roundoff_basis") else None
+    return recorded or RoundingBasis(kind="roundoff", factor=ROUNDOFF_FACTOR, dtype=target["dtype"])
 
 
 def own_error_excess(value: float, ratio: float | None, allowed: float, factor: float, have_floor: bool,
@@ -392,11 +406,11 @@ def own_error_excess(value: float, ratio: float | None, allowed: float, factor: 
     "contraction"}, out of line). Pure."""
     if have_floor:
         excess = ratio is not None and ratio > factor * allowed
-        return ratio, {"basis": "noise floor"}, bool(excess or not math.isfinite(value))
+        return ratio, RoundingBasis(kind="floor").fields(), bool(excess or not math.isfinite(value))
     basis = roundoff_basis(dtype, contraction)
     ratio = value / basis["allowed"]
-    return ratio, {"basis": basis["basis"], "basis_factor": basis["factor"], "contraction": contraction}, bool(
-        ratio > 1 or not math.isfinite(value))
+    fields = RoundingBasis(kind="roundoff", factor=basis["factor"], dtype=dtype, contraction=contraction).fields()
+    return ratio, fields, bool(ratio > 1 or not math.isfinite(value))
 
 
 def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str,

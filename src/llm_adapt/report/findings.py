@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, basis_text, in_lang, probe_words, reason, rendered,
+from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, in_lang, probe_words, reason, rendered,
                                 rendered_warnings, restored)
 
 from llm_adapt.status import JUDGED, worst
@@ -143,8 +144,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     target = main_target(acc)
     if target:
         where = target.get("first_local_excess")
-        basis = T["floor_basis"] if target.get("floor") else basis_text(target["roundoff_basis"], lang) \
-            if target.get("roundoff_basis") else T["roundoff_basis"].format(dtype=target["dtype"])
+        basis = T["floor_basis"] if target.get("floor") else target_basis(target).words(lang)
         loc = T["loc"].format(name=_located(where, T)) if where else T["noloc"].format(basis=basis)
         out.append((1 if target["verdict"]["status"] != "PASS" else 3,
                     T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.errors import UsageError
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
@@ -81,6 +82,7 @@ def context(run: RunData, plots: dict[str, str], lang: str, page: bool = False) 
             "check_in": lambda check: rendered_check(check, lang),
             "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
             "basis_in": lambda row: basis_text(row, lang),
+            "target_basis_in": lambda target: target_basis(target).words(lang),
             "keyed_in": lambda text, key: in_lang(text, key, lang),
             "keyed_all": lambda texts, keys: in_lang_all(texts, keys, lang),
             "op_name": lambda name: operator_name(name, lang),
