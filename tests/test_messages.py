@@ -209,3 +209,16 @@ def test_every_probe_name_and_status_has_its_chinese():
     assert set(PROBES) | statuses <= set(PROBE_WORDS["zh"])
     assert probe_words("chat completion", "zh") == "对话补全" and probe_words("chat completion", "en") == "chat completion"
     assert probe_words("a probe of a later version", "zh") == "a probe of a later version"
+
+
+def test_each_owner_keeps_its_own_keys_in_both_languages_and_none_twice():
+    import pytest
+
+    import llm_adapt.messages as messages
+
+    assert sum(len(owner.REASONS) for owner in messages.OWNERS) == len(REASONS)  # no key lost, none shared
+    for owner in messages.OWNERS:
+        for key, texts in owner.REASONS.items():
+            assert set(texts) == {"en", "zh"}, (owner.__name__, key)
+    with pytest.raises(ValueError, match="defined twice"):
+        messages._merged([messages.run, messages.run])

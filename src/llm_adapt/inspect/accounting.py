@@ -160,7 +160,7 @@ class Reconciliation:
         return self.from_config == self.from_weights and not (self.unexpected or self.missing or self.mismatched)
 
     def warnings(self) -> list[str]:
-        """The differences in words (Reasons: messages.py keys them for the report's other language)."""
+        """The differences in words (Reasons: messages/ keys them for the report's other language)."""
         out = []
         if self.unexpected:
             out.append(reason("acct_unexpected", groups=_names(self.unexpected)))
@@ -181,7 +181,7 @@ class Reconciliation:
 
 
 def _names(groups: list[Group]) -> str:
-    """The groups, "; "-separated, as a Reason that nests one per group (messages.py "inv_both")."""
+    """The groups, "; "-separated, as a Reason that nests one per group (messages/ "inv_both")."""
     named = [reason("acct_group", name=g.name, tensors=g.tensors, noun=reason("acct_tensors" if g.tensors != 1 else
                                                                              "acct_tensor"), params=g.params)
              for g in groups]

@@ -44,6 +44,6 @@ def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
     status = NOT_APPLICABLE if not applies else FEASIBLE if not reasons else NOT_FEASIBLE
     return {"length": length, "seqs": seqs, "status": status, "feasible": None if not applies else not reasons,
             "reasons": [str(r) for r in reasons],
-            "reason_keys": [keyed(r) for r in reasons],  # their message keys (messages.py), for the other language
+            "reason_keys": [keyed(r) for r in reasons],  # their message keys (messages/), for the other language
             "needed_blocks": need, "pool_blocks": usable, "block_size": block, "pool_tokens": usable * block,
             "longest_at_seqs": longest, "seqs_at_length": at_length, "source": SOURCE}

@@ -41,7 +41,7 @@ class Caveat:
     text: str
     check: str
     source: str
-    text_key: dict[str, Any] | None = None  # the message keys of text, check and source (messages.py; a source that
+    text_key: dict[str, Any] | None = None  # the message keys of text, check and source (messages/; a source that
     check_key: dict[str, Any] | None = None  # is a citation has none), for the report's other language
     source_key: dict[str, Any] | None = None
 

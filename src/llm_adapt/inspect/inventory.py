@@ -58,7 +58,7 @@ class ModelFacts:
     evidence: dict[str, str] = field(default_factory=dict)  # fact name -> where it was read
     aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
     trace_note: str = ""
-    # the message keys of the notes and the evidence (messages.py), for the report's other language:
+    # the message keys of the notes and the evidence (messages/), for the report's other language:
     # {"source_note": {"key", "args"}, "trace_note": ..., "evidence.norm": ...}; given as Reasons, gathered here
     keys: dict[str, Any] = field(default_factory=dict)
 
@@ -135,7 +135,7 @@ class Row:
     name: str
     value: str
     evidence: str
-    value_key: dict[str, Any] | None = None  # the message keys of the value and the evidence (messages.py)
+    value_key: dict[str, Any] | None = None  # the message keys of the value and the evidence (messages/)
     evidence_key: dict[str, Any] | None = None
 
 

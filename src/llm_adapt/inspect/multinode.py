@@ -72,7 +72,7 @@ class Form:
     reason: str  # why not, when not available ("" when it is)
     parallel: dict[str, int]
     nodes: list[NodeCommands]
-    reason_key: dict | None = None  # the reason's message key and arguments (messages.py)
+    reason_key: dict | None = None  # the reason's message key and arguments (messages/)
 
 
 def serve_command(base: Command) -> Command:

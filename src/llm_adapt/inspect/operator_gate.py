@@ -21,7 +21,7 @@ CUDA_PACKAGES = frozenset({"flash_attn", "flash_attn_2_cuda", "xformers", "apex"
                            "deep_gemm", "flashinfer", "fused_dense_lib", "rotary_emb", "dropout_layer_norm",
                            "selective_scan_cuda", "bitsandbytes"})
 EXTENSION_CALLS = frozenset({"load_inline", "load", "CUDAExtension", "CppExtension"})
-# the skill's conclusion per kind, worded in messages.py (both languages)
+# the skill's conclusion per kind, worded in messages/ (both languages)
 CONCLUSION = {kind: reason("og_" + kind.replace("-", "_")) for kind in (TORCH, TRITON, CUDA_FALLBACK, CUDA)}
 ORDER = (TORCH, TRITON, CUDA_FALLBACK, CUDA)  # worst last
 SOURCE = ("vLLM-Ascend model-adapter skill, SKILL.md 'Operator gate' and workflow-checklist.md §5 "

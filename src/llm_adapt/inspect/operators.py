@@ -15,7 +15,7 @@ class Operator:
     value: str  # e.g. "RMSNorm with (1 + w): x / rms(x) * (1 + w) (eps 1e-06)"
     evidence: str = ""  # where the value was read
     caveats: list[str] = field(default_factory=list)
-    # the message keys (messages.py) of the value, the evidence and each caveat, for the report's other language
+    # the message keys (messages/) of the value, the evidence and each caveat, for the report's other language
     value_key: dict[str, Any] | None = None
     evidence_key: dict[str, Any] | None = None
     caveat_keys: list[dict[str, Any] | None] = field(default_factory=list)

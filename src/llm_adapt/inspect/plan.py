@@ -119,7 +119,7 @@ class DeployPlan(BaseModel):
     mode_commands: dict[str, PlanCommand] = Field(alias="argv")
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[str] = []
-    warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages.py), or None
+    warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages/), or None
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
     tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
     tool_calling: dict | None = None  # ToolCalling.to_dict: the tool-call parser the commands start with, and why

@@ -48,7 +48,7 @@ class Strategy:
     evidence: list[str] = field(default_factory=list)
     trial: dict[str, Any] | None = None
     plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
-    headline_key: dict[str, Any] | None = None  # the headline's message key and arguments (messages.py)
+    headline_key: dict[str, Any] | None = None  # the headline's message key and arguments (messages/)
     evidence_keys: list[dict[str, Any] | None] = field(default_factory=list)  # one per evidence line (None: no key)
 
     def to_dict(self) -> dict[str, Any]:

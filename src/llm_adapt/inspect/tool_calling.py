@@ -40,7 +40,7 @@ class ToolCalling:
     flags that enable it (where it is not enabled: what a user would add)."""
 
     parser: str | None
-    evidence: Any  # a Reason (messages.py)
+    evidence: Any  # a Reason (messages/)
     flags: str
 
     @property

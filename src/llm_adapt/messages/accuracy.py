@@ -1,0 +1,326 @@
+"""The accuracy room's words: endpoint accuracy's requests and sections, the judged checks of a verdict
+(accuracy/verdict.py, accuracy/endpoint.py) and a located fault's value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+REASONS: dict[str, dict[str, str]] = {
+    # endpoint accuracy's requests (accuracy/endpoint_requests.py) and sections (accuracy/endpoint.py)
+    "rq_tokenize": {"en": "POST /tokenize", "zh": "POST /tokenize"},
+    "rq_prompt_logprobs": {"en": "prompt_logprobs request", "zh": "prompt_logprobs 请求"},
+    "rq_greedy": {"en": "greedy request", "zh": "贪心请求"},
+    "er_nonfinite": {"en": "{what}: the server's log-probs are NaN/Inf ({text})",
+                     "zh": "{what}：服务端的 log-prob 为 NaN/Inf（「{text}」）"},
+    "er_too_long": {"en": "the server refused it for its length: {text}", "zh": "服务端因长度拒绝：「{text}」"},
+    "er_refused": {"en": "{what} answered {status}: {text}", "zh": "{what} 返回 {status}：「{text}」"},
+    "er_exception": {"en": "{what}: {error}: {text}", "zh": "{what}：{error}：「{text}」"},
+    "er_not_json": {"en": "{what}: the answer is not JSON ({text})", "zh": "{what}：回答不是 JSON（「{text}」）"},
+    "er_gone": {"en": "the server stopped answering ({error})", "zh": "服务端停止响应（{error}）"},
+    "es_not_reached": {"en": "not reached", "zh": "未执行到"},
+    "rf_model_limit": {"en": "the model's max_position_embeddings", "zh": "模型的 max_position_embeddings"},
+    "rf_served_limit": {"en": "the served max_model_len", "zh": "服务端的 max_model_len"},
+    "rf_too_long": {"en": "{prompt} prompt + {new} new tokens exceed {what} ({limit})",
+                    "zh": "提示词 {prompt} 个 token + 新生成 {new} 个 token，超过{what}（{limit}）"},
+    "cr_chunks_missing": {"en": "the prefill was split into chunks (chunked prefill) and not every chunk was recorded; "
+                                "raise --max-num-batched-tokens",
+                          "zh": "预填充被分块执行（chunked prefill），且并非每块都被记录；请调大 --max-num-batched-tokens"},
+    "cr_no_record": {"en": "no record of this prompt's prefill", "zh": "没有这条提示词预填充的记录"},
+}
+
+
+# The judged checks of a verdict (accuracy/verdict.py, accuracy/endpoint.py), as keys with arguments:
+# each language gives a check's name, its threshold, its source and, where the value has words, its
+# value. A field given as {form: text} picks its text by the argument "form". A language that leaves a
+# field out shows the English one (a citation is shown as cited).
+_GREEDY_EN = ("binomial tail at the floor's rate (genuine+1)/(prompts+2): p >= {warn_p} pass, >= {fail_p} warn, "
+              "else fail")
+_GREEDY_ZH = "按噪声基线的发生率 (genuine+1)/(prompts+2) 计算二项分布尾概率：p >= {warn_p} 通过，>= {fail_p} 警告，否则失败"
+_GREEDY_SOURCE = {"en": "vLLM tests: a divergence outside the tie margin (and not mutual top-k) is real",
+                  "zh": "vLLM 测试的做法：并列容差之外（且不互为 top-k）的分歧才是真实分歧"}
+_SPREAD_EN = "<= {allowed} (1 + {k:g} x the floor's spread) pass, twice that warn"
+_SPREAD_ZH = "<= {allowed}（1 + {k:g} × 噪声基线的波动）通过，两倍以内警告"
+_TOP1_EN = "within 2 standard errors of the floor, else mismatch ratio <= 2 warn"
+_TOP1_ZH = "与噪声基线相差不超过 2 个标准误，否则不一致率之比 <= 2 为警告"
+_DECODE_SOURCE = {"en": "the server's own decode log-probs against the gold on the shared prefix",
+                  "zh": "服务端自身解码得到的 log-prob 与金标准在共同前缀上对比"}
+
+CHECKS: dict[str, dict[str, dict[str, Any]]] = {
+    "template": {
+        "en": {"name": "the target's own chat template / tokenizer", "value": "{count} prompts render differently{examples}",
+               "threshold": "0 differences", "source": "a deployment of the target must see the tokens that were judged"},
+        "zh": {"name": "目标模型自身的对话模板 / 分词器", "value": "{count} 条提示词渲染结果不同{examples}",
+               "threshold": "0 处差异", "source": "目标模型的部署必须看到被评判的同一组 token"}},
+    "nonfinite": {
+        "en": {"name": "NaN/Inf in hidden states or logits", "value": {"none": "none", "some": "{where}"},
+               "threshold": "none allowed where the reference is finite", "source": "msprobe: NaN/Inf mismatch is an error"},
+        "zh": {"name": "隐藏状态或 logits 中的 NaN/Inf", "value": {"none": "无", "some": "{where}"},
+               "threshold": "参考输出有限处不允许出现", "source": "msprobe：NaN/Inf 不一致即为错误"}},
+    "cosine_local": {
+        "en": {"name": "lowest per-token cosine of a layer's own output", "threshold": ">= 0.99 pass, >= 0.9 warn",
+               "source": "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error (each layer on the "
+                         "reference's input, as msprobe compares one API)"},
+        "zh": {"name": "单层自身输出的最低逐 token 余弦相似度", "threshold": ">= 0.99 通过，>= 0.9 警告",
+               "source": "msprobe：余弦 < 0.99（且最大绝对误差 > 1e-3）或 < 0.9 即为错误（每层以参考输入计算，与 msprobe "
+                         "比较单个 API 相同）"}},
+    "cosine_all": {
+        "en": {"name": "lowest per-token cosine over all layers", "threshold": ">= 0.99 pass, >= 0.9 warn",
+               "source": "msprobe: cosine < 0.99 (with max abs err > 1e-3) or < 0.9 is an error"},
+        "zh": {"name": "所有层中最低的逐 token 余弦相似度", "threshold": ">= 0.99 通过，>= 0.9 警告",
+               "source": "msprobe：余弦 < 0.99（且最大绝对误差 > 1e-3）或 < 0.9 即为错误"}},
+    "localized": {
+        "en": {"name": "a layer's own error out of line", "value": {"none": "none"},
+               "threshold": {"none": "no layer above its basis",
+                             "some": "FAIL on the reference's device and dtype (must match to rounding), else WARN"},
+               "source": {"none": "shadow (local) error, torch numeric suite's idea",
+                          "some": "shadow (local) error against the measured floor or, without one, the rounding a "
+                                  "correct kernel makes: unit roundoffs of the dtype, growing with the square root of "
+                                  "the layer's longest sum (Higham & Mary 2019)"}},
+        "zh": {"name": "单层自身误差超出界限", "value": {"none": "无"},
+               "threshold": {"none": "没有层超出其基准",
+                             "some": "在参考设备与精度上为 FAIL（须与舍入误差一致），否则为 WARN"},
+               "source": {"none": "影子（局部）误差，沿用 PyTorch Numeric Suite 的思路",
+                          "some": "影子（局部）误差，对比实测噪声基线；无基线时对比正确内核的舍入误差：该精度的单位舍入误差，"
+                                  "随该层最长求和长度的平方根增长（Higham & Mary 2019）"}}},
+    "layer_ratio": {
+        "en": {"name": "worst layer error / noise floor (rel. L2)",
+               "threshold": {"none": "a floor per layer", "some": _SPREAD_EN},
+               "source": {"none": "no comparable layer",
+                          "some": "msprobe benchmark ratio against {floor}, widened by the floor's measured spread"}},
+        "zh": {"name": "最差层误差 / 噪声基线（相对 L2）",
+               "threshold": {"none": "每层都需要噪声基线", "some": _SPREAD_ZH},
+               "source": {"none": "没有可比较的层",
+                          "some": "msprobe 的基准比值，对比 {floor}，并按噪声基线的实测波动放宽"}}},
+    "kl_ratio": {
+        "en": {"name": "mean KL / noise floor", "threshold": _SPREAD_EN,
+               "source": "msprobe benchmark ratio applied to llama.cpp's KL, against {floor}"},
+        "zh": {"name": "平均 KL / 噪声基线", "threshold": _SPREAD_ZH,
+               "source": "把 msprobe 的基准比值用于 llama.cpp 的 KL，对比 {floor}"}},
+    "top1_ratio": {
+        "en": {"name": {"all": "same top-1 rate", "decisive": "same top-1 rate outside the {margin:g}-nat tie margin"},
+               "value": {"all": "{rt} vs floor {rf}",
+                         "decisive": "{rt} vs floor {rf} ({decisive} of {positions} positions; all positions: "
+                                     "{all_t:.4f} vs {all_f:.4f})"},
+               "threshold": _TOP1_EN,
+               "source": {"all": "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1))",
+                          "decisive": "llama.cpp's same-top rate and its uncertainty sqrt(p(1-p)/(n-1)); the tie "
+                                      "margin as for greedy divergences (lighteval)"}},
+        "zh": {"name": {"all": "top-1 一致率", "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率"},
+               "value": {"all": "{rt}，噪声基线 {rf}",
+                         "decisive": "{rt}，噪声基线 {rf}（{positions} 个位置中的 {decisive} 个；全部位置："
+                                     "{all_t:.4f} 对 {all_f:.4f}）"},
+               "threshold": _TOP1_ZH,
+               "source": {"all": "llama.cpp 的 top-1 一致率及其不确定度 sqrt(p(1-p)/(n-1))",
+                          "decisive": "llama.cpp 的 top-1 一致率及其不确定度 sqrt(p(1-p)/(n-1))；并列容差与贪心分歧相同"
+                                      "（lighteval）"}}},
+    "ppl": {
+        "en": {"name": "ln PPL ratio vs floor",
+               "value": {"none": "{ln_t}", "some": "{ln_t:+.4f} vs floor {ln_f:+.4f}"},
+               "threshold": {"none": "finite", "some": "|difference| <= {allowed:.4f} ({k:g} standard errors + "
+                                                      "{tolerance}) pass, twice that warn"},
+               "source": {"none": "llama.cpp's ln(PPL(Q)/PPL(base))",
+                          "some": "llama.cpp's ln(PPL(Q)/PPL(base)), against {floor}"}},
+        "zh": {"name": "ln PPL 比值（对比噪声基线）",
+               "value": {"none": "{ln_t}", "some": "{ln_t:+.4f}，噪声基线 {ln_f:+.4f}"},
+               "threshold": {"none": "须为有限值", "some": "|差值| <= {allowed:.4f}（{k:g} 个标准误 + {tolerance}）通过，"
+                                                         "两倍以内警告"},
+               "source": {"none": "llama.cpp 的 ln(PPL(Q)/PPL(base))",
+                          "some": "llama.cpp 的 ln(PPL(Q)/PPL(base))，对比 {floor}"}}},
+    "greedy": {
+        "en": {"name": "genuine greedy divergences", "value": "{nt} of {n} vs floor {nf} (p = {p:.3g})",
+               "threshold": _GREEDY_EN, "source": _GREEDY_SOURCE["en"]},
+        "zh": {"name": "贪心解码的真实分歧", "value": "{n} 条中 {nt} 条，噪声基线 {nf}（p = {p:.3g}）",
+               "threshold": _GREEDY_ZH, "source": _GREEDY_SOURCE["zh"]}},
+    "kl_absolute": {
+        "en": {"name": "mean KL (no noise floor measured)", "threshold": "<= {pass_at} pass, <= {warn_at} warn",
+               "source": "absolute budget: the target runs on the reference's device"},
+        "zh": {"name": "平均 KL（未测噪声基线）", "threshold": "<= {pass_at} 通过，<= {warn_at} 警告",
+               "source": "绝对预算：目标与参考在同一设备上运行"}},
+    "top1_absolute": {
+        "en": {"name": {"all": "same top-1 rate (no noise floor measured)",
+                        "decisive": "same top-1 rate outside the {margin:g}-nat tie margin (no noise floor measured)"},
+               "value": {"decisive": "{rate} ({decisive} of {positions} positions; all positions: {all_t:.4f})"},
+               "threshold": ">= {pass_at} pass, >= {warn_at} warn",
+               "source": {"all": "absolute budget",
+                          "decisive": "absolute budget; the tie margin as for greedy divergences (lighteval): a flip "
+                                      "where the gold's own top two are that close is rounding"}},
+        "zh": {"name": {"all": "top-1 一致率（未测噪声基线）",
+                        "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率（未测噪声基线）"},
+               "value": {"decisive": "{rate}（{positions} 个位置中的 {decisive} 个；全部位置：{all_t:.4f}）"},
+               "threshold": ">= {pass_at} 通过，>= {warn_at} 警告",
+               "source": {"all": "绝对预算",
+                          "decisive": "绝对预算；并列容差与贪心分歧相同（lighteval）：金标准自身前两名如此接近时的翻转属于舍入误差"}}},
+    "ppl_absolute": {
+        "en": {"name": "ln PPL ratio (no noise floor measured)", "value": {"none": "{ln}", "some": "{ln:+.4f}"},
+               "threshold": {"none": "finite", "some": "|x| <= {pass_at} pass, <= {warn_at} warn"},
+               "source": {"none": "llama.cpp's ln PPL ratio", "some": "absolute budget on llama.cpp's ln PPL ratio"}},
+        "zh": {"name": "ln PPL 比值（未测噪声基线）", "value": {"none": "{ln}", "some": "{ln:+.4f}"},
+               "threshold": {"none": "须为有限值", "some": "|x| <= {pass_at} 通过，<= {warn_at} 警告"},
+               "source": {"none": "llama.cpp 的 ln PPL 比值", "some": "对 llama.cpp 的 ln PPL 比值设定的绝对预算"}}},
+    "greedy_absolute": {
+        "en": {"name": "genuine greedy divergences (no noise floor measured)", "value": "{n} of {total} (p = {p:.3g})",
+               "threshold": _GREEDY_EN + " (floor count taken as 0)", "source": _GREEDY_SOURCE["en"]},
+        "zh": {"name": "贪心解码的真实分歧（未测噪声基线）", "value": "{total} 条中 {n} 条（p = {p:.3g}）",
+               "threshold": _GREEDY_ZH + "（噪声基线计为 0）", "source": _GREEDY_SOURCE["zh"]}},
+    "stops": {
+        "en": {"name": "stop positions", "value": "answers end early in {early}, late in {late} of {n} prompts",
+               "threshold": "0 genuine early or late stops",
+               "source": "a stop where the reference's margin for going on (or stopping) exceeds the tie margin: "
+                         "the EOS list or the stop handling differs"},
+        "zh": {"name": "停止位置", "value": "{n} 条提示词中，提前结束 {early} 条，延后结束 {late} 条",
+               "threshold": "真实的提前或延后停止为 0",
+               "source": "参考模型继续（或停止）的把握超过并列容差处的停止：EOS 列表或停止处理不同"}},
+    # served (endpoint accuracy)
+    "served_tokenization": {
+        "en": {"name": "server tokenization / chat template", "value": "{count} of {checked} prompts differ",
+               "threshold": "0 differences", "source": "the server must see the tokens we judge"},
+        "zh": {"name": "服务端分词 / 对话模板", "value": "{checked} 条提示词中 {count} 条不同",
+               "threshold": "0 处差异", "source": "服务端必须看到我们评判的同一组 token"}},
+    "served_nonfinite": {
+        "en": {"name": "NaN/Inf in the server's log-probs", "value": "{count} positions", "threshold": "none allowed",
+               "source": "msprobe: NaN/Inf mismatch is an error"},
+        "zh": {"name": "服务端 log-prob 中的 NaN/Inf", "value": "{count} 个位置", "threshold": "不允许出现",
+               "source": "msprobe：NaN/Inf 不一致即为错误"}},
+    "served_kl_ratio": {
+        "en": {"name": "top-k KL / noise floor", "threshold": "<= {allowed:.3f} (1 + {k:g} x the floor's spread) pass, "
+                                                              "twice that warn",
+               "source": "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"},
+        "zh": {"name": "top-k KL / 噪声基线", "threshold": "<= {allowed:.3f}（1 + {k:g} × 噪声基线的波动）通过，两倍以内警告",
+               "source": "把 msprobe 的基准比值用于 llama.cpp 的 KL（top-k 下界），对比进程内噪声基线"}},
+    "served_top1": {
+        "en": {"name": {"all": "same top-1 rate", "decisive": "same top-1 rate outside the {margin:g}-nat tie margin"},
+               "value": {"all": "{rt:.4f} vs floor {rf:.4f}",
+                         "decisive": "{rt:.4f} vs floor {rf:.4f} ({decisive} of {positions} positions; all positions: "
+                                     "{all_t:.4f} vs {all_f:.4f})"},
+               "threshold": _TOP1_EN,
+               "source": "llama.cpp's same-top rate; the tie margin as for greedy divergences (lighteval)"},
+        "zh": {"name": {"all": "top-1 一致率", "decisive": "并列容差（{margin:g} nat）之外的 top-1 一致率"},
+               "value": {"all": "{rt:.4f}，噪声基线 {rf:.4f}",
+                         "decisive": "{rt:.4f}，噪声基线 {rf:.4f}（{positions} 个位置中的 {decisive} 个；全部位置："
+                                     "{all_t:.4f} 对 {all_f:.4f}）"},
+               "threshold": _TOP1_ZH,
+               "source": "llama.cpp 的 top-1 一致率；并列容差与贪心分歧相同（lighteval）"}},
+    "same_dtype_kl": {
+        "en": {"name": "top-k KL at the gold's dtype", "value": "{kl:.3g}", "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn",
+               "source": "served at the gold's dtype: equal to rounding (a clean fp32 vLLM-CPU server: 4.5e-9)"},
+        "zh": {"name": "与金标准同精度下的 top-k KL", "value": "{kl:.3g}", "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告",
+               "source": "以金标准的精度部署：应与舍入误差一致（干净的 fp32 vLLM-CPU 服务：4.5e-9）"}},
+    "same_dtype_top1": {
+        "en": {"name": "same top-1 rate at the gold's dtype", "value": "{rate:.4f}",
+               "threshold": ">= {pass_at:g} pass, >= {warn_at:g} warn (outside the tie margin)",
+               "source": "served at the gold's dtype"},
+        "zh": {"name": "与金标准同精度下的 top-1 一致率", "value": "{rate:.4f}",
+               "threshold": ">= {pass_at:g} 通过，>= {warn_at:g} 警告（并列容差之外）", "source": "以金标准的精度部署"}},
+    "decode_kl_ratio": {
+        "en": {"name": "decode-side top-k KL / noise floor",
+               "threshold": "<= {allowed:.3f} pass (the teacher-forced spread), twice that warn", "source": _DECODE_SOURCE["en"]},
+        "zh": {"name": "解码侧 top-k KL / 噪声基线", "threshold": "<= {allowed:.3f} 通过（teacher-forced 的波动），两倍以内警告",
+               "source": _DECODE_SOURCE["zh"]}},
+    "decode_same_dtype_kl": {
+        "en": {"name": "decode-side top-k KL at the gold's dtype", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn", "source": _DECODE_SOURCE["en"]},
+        "zh": {"name": "与金标准同精度下的解码侧 top-k KL", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告", "source": _DECODE_SOURCE["zh"]}},
+}
+CHECK_FIELDS = ("name", "value", "threshold", "source")
+# words a check's arguments carry (what a ratio is against), in the other languages
+ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold itself (same dtype)": "金标准本身（同精度）",
+                    "n/a": "无"}}
+
+
+PARTS = {"zh": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
+                "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"}}
+LOCATED = {"en": {"layer": "{layer}: {ratio}x its {basis}", "part": "; in it the {part}: {ratio}x its {basis}",
+                  "channels": ", {share:.0%} of its error in {count} of {of} output channels ({top})",
+                  "heads": ", {share:.0%} of its error in {heads}",
+                  "head_list": "head{plural} {heads} of {of}", "kv": " (KV head {kv})"},
+           "zh": {"layer": "{layer}：{ratio}× {basis}", "part": "；其中{part}：{ratio}× {basis}",
+                  "channels": "，{share:.0%} 的误差集中在 {of} 个输出通道中的 {count} 个（{top}）",
+                  "heads": "，{share:.0%} 的误差集中在{heads}",
+                  "head_list": " {of} 个注意力头中的第 {heads} 个", "kv": "（KV 头 {kv}）"}}
+
+
+def located_value(args: dict[str, Any], lang: str) -> str:
+    """The value of "a layer's own error out of line": the layer against its basis and, where the part pass
+    named one, the part, with the channels or heads its error sits in. Pure."""
+    words = LOCATED.get(lang, LOCATED["en"])
+    text = words["layer"].format(layer=args["layer"], ratio=args["ratio"], basis=basis_text(args, lang))
+    part = args.get("part")
+    if not part:
+        return text
+    text += words["part"].format(part=PARTS.get(lang, {}).get(part["name"], part["name"]), ratio=part["ratio"],
+                                 basis=basis_text(part, lang))
+    if (channels := part.get("channels")) and channels.get("concentrated"):
+        text += words["channels"].format(share=channels["share"], count=channels["count"], of=channels["of"],
+                                         top=", ".join(map(str, channels["top"])))
+    if (heads := part.get("heads")) and heads.get("concentrated"):
+        text += words["heads"].format(share=heads["share"], heads=head_list(heads, lang))
+    return text
+
+
+def head_list(heads: dict[str, Any], lang: str = "en") -> str:
+    """'head 4 of 9 (KV head 1)' or 'heads 3, 4, 5 of 9 (KV head 1)' from sublayer.head_concentration. Pure."""
+    words, named = LOCATED.get(lang, LOCATED["en"]), heads["heads"]
+    text = words["head_list"].format(plural="s" if len(named) > 1 else "", heads=", ".join(map(str, named)),
+                                     of=heads["of"])
+    return text + (words["kv"].format(kv=heads["kv_head"]) if heads.get("kv_head") is not None else "")
+
+
+VALUE_BUILDERS = {"localized": located_value}  # checks whose value is built from structured arguments
+
+
+def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | None) -> str | None:
+    """A check's field in `lang` from its key and arguments; None where the table has no such field (the
+    value is then the figure itself) or the arguments do not fit it (another version's check). Pure."""
+    entry = CHECKS.get(key or "")
+    if not entry:
+        return None
+    words = ARG_WORDS.get(lang, {})
+    args = {k: words.get(v, v) if isinstance(v, str) else v for k, v in (args or {}).items()}
+    if field == "value" and key in VALUE_BUILDERS and args.get("form") == "some":
+        try:
+            return VALUE_BUILDERS[key](args, lang)
+        except (KeyError, IndexError, ValueError, TypeError):  # another version's arguments: the stored words
+            return None
+    text = entry.get(lang, {}).get(field, entry["en"].get(field))
+    if isinstance(text, dict):
+        text = text.get(args.get("form"))
+    if text is None:
+        return None
+    try:
+        return text.format(**args)
+    except (KeyError, IndexError, ValueError, TypeError):  # e.g. a figure saved as null: its stored words
+        return None
+
+
+def rendered_check(check: dict[str, Any], lang: str) -> dict[str, Any]:
+    """The check with its words in `lang` (a check without a key, or a field that does not render, as
+    stored). Pure."""
+    out = dict(check)
+    for field in CHECK_FIELDS:
+        text = check_text(check.get("key"), field, lang, check.get("args"))
+        if text is not None:
+            out[field] = text
+    return out
+
+
+def verdict_reasons(verdict: dict[str, Any], lang: str) -> list[str]:
+    """A verdict's reasons in `lang`: the reasons its out-of-line checks gave (each "name: value", from its
+    key) and then the ones that did not come from a check, as written. English: as stored. Pure."""
+    reasons = list(verdict.get("reasons") or [])
+    if lang == "en":
+        return reasons
+    bad = [c for c in verdict.get("checks") or [] if c.get("status") in ("warn", "fail")]
+    if len(bad) > len(reasons) or not all(c.get("key") in CHECKS for c in bad):
+        return reasons  # a verdict of another version: its own words
+    lines = [f"{c['name']}: {c['value']}" for c in (rendered_check(c, lang) for c in bad)]
+    return lines + reasons[len(bad):]
+
+
+def basis_text(row: dict[str, Any], lang: str) -> str:
+    """What a located layer's or part's ratio is against, in `lang`, from the basis it stores (words kept
+    by their owner, accuracy/result.RoundingBasis); a basis of another form as stored. Pure."""
+    from llm_adapt.accuracy.result import RoundingBasis
+
+    basis = RoundingBasis.of(row)
+    return basis.words(lang) if basis else (row.get("basis") or "")
