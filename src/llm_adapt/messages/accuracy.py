@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_adapt.rounding_basis import RoundingBasis
+
 REASONS: dict[str, dict[str, str]] = {
     # endpoint accuracy's requests (accuracy/endpoint_requests.py) and sections (accuracy/endpoint.py)
     "rq_tokenize": {"en": "POST /tokenize", "zh": "POST /tokenize"},
@@ -319,8 +321,6 @@ def verdict_reasons(verdict: dict[str, Any], lang: str) -> list[str]:
 
 def basis_text(row: dict[str, Any], lang: str) -> str:
     """What a located layer's or part's ratio is against, in `lang`, from the basis it stores (words kept
-    by their owner, accuracy/result.RoundingBasis); a basis of another form as stored. Pure."""
-    from llm_adapt.accuracy.result import RoundingBasis
-
+    by the record itself, rounding_basis.RoundingBasis); a basis of another form as stored. Pure."""
     basis = RoundingBasis.of(row)
     return basis.words(lang) if basis else (row.get("basis") or "")

@@ -17,7 +17,7 @@ from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason, stored
 from llm_adapt.run.state import RunState, RunStatus
-from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage
+from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
 
 def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
@@ -159,6 +159,7 @@ def _blocked(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] |
 
 
 def _run(cfg: RunConfig, state: RunState, stage: Stage) -> None:
+    state.engine_needed_later = engine_needed_after(stage.run, cfg)
     started = time.monotonic()
     _mark(cfg, state, stage.name, "running")
     try:

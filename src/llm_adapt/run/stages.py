@@ -156,20 +156,13 @@ def layers(cfg: RunConfig, state: RunState) -> None:
 
 def _restore_graph(cfg: RunConfig, state: RunState, engine: str) -> None:
     """After a graph deployment's eager capture, the graph-mode engine again, where a later stage uses it."""
-    if cfg.graph and engine_needed_later(cfg):
+    if cfg.graph and state.engine_needed_later:
         cfg.log("layers: restarting the graph-mode deployment for the stages after this one")
         _restart(cfg, state, engine, state.inspect, mode="graph")
 
 
 def _restart(cfg: RunConfig, state: RunState, engine: str, inspected, mode: str) -> None:
     state.engine.restart(inspected, cfg.out, engine=engine, **engine_options(cfg, mode))
-
-
-def engine_needed_later(cfg: RunConfig) -> bool:
-    """Whether a stage after `layers` talks to the engine (so it must be the deployment as planned)."""
-    from llm_adapt.run.table import engine_needed_after
-
-    return engine_needed_after(layers, cfg)
 
 
 def eager_against_graph(cfg: RunConfig, state: RunState) -> dict:

@@ -42,6 +42,9 @@ class RunState:
     inspect: "InspectResult | None" = None
     gold: "Gold | None" = None  # the reference measured in-process, reused by endpoint accuracy
     engine: "EngineSlot" = field(default_factory=_empty_slot)  # the engine this run started, if any
+    # whether a stage after the running one talks to the engine (set by the pipeline from the stage table):
+    # a stage that changed the engine puts the deployment as planned back only then
+    engine_needed_later: bool = False
 
     @property
     def server(self) -> "ManagedServer | None":

@@ -69,6 +69,7 @@ def wanted(stage: Stage, cfg: RunConfig) -> bool:
 
 
 def engine_needed_after(run: StageFn, cfg: RunConfig) -> bool:
-    """Whether a stage after the one that `run`s, and that this run means to run, talks to the engine."""
-    later = next(i for i, s in enumerate(TABLE) if s.run is run) + 1
-    return any(s.needs_endpoint and wanted(s, cfg) for s in TABLE[later:])
+    """Whether a stage after the one that `run`s, and that this run means to run, talks to the engine (a
+    stage function not in the table, as a test gives, has every stage after it)."""
+    at = next((i for i, s in enumerate(TABLE) if s.run is run), -1)
+    return any(s.needs_endpoint and wanted(s, cfg) for s in TABLE[at + 1:])
