@@ -35,6 +35,7 @@ from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.messages import keyed
 from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt.accuracy.result import LayerRow, LocatedFault, Verdict
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
 
@@ -201,9 +202,9 @@ class LayersResult(StageResult):
     served_dtype: str
     error_kind: str
     prompts: dict[str, Any]  # count, captured, missing (with why)
-    layers: list[dict[str, Any]]
-    first_local_excess: dict[str, Any] | None
-    verdict: dict[str, Any]
+    layers: list[LayerRow]
+    first_local_excess: LocatedFault | None
+    verdict: Verdict
     seconds: dict[str, float]
     # a graph deployment's escalation: both modes' endpoint figures and the likely cause (run/stages.py)
     modes: dict[str, Any] | None = None

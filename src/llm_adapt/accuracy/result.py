@@ -2,14 +2,87 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, with_config
+from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 
-__all__ = ["AccuracyResult", "RoundingBasis", "Row", "RunnerReport"]
+__all__ = ["AccuracyResult", "Check", "LayerRow", "LocatedFault", "PartRow", "RoundingBasis", "Row", "RunnerReport",
+           "Verdict"]
+
+# The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
+# typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
+# dicts, so the JSON files keep their shape and every reader keeps its access. Fields not declared (a
+# measure's own extras) are kept as they are.
+Status = Literal["pass", "warn", "fail"]
+
+
+@with_config(ConfigDict(extra="allow"))
+class Check(TypedDict):
+    """One judged check: its English words, its status, and the key and arguments that word it in any
+    language (messages/accuracy.py)."""
+
+    name: str
+    value: Any  # the figure itself, or its words
+    status: Status
+    threshold: str | None
+    source: str | None
+    key: str
+    args: dict[str, Any]
+
+
+@with_config(ConfigDict(extra="allow"))
+class Verdict(TypedDict):
+    """PASS / WARN / FAIL with the checks that decided it and one reason per check out of line."""
+
+    status: Literal["PASS", "WARN", "FAIL", "SKIP"]
+    reasons: list[str]
+    checks: NotRequired[list[Check]]
+    noise_floor: NotRequired[str | None]  # the floor a runner was judged against
+
+
+@with_config(ConfigDict(extra="allow"))
+class LayerRow(TypedDict):
+    """One tensor of a runner against the gold: the error at it (full) and of the layer alone, fed the
+    gold's input (local), with the ratios to the floor where there is one."""
+
+    name: str
+    rel_l2: float
+    local_rel_l2: NotRequired[float]
+    cos_min: NotRequired[float | None]
+    max_abs: NotRequired[float | None]
+    ratio: NotRequired[float | None]  # rel. L2 against the floor's
+    local_ratio: NotRequired[float | None]
+    allowed: NotRequired[float]  # the ratio the floor's spread allows
+    local_allowed: NotRequired[float]
+
+
+@with_config(ConfigDict(extra="allow"))
+class PartRow(TypedDict):
+    """One part of a located layer (its norm, attention, MLP), fed the gold's input, judged as layers are."""
+
+    name: str
+    rel_l2: float
+    ratio: NotRequired[float | None]
+    basis: NotRequired[str]  # the words of its RoundingBasis, stored beside its fields
+    excess: NotRequired[bool]
+
+
+@with_config(ConfigDict(extra="allow"))
+class LocatedFault(TypedDict):
+    """The first layer whose own error is out of line, against its basis (RoundingBasis.fields) and, where
+    the part pass ran, the part of it out of line."""
+
+    name: str
+    local_rel_l2: float
+    ratio: float | None
+    basis: str
+    part: NotRequired[str | None]
+    parts: NotRequired[list[PartRow]]
+    parts_skipped: NotRequired[Any]  # why the part pass did not run
 
 
 class Row(BaseModel):
@@ -30,9 +103,9 @@ class RunnerReport(BaseModel):
     quantized_linears: int = 0
     streaming: bool = False  # reference only: computed one layer at a time from the shards
     reused: str | None = None  # measured by an earlier call and read from the cache (accuracy/store.py): how
-    layers: list[dict[str, Any]]  # one row per tensor: full and local error, ratios to the floor
+    layers: list[LayerRow]  # one row per tensor: full and local error, ratios to the floor
     depth_fit: dict[str, float]
-    first_local_excess: dict[str, Any] | None  # where to look first
+    first_local_excess: LocatedFault | None  # where to look first
     first_nonfinite: str | None
     logits: dict[str, Any]
     perplexity: dict[str, Any]
@@ -45,7 +118,7 @@ class RunnerReport(BaseModel):
     spread: dict[str, Any] | None = None  # floors only: how much the floor moves on another kernel path
     samples: dict[str, Any] = {}  # per-prompt sums kept for bootstrap spreads
     template_mismatches: list[str] | None = None  # --target-model: prompts its own chat template renders differently
-    verdict: dict[str, Any] | None = None
+    verdict: Verdict | None = None
 
 
 class AccuracyResult(StageResult):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.accuracy.result import RoundingBasis
+from llm_adapt.accuracy.result import Check, LayerRow, LocatedFault, PartRow, RoundingBasis, Verdict
 from llm_adapt.messages import CHECK_FIELDS, check_text
 from llm_adapt.status import severity, worst as _worst
 
@@ -38,7 +38,7 @@ def worst(statuses: list[str]) -> str:
     return _worst(statuses, default="pass").upper()
 
 
-def check(key: str, status: str, value: Any = None, **args: Any) -> dict[str, Any]:
+def check(key: str, status: str, value: Any = None, **args: Any) -> Check:
     """One judged check: its words in English (name, threshold, source, and the value where it has
     words) from messages.CHECKS[key] and `args`, with the key and arguments kept beside them so the
     report renders them in its language. `value`: the figure itself, where the value has no words."""
@@ -114,7 +114,7 @@ def msprobe_dtype_rule(cos: float, max_abs: float, share_over: dict[str, float],
 
 # ---- in-process targets ------------------------------------------------------------------------
 
-def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> dict[str, Any]:
+def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> Verdict:
     """PASS / WARN / FAIL for one runner, with the checks that decided it.
 
     target: a RunnerReport as a dict (with `vs_floor` filled when it has a floor);
@@ -131,7 +131,7 @@ def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: 
     return _verdict(checks, noise_floor=target.get("floor") if floor is not None else None)
 
 
-def judge_layers(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> dict[str, Any]:
+def judge_layers(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> Verdict:
     """The per-layer checks of `judge` alone: layers captured inside a served engine (no logits, no
     greedy tokens there). target: {"layers", "first_local_excess", "first_nonfinite"}; floor: {"label"}."""
     checks = [_nonfinite(target), _cosine(target), _localized(target, exact_expected)]
@@ -140,22 +140,22 @@ def judge_layers(target: dict[str, Any], floor: dict[str, Any] | None, exact_exp
     return _verdict(checks, noise_floor=floor["label"] if floor is not None else None)
 
 
-def _verdict(checks: list[dict[str, Any]], **extra) -> dict[str, Any]:
+def _verdict(checks: list[Check], **extra: Any) -> Verdict:
     reasons = [f"{c['name']}: {c['value']} ({c['threshold']})" for c in checks if c["status"] in ("warn", "fail")]
     return {"status": worst([c["status"] for c in checks]), "reasons": reasons, "checks": checks, **extra}
 
 
-def _template(mismatches: list[str]) -> dict:
+def _template(mismatches: list[str]) -> Check:
     return check("template", "fail" if mismatches else "pass", count=len(mismatches),
                  examples=f" ({', '.join(mismatches[:3])})" if mismatches else "")
 
 
-def _nonfinite(t) -> dict:
+def _nonfinite(t) -> Check:
     where = t.get("first_nonfinite")
     return check("nonfinite", "fail" if where else "pass", form="some" if where else "none", where=where)
 
 
-def _cosine(t) -> dict:
+def _cosine(t) -> Check:
     """msprobe's cosine rule where its premise holds: one module fed the same input in both runs.
     In process that is each layer's own output on the reference's input (`local_cos_min`); the
     accumulated error's cosine (`cos_min`) is judged only where no local one was measured (layers
@@ -170,14 +170,14 @@ def _cosine(t) -> dict:
     return check("cosine_local" if local else "cosine_all", status, _fmt(cos))
 
 
-def _localized(t, exact_expected: bool) -> dict:
+def _localized(t, exact_expected: bool) -> Check:
     where = t.get("first_local_excess")
     if not where:
         return check("localized", "pass", "none", form="none")
     return check("localized", "fail" if exact_expected else "warn", form="some", **located_args(where))
 
 
-def located_args(where: dict[str, Any]) -> dict[str, Any]:
+def located_args(where: LocatedFault) -> dict[str, Any]:
     """The located layer as a check's arguments (messages.located_value words them): the layer, its
     ratio and basis and, where the part pass named one, that part with its channels and heads."""
     args: dict[str, Any] = {"layer": where["name"], "ratio": _fmt(where.get("ratio")), **_basis_of(where)}
@@ -194,7 +194,7 @@ def _basis_of(row: dict[str, Any]) -> dict[str, Any]:
     return basis.fields() if basis else {"basis": row["basis"]} if row.get("basis") is not None else {}
 
 
-def _layer_ratio(t, f) -> dict:
+def _layer_ratio(t, f) -> Check:
     rows = [row for row in t["layers"] if "ratio" in row]
     if not rows:
         return check("layer_ratio", "fail", None, form="none")
@@ -204,13 +204,13 @@ def _layer_ratio(t, f) -> dict:
                  allowed=_fmt(row.get("allowed", 1.0)), k=K_SPREAD, floor=f["label"])
 
 
-def _kl_ratio(t, f) -> dict:
+def _kl_ratio(t, f) -> Check:
     vs = t.get("vs_floor") or {}
     ratio, allowed = vs.get("kl_ratio"), vs.get("kl_allowed", 1.0)
     return check("kl_ratio", graded(ratio, allowed), _fmt(ratio), allowed=_fmt(allowed), k=K_SPREAD, floor=f["label"])
 
 
-def _top1_vs_floor(t, f) -> dict:
+def _top1_vs_floor(t, f) -> Check:
     """Same top-1 against the floor, outside the gold's tie margin where both measured it (top1_figures)."""
     (rate, err), args = top1_figures(t["logits"], f["logits"])
     rt, et, rf, ef = t["logits"][rate], t["logits"][err], f["logits"][rate], f["logits"][err]
@@ -245,12 +245,12 @@ def top1_status(rt: float, et: float | None, rf: float, ef: float | None) -> str
     return "warn" if ratio <= 2 else "fail"
 
 
-def _ppl_vs_floor(t, f) -> dict:
+def _ppl_vs_floor(t, f) -> Check:
     return ppl_check(t["perplexity"].get("ln_ratio"), t["perplexity"].get("ln_ratio_sem"),
                      f["perplexity"].get("ln_ratio"), f["perplexity"].get("ln_ratio_sem"), f["label"])
 
 
-def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> dict:
+def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> Check:
     """ln PPL ratio against the floor's, within K standard errors of the paired difference."""
     if ln_t is None or ln_f is None or not (math.isfinite(ln_t) and math.isfinite(ln_f)):
         return check("ppl", "fail", form="none", ln_t=_fmt(ln_t))
@@ -261,19 +261,19 @@ def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: 
                  tolerance=PPL_ABS_TOLERANCE, floor=floor_label)
 
 
-def _greedy_vs_floor(t, f) -> dict:
+def _greedy_vs_floor(t, f) -> Check:
     nt, nf, n = genuine_count(t["greedy"]), genuine_count(f["greedy"]), len(t["greedy"])
     status, p = greedy_status(nt, nf, n)
     return check("greedy", status, nt=nt, n=n, nf=nf, p=p, **GREEDY_ARGS)
 
 
-def _kl_absolute(t) -> dict:
+def _kl_absolute(t) -> Check:
     kl = t["logits"]["kl_mean"]
     status = "fail" if not math.isfinite(kl) else "pass" if kl <= ABSOLUTE_KL[0] else "warn" if kl <= ABSOLUTE_KL[1] else "fail"
     return check("kl_absolute", status, _fmt(kl), pass_at=ABSOLUTE_KL[0], warn_at=ABSOLUTE_KL[1])
 
 
-def _top1_absolute(t) -> dict:
+def _top1_absolute(t) -> Check:
     """Same top-1 on an absolute budget, outside the gold's tie margin where it was measured (top1_figures)."""
     (key, _), args = top1_figures(t["logits"])
     rate = t["logits"][key]
@@ -284,7 +284,7 @@ def _top1_absolute(t) -> dict:
                  warn_at=ABSOLUTE_TOP1[1], **args)
 
 
-def _ppl_absolute(t) -> dict:
+def _ppl_absolute(t) -> Check:
     ln = t["perplexity"].get("ln_ratio")
     if ln is None or not math.isfinite(ln):
         return check("ppl_absolute", "fail", form="none", ln=_fmt(ln))
@@ -292,13 +292,13 @@ def _ppl_absolute(t) -> dict:
     return check("ppl_absolute", status, form="some", ln=ln, pass_at=ABSOLUTE_LN_PPL[0], warn_at=ABSOLUTE_LN_PPL[1])
 
 
-def _greedy_absolute(t) -> dict:
+def _greedy_absolute(t) -> Check:
     n, total = genuine_count(t["greedy"]), len(t["greedy"])
     status, p = greedy_status(n, 0, total)
     return check("greedy_absolute", status, n=n, total=total, p=p, **GREEDY_ARGS)
 
 
-def stops_check(rows: list[dict[str, Any]]) -> dict:
+def stops_check(rows: list[dict[str, Any]]) -> Check:
     """Answers that end earlier or later than the reference's, outside the tie margin."""
     early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
     late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
@@ -413,8 +413,8 @@ def own_error_excess(value: float, ratio: float | None, allowed: float, factor: 
     return ratio, fields, bool(ratio > 1 or not math.isfinite(value))
 
 
-def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str,
-                            contraction: int | None = None) -> dict[str, Any] | None:
+def find_first_local_excess(layers: list[LayerRow], factor: float, have_floor: bool, dtype: str,
+                            contraction: int | None = None) -> LocatedFault | None:
     """The first layer whose own (local) error is out of line (own_error_excess)."""
     for row in layers:
         value = row["local_rel_l2"]
@@ -428,7 +428,7 @@ def find_first_local_excess(layers, factor: float, have_floor: bool, dtype: str,
 NO_FLOOR_ERROR = 1e-9  # a floor's rel. L2 error at or below this is no error at all (metrics.ratio_or_none's tiny)
 
 
-def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dtype: str,
+def locate_part(rows: list[PartRow], factor: float, have_floor: bool, dtype: str,
                 contraction: int | None = None) -> dict[str, Any]:
     """Which part of a located layer is out of line, each part fed the reference's input, by the
     rule layers are judged by (own_error_excess). rows: [{"name", "rel_l2", "ratio"?, "allowed"?}]
@@ -451,7 +451,7 @@ def locate_part(rows: list[dict[str, Any]], factor: float, have_floor: bool, dty
 
 # ---- layers captured inside a served engine (accuracy/layers_served.py) -----------------------
 
-def first_step_up(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def first_step_up(rows: list[LayerRow]) -> LocatedFault | None:
     """Where a served fault enters, from full errors alone: of the layers whose ratio to the floor
     exceeds its allowance and steps up from the layer before by more than that step's chance spread
     (both ratios' spreads in quadrature, the same K), the one with the largest step. Pure.
@@ -471,10 +471,8 @@ def first_step_up(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         step = ratio / before_ratio
         step_allowed = 1 + K_SPREAD * math.hypot(spread, before_spread)
         if ratio > allowed and step > step_allowed:
-            steps.append({"name": row["name"], "local_rel_l2": row["rel_l2"], "ratio": ratio, "step": step,
-                          "step_allowed": step_allowed,
-                          "basis": f"noise floor, stepping up {step:.2f}x from the layer before (chance allows "
-                                   f"{step_allowed:.2f}x)"})
+            steps.append({"name": row["name"], "local_rel_l2": row["rel_l2"], "ratio": ratio,
+                          **RoundingBasis(kind="step", step=step, step_allowed=step_allowed).fields()})
         before_ratio, before_spread = ratio, spread
     if not steps:
         return None
@@ -482,8 +480,8 @@ def first_step_up(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return largest | {"other_steps": [s["name"] for s in steps if s is not largest]}
 
 
-def judged(rows: list[dict[str, Any]], floor_label: str | None, dtype: str, local_factor: float,
-           exact_expected: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def judged(rows: list[LayerRow], floor_label: str | None, dtype: str, local_factor: float,
+           exact_expected: bool) -> tuple[LocatedFault | None, Verdict]:
     """Where to look first and the verdict, by the in-process comparison's own rules; with a floor,
     where the error curve steps up first (first_step_up), else the first layer past the local factor."""
     excess = (first_step_up(rows) if floor_label is not None else None) or \
@@ -508,7 +506,7 @@ def clean_kl_bound(sections: dict[str, dict[str, Any]]) -> float:
     return floor * (tf.get("spread") or {}).get("allowed", 1.0)
 
 
-def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[str, Any]] = ()) -> Verdict:
     """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules);
     `gold_skipped`: prompts left out before the gold was measured, listed with the others."""
     checks = []
@@ -536,7 +534,7 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
     return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
 
 
-def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
+def _teacher_forced_checks(tf: dict[str, Any]) -> list[Check]:
     from llm_adapt.accuracy.metrics import ratio_or_none
 
     out = []
@@ -555,7 +553,7 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
+def same_dtype_checks(s: dict[str, Any]) -> list[Check]:
     """The server against the gold it should equal to rounding (no noise floor measured). Pure."""
     kl = s.get("kl_lb_mean", math.nan)
     status = "pass" if kl <= SAME_DTYPE_KL[0] else "warn" if kl <= SAME_DTYPE_KL[1] else "fail"
@@ -568,7 +566,7 @@ def same_dtype_checks(s: dict[str, Any]) -> list[dict[str, Any]]:
                   warn_at=SAME_DTYPE_TOP1[1])]
 
 
-def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
+def top1_check(s: dict[str, Any], f: dict[str, Any]) -> Check:
     """Same top-1 against the floor, on the positions outside the gold's tie margin: where the gold's
     top two are that close, a flip is rounding (the greedy check classifies its divergences the same
     way). Without such positions the rate over all positions is judged. Pure."""
@@ -577,7 +575,7 @@ def top1_check(s: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
     return check("served_top1", top1_status(rt, et, rf, ef), rt=rt, rf=rf, **args)
 
 
-def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[Check]:
     from llm_adapt.accuracy.metrics import ratio_or_none
 
     rows = greedy["rows"]

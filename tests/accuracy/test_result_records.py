@@ -1,0 +1,45 @@
+"""The typed records the accuracy rooms pass on (layer rows, located faults, checks, verdicts): a result
+model refuses one that breaks its type, keeps a clean one, with its extra fields, as the plain dict the
+JSON files hold, and the verdict's checks come out in that shape."""
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from llm_adapt.accuracy.layers_served import LayersResult
+from llm_adapt.accuracy.verdict import find_first_local_excess, judge_layers
+
+ROWS = [{"name": "embed", "rel_l2": 0.0, "local_rel_l2": 0.0, "nan_mismatch": False, "cos_min": 1.0, "max_abs": 0.0},
+        {"name": "layers.0", "rel_l2": 0.2, "local_rel_l2": 0.2, "nan_mismatch": False, "cos_min": 0.98, "max_abs": 1.5,
+         "diff_sq_by_prompt": [0.1, 0.3]}]
+
+
+def layers_result(**changes):
+    excess = find_first_local_excess(ROWS, 2.0, False, "bf16")
+    verdict = judge_layers({"layers": ROWS, "first_local_excess": excess, "first_nonfinite": None}, None)
+    fields = dict(model={}, endpoint={}, capture={}, reference="cpu:fp32", floor=None, served_dtype="bf16",
+                  error_kind="rel_l2", prompts={}, layers=ROWS, first_local_excess=excess, verdict=verdict,
+                  seconds={})
+    return LayersResult(**(fields | changes))
+
+
+def test_a_clean_result_keeps_its_records_as_plain_dicts_with_their_extras():
+    result = layers_result()
+    assert result.first_local_excess["name"] == "layers.0" and result.first_local_excess["basis_dtype"] == "bf16"
+    assert result.verdict["status"] == "WARN" and {c["status"] for c in result.verdict["checks"]} <= {"pass", "warn"}
+    dumped = json.loads(result.model_dump_json())
+    assert dumped["layers"] == ROWS  # the extras (diff_sq_by_prompt, nan_mismatch) are kept, nothing added
+    assert LayersResult.model_validate(dumped).model_dump() == result.model_dump()
+
+
+@pytest.mark.parametrize("changes", [
+    {"layers": [{"rel_l2": 0.1}]},  # a layer row without its name
+    {"layers": [{"name": "x", "rel_l2": "large"}]},  # an error that is not a number
+    {"verdict": {"status": "MAYBE", "reasons": []}},  # a status the verdict does not give
+    {"verdict": {"status": "PASS", "reasons": [], "checks": [{"name": "c", "status": "ok"}]}},  # a check cut short
+    {"first_local_excess": {"name": "layers.0"}},  # a located fault without its error and basis
+])
+def test_a_record_that_breaks_its_type_is_refused(changes):
+    with pytest.raises(ValidationError):
+        layers_result(**changes)
