@@ -43,3 +43,22 @@ def test_a_clean_result_keeps_its_records_as_plain_dicts_with_their_extras():
 def test_a_record_that_breaks_its_type_is_refused(changes):
     with pytest.raises(ValidationError):
         layers_result(**changes)
+
+
+def test_greedy_rows_logits_and_perplexity_are_typed_where_a_runner_report_holds_them():
+    import json as _json
+
+    from llm_adapt.accuracy.result import RunnerReport
+
+    base = dict(label="cpu:bf16", device="cpu", dtype="bf16", load_seconds=1.0, run_seconds=2.0, layers=ROWS,
+                depth_fit={}, first_local_excess=None, first_nonfinite=None, greedy_by_category={},
+                logits={"positions": 10, "kl_mean": 0.01, "same_top1": 0.9, "extra_figure": 3.5},
+                perplexity={"ref": 10.0, "target": 10.5, "ln_ratio": 0.049, "ln_ratio_sem": 0.01, "tokens": 100},
+                greedy=[{"id": "p1", "category": "c", "exact": False, "divergence": "near-tie", "stop": None}])
+    report = RunnerReport(**base)
+    assert _json.loads(report.model_dump_json())["logits"]["extra_figure"] == 3.5  # extras kept
+    for bad in ({"greedy": [{"id": "p1", "divergence": "maybe"}]},  # neither near-tie nor genuine
+                {"greedy": [{"category": "c"}]},  # a row without its prompt's id
+                {"logits": {"positions": "many"}}, {"perplexity": {"tokens": "all"}}):
+        with pytest.raises(ValidationError):
+            RunnerReport(**(base | bad))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.result import GreedyRow
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import RefPrompt
@@ -71,7 +72,7 @@ def greedy_from_teacher_forcing(argmax: list[int], gold: list[int], stops: list[
 
 def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
                mutual: Callable[[int, int], bool | None], ref_stops: list[int],
-               target_stops: list[int]) -> dict[str, Any]:
+               target_stops: list[int]) -> GreedyRow:
     """One prompt's greedy comparison: first divergence, classified by the reference's own margin there.
 
     A token differing is classified by the reference's top-1 - top-2 margin; a side that stopped
@@ -80,7 +81,7 @@ def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: floa
     genuine stop divergence (the EOS lists differ). `mutual(k, pos)`: each side's token at
     divergence k is in the other's top-k."""
     k = m.first_divergence(ref.generated, generated)
-    row: dict[str, Any] = {
+    row: GreedyRow = {
         "id": ref.prompt.id, "category": ref.prompt.category, "ref_tokens": len(ref.generated),
         "target_tokens": len(generated), "matched_tokens": len(ref.generated) if k is None else k,
         "exact": k is None, "first_divergence": k, "divergence": None, "stop": None, "ref_margin": None,
@@ -104,8 +105,8 @@ def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: floa
     return _stop_row(row, ref, generated, k, pos, tie_margin, ref_stops, target_stops)
 
 
-def _stop_row(row, ref: RefPrompt, generated: list[int], k: int, pos: int, tie_margin: float,
-              ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
+def _stop_row(row: GreedyRow, ref: RefPrompt, generated: list[int], k: int, pos: int, tie_margin: float,
+              ref_stops: list[int], target_stops: list[int]) -> GreedyRow:
     """One side's tokens are a prefix of the other's: it stopped at k, the other went on."""
     if len(generated) < len(ref.generated):  # the target ended first
         last = generated[-1] if generated else None
@@ -121,12 +122,12 @@ def _stop_row(row, ref: RefPrompt, generated: list[int], k: int, pos: int, tie_m
     return row
 
 
-def _classified(row: dict[str, Any], margin: float, tie_margin: float, stop: str | None = None) -> dict[str, Any]:
+def _classified(row: GreedyRow, margin: float, tie_margin: float, stop: str | None = None) -> GreedyRow:
     row.update(divergence=m.classify_divergence(margin, tie_margin), ref_margin=round(margin, 5), stop=stop)
     return row
 
 
-def by_category(greedy: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def by_category(greedy: list[GreedyRow]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for row in greedy:
         cat = out.setdefault(row["category"], {"prompts": 0, "exact": 0, "matched_tokens": 0, "ref_tokens": 0,

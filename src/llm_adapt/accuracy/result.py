@@ -10,8 +10,8 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates typin
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 
-__all__ = ["AccuracyResult", "Check", "LayerRow", "LocatedFault", "PartRow", "RoundingBasis", "Row", "RunnerReport",
-           "Verdict"]
+__all__ = ["AccuracyResult", "Check", "GreedyRow", "LayerRow", "LocatedFault", "LogitStats", "PartRow", "Perplexity",
+           "RoundingBasis", "Row", "RunnerReport", "Verdict"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
@@ -89,6 +89,54 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+@with_config(ConfigDict(extra="allow"))
+class GreedyRow(TypedDict):
+    """One prompt's greedy generation against the gold's: where it first diverged and why (the gold's own
+    margin there: a near-tie or a genuine divergence; a stop one side made early or late). The reference's
+    own rows carry its tokens and text alone."""
+
+    id: str
+    category: NotRequired[str]
+    ref_tokens: NotRequired[int]
+    target_tokens: NotRequired[int]
+    matched_tokens: NotRequired[int]
+    exact: NotRequired[bool]
+    first_divergence: NotRequired[int | None]
+    divergence: NotRequired[Literal["near-tie", "genuine"] | None]
+    stop: NotRequired[Literal["early", "late"] | None]
+    ref_margin: NotRequired[float | None]
+    mutual_topk: NotRequired[bool | None]
+    ref_text: NotRequired[str]
+    target_text: NotRequired[str]
+
+
+@with_config(ConfigDict(extra="allow"))
+class LogitStats(TypedDict, total=False):
+    """A runner's next-token distributions against the gold's, over every teacher-forced position (the
+    reference's own: empty)."""
+
+    positions: int
+    kl_mean: float | None
+    kl_sem: float | None
+    same_top1: float | None
+    same_top1_err: float | None
+    decisive_positions: int
+    same_top1_decisive: float | None
+    tie_margin: float
+    topk_overlap: float | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class Perplexity(TypedDict, total=False):
+    """Perplexity on the corpus: the gold's (`ref`), the runner's, and the log of their ratio with its error."""
+
+    ref: float
+    target: float
+    ln_ratio: float | None
+    ln_ratio_sem: float | None
+    tokens: int
+
+
 class RunnerReport(BaseModel):
     """One runner compared with the reference: per-tensor table, logits, greedy tokens, perplexity."""
 
@@ -107,9 +155,9 @@ class RunnerReport(BaseModel):
     depth_fit: dict[str, float]
     first_local_excess: LocatedFault | None  # where to look first
     first_nonfinite: str | None
-    logits: dict[str, Any]
-    perplexity: dict[str, Any]
-    greedy: list[dict[str, Any]]
+    logits: LogitStats
+    perplexity: Perplexity
+    greedy: list[GreedyRow]
     greedy_by_category: dict[str, dict[str, Any]]
     floor: str | None = None  # label of the runner used as this one's noise floor
     vs_floor: dict[str, Any] | None = None  # KL ratio to the floor and the ratio its spread allows

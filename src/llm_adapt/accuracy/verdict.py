@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.accuracy.result import Check, LayerRow, LocatedFault, PartRow, RoundingBasis, Verdict
+from llm_adapt.accuracy.result import Check, GreedyRow, LayerRow, LocatedFault, PartRow, RoundingBasis, Verdict
 from llm_adapt.messages import CHECK_FIELDS, check_text
 from llm_adapt.status import severity, worst as _worst
 
@@ -298,14 +298,14 @@ def _greedy_absolute(t) -> Check:
     return check("greedy_absolute", status, n=n, total=total, p=p, **GREEDY_ARGS)
 
 
-def stops_check(rows: list[dict[str, Any]]) -> Check:
+def stops_check(rows: list[GreedyRow]) -> Check:
     """Answers that end earlier or later than the reference's, outside the tie margin."""
     early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
     late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
     return check("stops", "warn" if early or late else "pass", early=early, late=late, n=len(rows))
 
 
-def genuine_count(rows: list[dict[str, Any]]) -> int:
+def genuine_count(rows: list[GreedyRow]) -> int:
     return sum(1 for g in rows if g.get("divergence") == "genuine")
 
 
