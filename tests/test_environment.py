@@ -126,6 +126,7 @@ def test_collect_on_a_fake_ascend_machine(ascend_machine):
     result = environment.collect(["run", "default"])
     [npu] = [a for a in result.accelerators if a["kind"] == "npu"]
     assert (npu["npu_id"], npu["memory"], npu["memory_kind"], npu["driver"]) == (0, "131072 MiB", "HBM", "25.2.0")
+    assert npu["series"] is None  # the published sample hides the chip's name ("xxx"): no series claimed
     assert result.cann["version"] == "8.0.RC3"
     assert result.builds["vllm"]["version"]  # the venv's vLLM, read from its _version.py
     assert isinstance(result.cpu["flags"], list) and set(result.cpu["isa"]) <= set(result.cpu["flags"])

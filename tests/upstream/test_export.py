@@ -55,7 +55,8 @@ def npu_run(out: Path, model: Path, ascend: str = "0.23.0", scores=GSM8K, eval_j
     inspected.model |= {"origin": "hf", "given": "hf:acme/tiny-llama"}
     inspected.save(out / rundir.INSPECT)
     env = collect([]).model_copy(update={
-        "accelerators": [{"kind": "npu", "npu_id": i, "name": "Ascend910B3", "memory": "65536 MiB"} for i in range(2)],
+        "accelerators": [{"kind": "npu", "npu_id": i, "name": "Ascend910B3", "series": "Atlas A2 Series",
+                          "memory": "65536 MiB"} for i in range(2)],
         "packages": {"vllm": "0.23.0", "vllm-ascend": ascend, "torch": "2.10.0", "torch-npu": "2.10.0.post4"},
         "builds": {"vllm": {"version": "0.23.0", "commit": "a" * 40, "source": None}}, "cann": {"version": "9.1.0"}})
     env.save(out / rundir.ENVIRONMENT)
@@ -195,8 +196,8 @@ def test_the_e2e_config_loads_with_upstreams_keys_and_every_value_is_in_the_runs
     constants = {"model_type": "vllm", "batch_size": "auto"}  # upstream's test defaults, as its configs write them
     environment = {"environment": json.loads((out / rundir.ENVIRONMENT).read_text())}
     for key, value in leaves(config):
-        if key == "hardware":  # the series of environment.json's NPUs, as upstream's configs name it
-            assert value == origin.npu_series(environment) == "Atlas A2 Series"
+        if key == "hardware":  # the series environment.json recorded for the NPUs, as upstream's configs name it
+            assert value == origin.npu_series(environment) == "Atlas A2 Series" and value in strings
             assert origin.hardware_of(environment) == "Ascend910B3 x 2 (Atlas A2 Series)"
         elif key in constants:
             assert value == constants[key]

@@ -230,3 +230,5 @@ def test_the_npus_series_is_named_only_where_every_chip_has_the_same_known_one()
     assert origin.npu_series(env("NVIDIA H200", kind="cuda")) is None and origin.npu_series({}) is None
     assert origin.hardware_of(env("Ascend910B3", "Ascend910B3")) == "Ascend910B3 x 2 (Atlas A2 Series)"
     assert origin.hardware_of(env("xxx")) == "xxx"
+    recorded = {"environment": {"accelerators": [{"kind": "npu", "name": "xxx", "series": "Atlas A3 Series"}]}}
+    assert origin.npu_series(recorded) == "Atlas A3 Series"  # what environment.json recorded comes first

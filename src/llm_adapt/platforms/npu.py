@@ -380,7 +380,8 @@ def describe_npus() -> list[dict[str, object]]:
         chips = parse_memory(npu_smi("info", "-t", "memory", "-i", str(npu_id)))
         names = [d.name for d in table.devices if d.npu_id == npu_id]
         capacity = sum(c.capacity_mb or 0 for c in chips)
-        found.append({"kind": "npu", "npu_id": npu_id, "name": names[0] if names else "Ascend NPU",
+        name = names[0] if names else "Ascend NPU"
+        found.append({"kind": "npu", "npu_id": npu_id, "name": name, "series": atlas_series(name),
                       "memory": f"{capacity:.0f} MiB" if capacity else "",
                       "memory_kind": chips[0].memory_kind if chips else None,
                       "driver": table.driver_version, "npu_smi": table.npu_smi_version})

@@ -56,7 +56,8 @@ def npu_series(parts: dict[str, Any]) -> str | None:
     """The one Atlas series of the run's NPUs ("Atlas A2 Series"), as upstream's e2e configs name their
     hardware; None without NPUs, or where a chip's series is unknown or the NPUs are of several."""
     npus = [a for a in (parts.get("environment") or {}).get("accelerators") or [] if a.get("kind") == NPU]
-    found = {atlas_series(a.get("name") or "") for a in npus}
+    # as environment.json recorded it; from the chip's name for a run recorded before the series was
+    found = {a["series"] if "series" in a else atlas_series(a.get("name") or "") for a in npus}
     return found.pop() if len(found) == 1 and None not in found else None
 
 
