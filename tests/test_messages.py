@@ -222,3 +222,23 @@ def test_each_owner_keeps_its_own_keys_in_both_languages_and_none_twice():
             assert set(texts) == {"en", "zh"}, (owner.__name__, key)
     with pytest.raises(ValueError, match="defined twice"):
         messages._merged([messages.run, messages.run])
+
+
+def test_the_reports_own_word_tables_say_the_same_things_in_both_languages():
+    import string
+
+    from llm_adapt.messages import report
+
+    def fields(text):
+        return {f for _, f, _, _ in string.Formatter().parse(text) if f} if isinstance(text, str) else None
+
+    for name in ("REPORT_TEXT", "REPORT_NOTES", "PAGE_LABELS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL"):
+        table = getattr(report, name)
+        if all(isinstance(v, str) for v in table.values()):  # {lang: text}
+            assert fields(table["en"]) == fields(table["zh"]), name
+            continue
+        missing = set(table["en"]) - set(table["zh"])
+        en_only_words = {k for k in missing if not fields(table["en"][k]) and table["en"][k] in ("", {})}
+        assert missing == en_only_words, (name, missing - en_only_words)  # Chinese says all English says
+        for key in table["en"].keys() & table["zh"].keys():
+            assert fields(table["en"][key]) == fields(table["zh"][key]), (name, key)

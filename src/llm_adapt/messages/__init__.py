@@ -13,7 +13,7 @@ from llm_adapt.messages.accuracy import (ARG_WORDS, CHECK_FIELDS, CHECKS, LOCATE
 from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, in_lang, in_lang_all, keyed, message, operator_name,
                                      reason, rendered, rendered_warnings, restored, stored)
 from llm_adapt.messages.probes import PROBE_WORDS, probe_words
-from llm_adapt.messages.report import FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT
+from llm_adapt.messages.report import FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT
 
 OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report)
 
@@ -31,8 +31,8 @@ def _merged(owners) -> dict[str, dict[str, str]]:
 
 REASONS.update(_merged(OWNERS))
 
-__all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FLOOR_LABEL", "LIST_SEP", "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS",
-           "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "VALUE_BUILDERS", "basis_text",
+__all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL", "LIST_SEP",
+           "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "VALUE_BUILDERS", "basis_text",
            "check_text", "head_list", "in_lang", "in_lang_all", "keyed", "located_value", "message", "operator_name",
            "probe_words", "reason", "rendered", "rendered_check", "rendered_warnings", "restored", "stored",
            "verdict_reasons"]

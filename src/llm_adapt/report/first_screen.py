@@ -2,93 +2,17 @@
 fold of the page. Title (model, platform, hardware, date, version), the verdict with one sentence of why,
 what this run verified and what it only planned, the key figures each with where it came from, and the
 checks that decided the verdict. Informational results (an emulated int8 experiment) stand apart, in
-their own words. Pure functions of RunData; the words are this module's own, in both languages."""
+their own words. Pure functions of RunData; its words, in both languages, are the report's (messages/report.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_adapt.messages import LIST_SEP, message, probe_words, rendered_check
+from llm_adapt.messages import FIRST_SCREEN as WORDS, FIRST_SCREEN_MODES as MODES, LIST_SEP, message, probe_words, rendered_check
 from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import CORE_FEATURES, main_target, overall_verdict, quant_targets
 
-WORDS = {
-    "en": {
-        "title": "{model} on {platform}: adaptation report",
-        "facts": "{hardware} · {date} · llm-adapt {version}",
-        "no_date": "date not recorded", "no_version": "(version not recorded)",
-        "cores": "{cores} cores", "verdict": "Verdict", "why": "Why",
-        "verified": "Verified in this run", "planned": "Planned, not run",
-        "served_here": "served by {engine} in {mode} mode, started by this run on this host",
-        "served_dummy": "served by {engine} in {mode} mode on this host, with random (dummy) weights",
-        "served_external": "the server at {url}, started outside this run",
-        "served_none": "no server was judged",
-        "in_process": "in-process {label} against the {reference} gold",
-        "planned_other": "the {platform} commands (this host has no {platform})",
-        "planned_modes": "the plan's {modes} command (§{section})",
-        "planned_modes_n": "the plan's {modes} commands (§{section})",
-        "nothing_planned": "nothing: every planned command of this platform ran",
-        "why_pass": "every judged check passed: {parts}",
-        "core_ok": "chat completion and streaming work",
-        "figures": "Key figures", "figure": "figure", "value": "value", "from": "measured by",
-        "served_accuracy": "served accuracy", "in_process_accuracy": "in-process accuracy",
-        "kl_ratio": "KL {ratio:.2f}x its noise floor",
-        "kl_abs": "KL {kl:.2e} (no noise floor)",
-        "from_served": "endpoint accuracy: {prompts} prompts against the {reference} gold, floor {floor} (§{section})",
-        "from_in_process": "in-process compare: {prompts} prompts against the {reference} gold (§{section})",
-        "single_stream": "single-stream TTFT / TPOT (p50)",
-        "from_latency": "latency run: {n} requests one at a time, {inp} in / {out} out tokens (§{section})",
-        "throughput": "output throughput at concurrency {c}",
-        "from_throughput": "throughput run: {n} requests sent at once, {inp} in / {out} out tokens (§{section})",
-        "client_bound": "; client-bound, so a lower bound",
-        "memory": "peak server memory", "from_memory": "server RSS sampled during the benchmarks (§{section})",
-        "deciding": "Checks that decided the verdict", "where": "where", "check": "check",
-        "threshold": "threshold", "status": "status",
-        "served": "served model", "probes": "probes", "in_process_at": "in-process {label}",
-        "works": "works", "broken": "not working",
-        "informational": "Informational: not part of the verdict",
-        "informational_row": "{label}: {status}", "and": ", ", "sep": "; ",
-    },
-    "zh": {
-        "title": "{model} 在 {platform} 上的适配报告",
-        "facts": "{hardware} · {date} · llm-adapt {version}",
-        "no_date": "日期未记录", "no_version": "（版本未记录）",
-        "cores": "{cores} 核", "verdict": "结论", "why": "原因",
-        "verified": "本次运行已验证", "planned": "仅规划、未运行",
-        "served_here": "由本次运行在本机以 {mode} 模式启动的 {engine} 提供服务",
-        "served_dummy": "由本机以 {mode} 模式运行的 {engine} 以随机（dummy）权重提供服务",
-        "served_external": "位于 {url} 的服务（非本次运行启动）",
-        "served_none": "未评判任何服务",
-        "in_process": "进程内 {label} 对比 {reference} 金标准",
-        "planned_other": "{platform} 的部署命令（本机没有 {platform}）",
-        "planned_modes": "部署计划中的 {modes} 命令（§{section}）",
-        "planned_modes_n": "部署计划中的 {modes} 命令（§{section}）",
-        "nothing_planned": "无：本平台的全部部署命令均已运行",
-        "why_pass": "所有参与评判的检查均通过：{parts}",
-        "core_ok": "对话补全与流式输出可用",
-        "figures": "关键指标", "figure": "指标", "value": "数值", "from": "测量来源",
-        "served_accuracy": "服务端精度", "in_process_accuracy": "进程内精度",
-        "kl_ratio": "KL 为噪声基线的 {ratio:.2f} 倍",
-        "kl_abs": "KL {kl:.2e}（无噪声基线）",
-        "from_served": "服务端精度：{prompts} 条提示词对比 {reference} 金标准，基线 {floor}（§{section}）",
-        "from_in_process": "进程内对比：{prompts} 条提示词对比 {reference} 金标准（§{section}）",
-        "single_stream": "单路 TTFT / TPOT（p50）",
-        "from_latency": "时延测试：{n} 个请求逐个发送，输入 {inp} / 输出 {out} tokens（§{section}）",
-        "throughput": "并发 {c} 时的输出吞吐",
-        "from_throughput": "吞吐测试：{n} 个请求同时发送，输入 {inp} / 输出 {out} tokens（§{section}）",
-        "client_bound": "；受压测客户端限制，为下限值",
-        "memory": "服务端内存峰值", "from_memory": "压测期间采样的服务端 RSS（§{section}）",
-        "deciding": "决定结论的检查", "where": "位置", "check": "检查",
-        "threshold": "阈值", "status": "状态",
-        "served": "服务端模型", "probes": "功能探测", "in_process_at": "进程内 {label}",
-        "works": "可用", "broken": "不可用",
-        "informational": "仅供参考：不计入结论",
-        "informational_row": "{label}：{status}", "and": "、", "sep": "；",
-    },
-}
-MODES_ZH = {"eager": "eager", "graph": "图模式", "multi_node": "多节点"}
-MODES_EN = {"eager": "eager", "graph": "graph-mode", "multi_node": "multi-node"}
 MAX_CHECKS = 8
 
 
@@ -198,7 +122,7 @@ def _planned(run: RunData, W: dict[str, str], lang: str, numbers: dict[str, int]
     modes = [m for m in ((insp.get("plan") or {}).get("commands") or {}) if m != ran]
     if not modes:
         return [W["nothing_planned"]]
-    shown = [MODES_ZH.get(m, m) if lang == "zh" else MODES_EN.get(m, m) for m in modes]
+    shown = [MODES.get(lang, MODES["en"]).get(m, m) for m in modes]
     key = "planned_modes" if len(shown) == 1 else "planned_modes_n"
     return [W[key].format(modes=W["and"].join(shown), section=numbers.get("deployment", "?"))]
 
