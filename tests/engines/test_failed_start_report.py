@@ -14,6 +14,7 @@ def run_with(stages):
 
 
 def failed_start():
+    # as a status.json from before stage reasons kept their keys: read by their words
     blocked = {"status": "not run", "reason": f"no endpoint: the engine failed ({CAUSE})"}
     return run_with({"inspect": {"status": "done"}, "accuracy": {"status": "done"},
                      "serve": {"status": "failed", "reason": CAUSE}, "probes": blocked,

@@ -54,20 +54,25 @@ def test_notes_follow_the_report_language():
 
 
 def test_a_warning_the_plan_and_the_server_both_make_is_said_once():
-    warnings = ["--trust-remote-code is set: the model's own Python code will run",
-                "the server listens on 0.0.0.0, reachable from other machines", "other"]
+    from llm_adapt.messages import keyed, reason
+
+    said_as = [reason("remote_code_set"), reason("open_host", host="0.0.0.0"), "other"]
+    plan = {"warnings": [str(w) for w in said_as], "warning_keys": [keyed(w) for w in said_as]}  # as inspect.json
     served = {"host": "0.0.0.0", "argv": ["vllm", "serve", "m", "--trust-remote-code"]}
-    said = notes(run_with(inspect={"plan": {"warnings": warnings}}, serve=served), "en")
+    said = notes(run_with(inspect={"plan": plan}, serve=served), "en")
     assert sum("trust-remote-code" in n for n in said) == 1 and sum("0.0.0.0" in n for n in said) == 1
     assert "Plan: other." in said
-    planned_only = notes(run_with(inspect={"plan": {"warnings": warnings}}), "en")  # no server ran: the plan says it
+    planned_only = notes(run_with(inspect={"plan": plan}), "en")  # no server ran: the plan says it
     assert sum("trust-remote-code" in n for n in planned_only) == 1 and sum("0.0.0.0" in n for n in planned_only) == 1
+    zh = notes(run_with(inspect={"plan": plan}, serve=served), "zh")  # known by key, not by its English words
+    assert sum("trust-remote-code" in n for n in zh) == 1
 
 
 def target(dtype="bf16", floor=None, excess=None, status="PASS"):
     return {"label": f"cpu:{dtype}", "dtype": dtype, "floor": floor, "quant": None, "first_local_excess": excess,
             "layers": [{"rel_l2": 0.02}], "logits": {"kl_mean": 2e-3}, "greedy": [],
-            "verdict": {"status": status, "checks": [{"name": "mean KL", "value": 1, "status": status.lower()}]}}
+            "verdict": {"status": status, "checks": [{"name": "mean KL / noise floor", "key": "kl_ratio", "value": 1,
+                                                      "status": status.lower()}]}}
 
 
 def test_the_no_excess_sentence_names_its_basis():
@@ -163,3 +168,16 @@ def test_a_server_that_answers_wrongly_is_false_ready():
     assert verdict["status"] == "FAIL" and verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
     clean = overall_verdict(run_with(probes=probes, endpoint_accuracy=right))
     assert not clean["false_ready"] and not any("false-ready" in r for r in clean["reasons"])
+
+
+def test_the_stages_an_engine_that_did_not_start_blocked_are_known_by_their_reason_key_in_any_language():
+    from llm_adapt.messages import reason, stored
+
+    blocked = {"status": "not run", **stored(reason("no_endpoint", serve="failed"))}
+    stages = {"serve": {"status": "failed", "reason": "vllm exited"}, "probes": blocked, "bench": blocked,
+              "eval": {"status": "not run", "reason": "no endpoint: in words", "reason_key": "stopped",
+                       "reason_args": {"error": "x"}}}  # another key, whatever its words: its own line
+    for lang in ("en", "zh"):
+        said = notes(run_with(status={"stages": stages}), lang)
+        assert "probes, bench" in said[0] and "eval" not in said[0], said
+        assert sum("eval" in n for n in said) == 1

@@ -150,7 +150,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
                     T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
                                        kl=target["logits"]["kl_mean"], loc=loc)))
     for q in quant_targets(acc):
-        ratio = next((c["value"] for c in q["verdict"]["checks"] if c["name"].startswith("mean KL")), None)
+        ratio = next((c["value"] for c in q["verdict"]["checks"] if c.get("key") in ("kl_ratio", "kl_absolute")), None)
         ratio_text = T["ratio"].format(ratio=ratio, floor=q["floor"]) if isinstance(ratio, (int, float)) else ""
         where = T["where"].format(name=_located(q["first_local_excess"], T)) if q.get("first_local_excess") else ""
         out.append((2, T["quant"].format(quant=q["quant"], kl=q["logits"]["kl_mean"], ratio=ratio_text, where=where,
@@ -213,8 +213,7 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     out: list[str] = []
     stages = (run.get("status") or {}).get("stages", {})
     engine_failed = stages.get("serve", {}).get("status") == "failed"
-    blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run"
-               and str(b.get("reason", "")).startswith("no endpoint")]
+    blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run" and _no_endpoint(b)]
     if engine_failed:  # the cause is in the summary's verdict: say it once, there
         out.append(N["engine_failed"].format(blocked=N["blocked"].format(names=", ".join(blocked)) if blocked else ""))
     said = set(blocked) | ({"serve"} if engine_failed else set())
@@ -226,8 +225,9 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     open_host = serve.get("host") in ("0.0.0.0", "::")
     remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")
     plan = (run.get("inspect") or {}).get("plan", {})
-    for warning, shown in zip(plan.get("warnings", []), rendered_warnings(plan, lang)):
-        if not _said_by_serve(warning, open_host, remote_code):
+    keys = [(k or {}).get("key") for k in plan.get("warning_keys") or []]
+    for i, shown in enumerate(rendered_warnings(plan, lang)):
+        if not _said_by_serve(keys[i] if i < len(keys) else None, open_host, remote_code):
             out.append(N["plan"].format(warning=shown))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
@@ -272,10 +272,18 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
     return diagnose((serve.get("engine_facts") or {}).get("warnings") or [], seen, platform, lang)
 
 
-def _said_by_serve(warning: str, open_host: bool, remote_code: bool) -> bool:
-    """A plan warning that the serve stage's own note repeats from what ran (said once, by serve)."""
-    return ((remote_code and warning.startswith("--trust-remote-code is set"))
-            or (open_host and warning.startswith("the server listens on")))
+def _no_endpoint(stage: dict[str, Any]) -> bool:
+    """A stage left out for want of an endpoint: by its reason's key, or by its words in a status.json
+    written before stage reasons kept their keys."""
+    if "reason_key" in stage:
+        return stage["reason_key"] == "no_endpoint"
+    return str(stage.get("reason", "")).startswith("no endpoint")
+
+
+def _said_by_serve(key: str | None, open_host: bool, remote_code: bool) -> bool:
+    """A plan warning (by its message key) that the serve stage's own note repeats from what ran (said
+    once, by serve)."""
+    return (remote_code and key == "remote_code_set") or (open_host and key == "open_host")
 
 
 def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str], lang: str = "en") -> list[str]:
