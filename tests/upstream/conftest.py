@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from llm_adapt import rundir
-from llm_adapt.upstream.adaptation import DUMMY_DIR, build
+from llm_adapt.rundir import DUMMY_DIR
+from llm_adapt.upstream.adaptation import build
 
 from .test_adaptation import write_run
 from .test_export import BUILTIN, GSM8K, save_eval

@@ -14,7 +14,8 @@ from llm_adapt.probes.run import ProbesResult
 from llm_adapt.report.render import render_report
 from llm_adapt.run.config import QUICK
 from llm_adapt.run.state import RunStatus
-from llm_adapt.upstream.adaptation import DUMMY_DIR, AdaptationResult, build, dummy_vs_real, stage_facts
+from llm_adapt.rundir import DUMMY_DIR
+from llm_adapt.upstream.adaptation import AdaptationResult, build, dummy_vs_real, stage_facts
 
 ENDPOINT = {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key": None}
 CHAT_OK = {"name": "chat completion", "status": "supported", "evidence": "answer: 'Paris'", "latency_ms": 10}

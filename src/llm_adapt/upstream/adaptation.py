@@ -13,8 +13,6 @@ from llm_adapt import rundir
 from llm_adapt.probes.run import JUDGE_CONTENT
 from llm_adapt.results import StageResult
 
-DUMMY_DIR = rundir.DUMMY_DIR
-
 
 class AdaptationResult(StageResult):
     KIND: ClassVar[str] = "adaptation"
@@ -109,11 +107,11 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
                            operators, version=deployed_ascend(run.parts), served_mode=serve.get("mode"),
                            served_ok=served_ok) if inspect.get("plan") else None
     stages = None
-    dummy_dir = Path(run_dir) / DUMMY_DIR
+    dummy_dir = Path(run_dir) / rundir.DUMMY_DIR
     if (dummy_dir / rundir.STATUS).exists() and not dummy:
         before = load_run(dummy_dir)
         d, r = stage_facts(before.parts, True), stage_facts(run.parts, False)
-        stages = {"dummy": d, "real": r, "rows": dummy_vs_real(d, r), "dummy_dir": DUMMY_DIR}
+        stages = {"dummy": d, "real": r, "rows": dummy_vs_real(d, r), "dummy_dir": rundir.DUMMY_DIR}
     return AdaptationResult(
         model=inspect.get("model", {}).get("name", ""), platform=platform,
         features=gates["features"] if gates else [], capacity=gates["capacity"] if gates else {},
