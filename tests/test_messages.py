@@ -1,34 +1,76 @@
-"""Messages as keys (stage reasons, plan warnings): English in the JSON as before, the report's language
-in the report."""
+"""Messages as keys (stage reasons, plan warnings, evidence): a Reason in memory, {text, key, args} in every
+JSON result, the report's language in the report."""
 
 import json
 from dataclasses import asdict
 
-from llm_adapt.messages import REASONS, Reason, reason, rendered, rendered_warnings, stored
+from llm_adapt.messages import (REASONS, Reason, from_schema_1, loaded, message, messages, reason, stored)
 
 
 def test_a_keyed_reason_reads_as_its_english_sentence_and_keeps_its_key():
     r = reason("nothing_to_localize", verdict="PASS")
     assert isinstance(r, Reason) and r == "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"
-    entry = {"status": "skipped", **stored(r)}
-    assert entry["reason"] == str(r) and entry["reason_key"] == "nothing_to_localize"
-    assert json.loads(json.dumps(entry)) == entry  # plain JSON in status.json
-    assert rendered(entry, "en") == str(r)
-    assert rendered(entry, "zh") == "端点精度为 PASS：无需定位（--layers 仍会捕获）"
+    entry = stored({"status": "skipped", "reason": r})
+    assert entry["reason"] == {"text": str(r), "key": "nothing_to_localize", "args": {"verdict": "PASS"}}
+    back = loaded(json.loads(json.dumps(entry)))  # plain JSON in status.json, a Reason again when read
+    assert isinstance(back["reason"], Reason) and back["reason"].key == "nothing_to_localize"
+    assert message(back["reason"], "en") == str(r)
+    assert message(back["reason"], "zh") == "端点精度为 PASS：无需定位（--layers 仍会捕获）"
 
 
-def test_nested_reasons_render_in_the_same_language():
+def test_nested_reasons_are_stored_in_the_same_shape_and_render_in_the_same_language():
     entry = stored(reason("no_escalation", blocked=reason("layers_engine")))
-    assert entry["reason"].startswith("no escalation: the layers stage needs the vLLM engine")
-    zh = rendered(entry, "zh")
+    assert entry["text"].startswith("no escalation: the layers stage needs the vLLM engine")
+    assert entry["args"]["blocked"]["key"] == "layers_engine" and set(entry["args"]["blocked"]) == {"text", "key", "args"}
+    zh = message(loaded(json.loads(json.dumps(entry))), "zh")
     assert zh.startswith("未升级：逐层阶段需要本次运行自行启动的 vLLM 引擎") and "needs" not in zh
 
 
+def test_a_list_of_reasons_as_an_argument_joins_in_the_reports_language():
+    r = reason("es_none_fits", reasons=[reason("es_too_long", tokens=9, served_len=8),
+                                        reason("es_too_long", tokens=10, served_len=8)])
+    back = loaded(json.loads(json.dumps(stored(r))))
+    assert message(back, "en") == str(r) and "; " in str(r)
+    zh = message(back, "zh")
+    assert "；" in zh and "; " not in zh
+
+
 def test_a_reason_without_a_key_or_with_a_stranger_key_is_shown_as_written():
-    assert rendered({"reason": "vllm exited with code 1 during start-up"}, "zh") == "vllm exited with code 1 during start-up"
-    assert rendered({"reason": "old words", "reason_key": "from-a-later-version"}, "zh") == "old words"
-    assert rendered({"reason": "old words", "reason_key": "no_endpoint", "reason_args": {}}, "zh") == "old words"
-    assert stored("plain text") == {"reason": "plain text"} and rendered({}, "en") == ""
+    assert message("vllm exited with code 1 during start-up", "zh") == "vllm exited with code 1 during start-up"
+    stranger = loaded({"text": "old words", "key": "from-a-later-version", "args": {}})
+    assert message(stranger, "zh") == "old words"
+    wrong_args = loaded({"text": "old words", "key": "no_endpoint", "args": {}})  # another version's arguments
+    assert message(wrong_args, "zh") == "old words"
+    assert stored("plain text") == "plain text" and message(None, "en") is None
+    assert messages(["a", reason("ctrl_c")], "zh") == ["a", REASONS["ctrl_c"]["zh"]]
+
+
+def test_a_dict_that_only_looks_like_a_message_is_left_alone():
+    assert loaded({"text": 3, "key": "k", "args": {}}) == {"text": 3, "key": "k", "args": {}}
+    assert loaded({"text": "t", "key": "k"}) == {"text": "t", "key": "k"}
+
+
+def test_a_schema_1_result_is_read_with_its_messages_as_reasons():
+    old = {"stages": {"layers": {"status": "skipped", "reason": "endpoint accuracy PASS: nothing to localize",
+                                 "reason_key": "nothing_to_localize", "reason_args": {"verdict": "PASS"}},
+                      "serve": {"status": "failed", "reason": "vllm exited"},
+                      "eval": {"status": "skipped", "reason": "x", "reason_key": "no_escalation",
+                               "reason_args": {"blocked": {"reason": "y", "reason_key": "layers_engine",
+                                                           "reason_args": {}}}}},
+           "plan": {"warnings": ["w0", "w1"], "warning_keys": [{"key": "open_host", "args": {}}, None]},
+           "rows": [{"evidence": "e", "evidence_key": {"key": "pe_stopped_during", "args": {"name": "chat"}}},
+                    {"evidence": "plain", "evidence_key": None}],
+           "capacity": {"reasons": ["r"], "reason_keys": [{"key": "cap_model_short", "args": {"mpe": 8, "length": 9}}]}}
+    new = from_schema_1(old)
+    layers = new["stages"]["layers"]
+    assert set(layers) == {"status", "reason"} and layers["reason"].key == "nothing_to_localize"
+    assert layers["reason"] == old["stages"]["layers"]["reason"]  # its English as it was written
+    assert new["stages"]["serve"]["reason"] == "vllm exited" and not isinstance(new["stages"]["serve"]["reason"], Reason)
+    assert message(new["stages"]["eval"]["reason"], "zh").startswith("未升级：逐层阶段需要")
+    assert [getattr(w, "key", None) for w in new["plan"]["warnings"]] == ["open_host", None]
+    assert "warning_keys" not in new["plan"] and "reason_keys" not in new["capacity"]
+    assert new["rows"][0]["evidence"].key == "pe_stopped_during" and new["rows"][1] == {"evidence": "plain"}
+    assert new["capacity"]["reasons"][0].args == {"mpe": 8, "length": 9}
 
 
 def test_every_reason_has_both_languages_with_the_same_arguments():
@@ -50,9 +92,9 @@ def test_the_chinese_report_renders_the_stage_reasons_in_chinese(tmp_path, tiny_
     run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="m",
                                                             host="0.0.0.0"), "cpu").save(tmp_path / "inspect.json")
     stages = {"inspect": {"status": "done", "seconds": 0.1},
-              "layers": {"status": "skipped", **stored(reason("nothing_to_localize", verdict="PASS"))},
-              "eval": {"status": "skipped", **stored(reason("eval_opt_in"))},
-              "bench": {"status": "not run", **stored(reason("ctrl_c"))}}
+              "layers": {"status": "skipped", "reason": reason("nothing_to_localize", verdict="PASS")},
+              "eval": {"status": "skipped", "reason": reason("eval_opt_in")},
+              "bench": {"status": "not run", "reason": reason("ctrl_c")}}
     RunStatus(model="m", platform="cpu", stages=stages, workload=asdict(RunSizes())).save(tmp_path / "status.json")
     zh = next(p for p in render_report(tmp_path, "zh") if p.suffix == ".md").read_text()
     assert "| layers | 已跳过 |" in zh and "端点精度为 PASS：无需定位" in zh and "运行在此阶段之前被中断（Ctrl-C）" in zh
@@ -71,17 +113,16 @@ def test_plan_warnings_keep_their_english_and_render_in_chinese(tiny_llama):
     _, note = default_serving_dtype("cpu", has_native_bf16=False)
     options = PlanOptions(model_path=str(tiny_llama), served_model_name="m", dtype="fp32", dtype_note=note,
                           host="0.0.0.0", max_num_seqs=4096)
-    plan = run_inspect(resolve_model(str(tiny_llama)), options, "cpu").model_dump()["plan"]
-    keys = [k["key"] for k in plan["warning_keys"] if k]
-    assert {"dtype_auto_fp32", "open_host", "kv_below_seqs"} <= set(keys)
-    assert len(plan["warning_keys"]) == len(plan["warnings"])
-    assert "the server listens on 0.0.0.0, reachable from other machines" in plan["warnings"]  # as before
-    zh = rendered_warnings(plan, "zh")
+    result = run_inspect(resolve_model(str(tiny_llama)), options, "cpu")
+    saved = json.loads(result.to_json())["plan"]["warnings"]
+    assert {"dtype_auto_fp32", "open_host", "kv_below_seqs"} <= {w["key"] for w in saved if isinstance(w, dict)}
+    assert "the server listens on 0.0.0.0, reachable from other machines" in [w["text"] for w in saved]  # as before
+    plan = loaded(json.loads(result.to_json()))["plan"]
+    zh = messages(plan["warnings"], "zh")
     assert "服务监听 0.0.0.0，其他机器可以访问" in zh and not any("listens on" in w for w in zh)
-    assert rendered_warnings(plan, "en") == plan["warnings"]
-    # a warning without a key (a platform's own quantization line, an older inspect.json) is shown as written
-    assert rendered_warnings({"warnings": ["int4 needs a GPU kernel"]}, "zh") == ["int4 needs a GPU kernel"]
-    assert rendered_warnings({"warnings": ["a", "b"], "warning_keys": [None]}, "zh") == ["a", "b"]
+    assert messages(plan["warnings"], "en") == plan["warnings"]
+    # a warning without a key (a platform's own quantization line) is shown as written
+    assert messages(["int4 needs a GPU kernel"], "zh") == ["int4 needs a GPU kernel"]
 
 
 def _placeholders(text):

@@ -12,11 +12,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llm_adapt.errors import AdaptError
+from llm_adapt.messages.core import from_schema_1, loaded, stored
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: every keyed message stored as {text, key, args}
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 is read through messages.core.from_schema_1
 
 T = TypeVar("T", bound="StageResult")
 
@@ -35,7 +38,8 @@ class StageResult(BaseModel):
             self.kind = self.KIND
 
     def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
+        """The result as JSON, every message in it (a Reason, at any depth) in its stored shape."""
+        return pydantic_core.to_json(stored(self.model_dump()), indent=2, inf_nan_mode="null").decode()
 
     def save(self, path: Path) -> Path:
         """Write atomically: a crash leaves the old file or the new one, never half of one."""
@@ -61,7 +65,8 @@ class UnreadableResult(AdaptError):
 
 
 def read_checked(path: Path) -> dict[str, Any]:
-    """A result file's JSON, refused (one line) when it is not this llm-adapt's schema version."""
+    """A result file's JSON with its messages as Reasons, refused (one line) when this llm-adapt cannot read
+    its schema version; a file of schema 1 is read in the shape of this one."""
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -71,10 +76,12 @@ def read_checked(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise UnreadableResult(f"{path}: cannot be read ({exc.strerror})") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise UnreadableResult(f"{path}: schema version {version} is not {SCHEMA_VERSION}; "
                                "rerun the stage with this llm-adapt version")
-    return data
+    if version == 1:
+        data = {**from_schema_1(data), "schema_version": SCHEMA_VERSION}
+    return loaded(data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -65,25 +65,25 @@ def test_a_request_never_raises_it_returns_a_record():
 
 def test_a_record_keeps_its_reason_in_english_and_renders_it_in_chinese():
     from llm_adapt.accuracy.endpoint import _none_fits, _skip, _unsupported
-    from llm_adapt.messages import in_lang, keyed
+    from llm_adapt.messages import message
 
     client = FakeClient({2: (400, "This model's maximum context length is 2048 tokens"), 4: (404, "no such route"),
                          5: ServerGone("the server stopped answering (ConnectError)", "ConnectError")})
     too_long, refused, gone = (send(client, prompt_logprobs_request([i], 1)) for i in (2, 4, 5))
     assert refused.detail == "prompt_logprobs request answered 404: no such route"
-    assert in_lang(refused.detail, keyed(refused.detail), "zh") == "prompt_logprobs 请求 返回 404：「no such route」"
+    assert message(refused.detail, "zh") == "prompt_logprobs 请求 返回 404：「no such route」"
     assert gone.detail == "the server stopped answering (ConnectError)"
-    assert in_lang(gone.detail, keyed(gone.detail), "zh") == "服务端停止响应（ConnectError）"
+    assert message(gone.detail, "zh") == "服务端停止响应（ConnectError）"
     # a section's reason as endpoint_accuracy.json keeps it, nesting the reasons of every skipped prompt
     ref = type("Ref", (), {"prompt": type("P", (), {"id": "p1"})()})()
     section = _none_fits([_skip(ref, too_long.detail), {"id": "p2", "reason": "an older row without a key"}])
     assert section["status"] == "unsupported"
     assert section["reason"] == ("no prompt of the suite fits the served context: the server refused it for its "
                                  "length: This model's maximum context length is 2048 tokens; an older row without a key")
-    zh = in_lang(section["reason"], section["reason_key"], "zh")
+    zh = message(section["reason"], "zh")
     assert zh == ("提示词集中没有一条能放进服务端的上下文：服务端因长度拒绝：「This model's maximum context length is 2048 "
                   "tokens」；an older row without a key")
-    assert _unsupported("a plain reason") == {"status": "unsupported", "reason": "a plain reason", "reason_key": None}
+    assert _unsupported("a plain reason") == {"status": "unsupported", "reason": "a plain reason"}
 
 
 def test_all_requests_come_back_in_their_order_with_the_first_gone_named():

@@ -141,7 +141,7 @@ def test_render_fills_the_data_dir(tmp_path):
 
 
 def test_eval_reasons_keep_their_english_and_render_in_chinese():
-    from llm_adapt.messages import in_lang, message
+    from llm_adapt.messages import loaded, message, stored
     from llm_adapt.report.findings import _task_detail
 
     gold = {"acc": {i: True for i in range(40)}}
@@ -149,9 +149,9 @@ def test_eval_reasons_keep_their_english_and_render_in_chinese():
     v = verdict(paired_rows("arc", served, gold), [], [])
     assert v["status"] == "FAIL"
     assert v["reasons"][0].startswith("arc acc: significant drop: served 0.625 vs gold 1.000 on 40 items, diff -0.375")
-    zh = in_lang(v["reasons"][0], v["reason_keys"][0], "zh")
+    zh = message(v["reasons"][0], "zh")
     assert zh.startswith("arc acc：显著下降：服务端 0.625，金标准 1.000（40 道题），差值 -0.375") and "discordant" not in zh
-    detail = _task_detail(json.loads(json.dumps(v)))  # as read back from eval.json
+    detail = _task_detail(loaded(json.loads(json.dumps(stored(v)))))  # as read back from eval.json
     assert str(detail) == f" ({v['reasons'][0]})" and message(detail, "zh") == f"（{zh}）"
     # a verdict of an older version (no keys) keeps its words
     assert message(_task_detail({"reasons": ["t n: drop"]}), "zh") == "（t n: drop）"

@@ -115,7 +115,7 @@ def test_server_killed_mid_probe(tmp_path):
     rows = json.loads((out / "probes.json").read_text())["rows"]
     assert rows[0]["status"] == "supported"
     not_run = [r for r in rows if r["status"] == "not run"]
-    assert not_run and all("stopped answering" in r["evidence"] for r in not_run)
+    assert not_run and all("stopped answering" in r["evidence"]["text"] for r in not_run)
 
 
 def test_server_killed_mid_compare(tmp_path, default_model):

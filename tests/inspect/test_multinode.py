@@ -11,7 +11,7 @@ import pytest
 
 from llm_adapt.command import Command
 from llm_adapt.inspect.multinode import PLACEHOLDERS
-from llm_adapt.messages import in_lang
+from llm_adapt.messages import message
 from tests.inspect.test_plan import plan_for, smollm2_spec
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -152,7 +152,7 @@ def test_a_replica_spanning_nodes_has_only_the_ray_form():
     assert plan.pipeline_parallel > 1
     dp, ray = plan.multinode["forms"]
     assert not dp["available"] and "Ray" in dp["reason"] and not dp["nodes"]
-    assert "Ray 方式" in in_lang(dp["reason"], dp["reason_key"], "zh")
+    assert "Ray 方式" in message(dp["reason"], "zh")
     assert ray["available"] and ray["parallel"]["pipeline_parallel_size"] == plan.nodes
 
 

@@ -5,7 +5,7 @@ import json
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect.plan import PlanOptions, make_plan
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
-from llm_adapt.messages import in_lang
+from llm_adapt.messages import message
 from llm_adapt.models.spec import spec_from_config
 from llm_adapt.platforms import get_platform
 from tests.conftest import config_fixture
@@ -61,8 +61,8 @@ def test_a_template_without_tools_is_not_enabled_with_the_flags_that_would_enabl
 def test_the_decision_keeps_its_english_and_renders_in_chinese():
     for template in (QWEN25, SMOLLM2, "{% if tools %}x{% endif %}", None):
         d = tool_calling(template).to_dict()
-        assert in_lang(d["evidence"], d["evidence_key"], "en") == d["evidence"]
-        assert in_lang(d["evidence"], d["evidence_key"], "zh") != d["evidence"]
+        assert message(d["evidence"], "en") == d["evidence"]
+        assert message(d["evidence"], "zh") != d["evidence"]
 
 
 def test_the_chat_template_is_read_from_every_place_a_checkpoint_keeps_it(tmp_path):
@@ -92,7 +92,7 @@ def test_the_plan_starts_vllm_with_the_parser_in_every_mode_and_says_why():
     assert plan.tool_calling["enabled"] and plan.tool_calling["parser"] == "hermes"
     off = _plan(tool_calling(SMOLLM2))
     assert not off.command("graph").has("--tool-call-parser") and not off.command("eager").has("--enable-auto-tool-choice")
-    assert off.tool_calling["enabled"] is False and off.tool_calling["evidence_key"]["key"] == "tc_no_tools"
+    assert off.tool_calling["enabled"] is False and off.tool_calling["evidence"].key == "tc_no_tools"
     assert _plan(None).tool_calling is None  # not read: no flags, nothing said
 
 
@@ -103,7 +103,7 @@ def test_inspect_reads_the_default_models_template_and_leaves_tool_calling_off(t
     result = run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="t",
                                                                      kv_cache_space_gib=1), "cpu")
     assert result.plan.tool_calling["enabled"] is False  # SmolLM2's template declares no tools
-    assert result.plan.tool_calling["evidence_key"]["key"] == "tc_no_tools"
+    assert result.plan.tool_calling["evidence"].key == "tc_no_tools"
     assert not result.plan.command("eager").has("--tool-call-parser")
 
 

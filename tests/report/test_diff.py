@@ -96,5 +96,5 @@ def test_a_result_of_another_schema_version_is_named_not_misread(tmp_path):
     (run / "probes.json").write_text(json.dumps({"schema_version": 0, "rows": []}))
     (run / "serve.json").write_text("{not json")
     data = load_run(run)
-    assert "probes" not in data.parts and "schema version 0 is not 1" in data.unreadable["probes"]
+    assert "probes" not in data.parts and "schema version 0 is not 2" in data.unreadable["probes"]
     assert "serve" in data.unreadable

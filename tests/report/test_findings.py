@@ -1,5 +1,7 @@
 """The report's judgement and sentences on plain dicts: verdict, recommendation, notes, page header."""
 
+import json
+
 import pytest
 
 from llm_adapt.report.data import RunData
@@ -54,10 +56,10 @@ def test_notes_follow_the_report_language():
 
 
 def test_a_warning_the_plan_and_the_server_both_make_is_said_once():
-    from llm_adapt.messages import keyed, reason
+    from llm_adapt.messages import loaded, reason, stored
 
     said_as = [reason("remote_code_set"), reason("open_host", host="0.0.0.0"), "other"]
-    plan = {"warnings": [str(w) for w in said_as], "warning_keys": [keyed(w) for w in said_as]}  # as inspect.json
+    plan = loaded(json.loads(json.dumps(stored({"warnings": said_as}))))  # as inspect.json keeps it
     served = {"host": "0.0.0.0", "argv": ["vllm", "serve", "m", "--trust-remote-code"]}
     said = notes(run_with(inspect={"plan": plan}, serve=served), "en")
     assert sum("trust-remote-code" in n for n in said) == 1 and sum("0.0.0.0" in n for n in said) == 1
@@ -171,12 +173,12 @@ def test_a_server_that_answers_wrongly_is_false_ready():
 
 
 def test_the_stages_an_engine_that_did_not_start_blocked_are_known_by_their_reason_key_in_any_language():
-    from llm_adapt.messages import reason, stored
+    from llm_adapt.messages import loaded, reason
 
-    blocked = {"status": "not run", **stored(reason("no_endpoint", serve="failed"))}
+    blocked = {"status": "not run", "reason": reason("no_endpoint", serve="failed")}
     stages = {"serve": {"status": "failed", "reason": "vllm exited"}, "probes": blocked, "bench": blocked,
-              "eval": {"status": "not run", "reason": "no endpoint: in words", "reason_key": "stopped",
-                       "reason_args": {"error": "x"}}}  # another key, whatever its words: its own line
+              "eval": {"status": "not run", "reason": loaded({"text": "no endpoint: in words", "key": "stopped",
+                                                               "args": {"error": "x"}})}}  # another key: its own line
     for lang in ("en", "zh"):
         said = notes(run_with(status={"stages": stages}), lang)
         assert "probes, bench" in said[0] and "eval" not in said[0], said

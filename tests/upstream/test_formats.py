@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from llm_adapt.errors import UsageError
+from llm_adapt.messages import reason
 from llm_adapt.upstream import formats, origin
 from llm_adapt.upstream.deployment import upstream_command
 
@@ -155,10 +156,11 @@ def test_task_rows_keep_public_tasks_of_one_setting_and_say_why_others_are_left_
 def test_where_a_run_ran():
     npu_plan = {"inspect": {"platform": {"name": "npu"}}}
     assert origin.ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "npu"}]}}) == "npu"
-    endpoint = {"status": {"stages": {"serve": {"status": "skipped", "reason": "external endpoint http://h:8000/v1",
-                                                "reason_key": "external_endpoint"}}}}
+    endpoint = {"status": {"stages": {"serve": {"status": "skipped",
+                                                "reason": reason("external_endpoint", url="http://h:8000/v1")}}}}
     assert origin.ran_on(npu_plan | endpoint) == "npu"  # measured a server declared as an NPU
-    skipped = {"status": {"stages": {"serve": {"status": "skipped", "reason_key": "skip_flag"}}}}
+    skipped = {"status": {"stages": {"serve": {"status": "skipped", "reason": reason("skip_flag", stage="serve")}}}}
+    assert origin.ran_on(npu_plan | {"status": {"stages": {"serve": {"status": "skipped", "reason": "external"}}}}) == "cpu"
     assert origin.ran_on(npu_plan | skipped) == "cpu"  # --skip serve: nothing was measured on an NPU
     assert origin.ran_on(npu_plan | {"environment": {"accelerators": []}}) == "cpu"  # planned for one, measured here
     assert origin.ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "cuda"}]}}) == "cuda"

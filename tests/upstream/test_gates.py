@@ -178,7 +178,7 @@ def test_inspect_flags_a_remote_code_model_with_a_cuda_extension_as_blocking(tin
 def test_feature_evidence_keeps_its_english_and_renders_in_chinese():
     import re
 
-    from llm_adapt.messages import in_lang
+    from llm_adapt.messages import message
 
     dense = feature_rows({"num_hidden_layers": 2}, ["model.layers.0.mlp.up_proj.weight"], "cpu", "eager", True, "cmd")
     moe = feature_rows({"num_local_experts": 8, "num_hidden_layers": 2},
@@ -190,6 +190,6 @@ def test_feature_evidence_keeps_its_english_and_renders_in_chinese():
     assert {r["feature"]: r["evidence"] for r in moe}["EP"] == (
         "MoE: num_local_experts=8; 1 expert tensors in the checkpoint; needs an Ascend NPU and vLLM-Ascend to verify")
     for row in dense + moe:
-        zh = re.sub(r"`[^`]*`|\b\w*_\w*\b", "", in_lang(row["evidence"], row["evidence_key"], "zh"))  # code, config keys
+        zh = re.sub(r"`[^`]*`|\b\w*_\w*\b", "", message(row["evidence"], "zh"))  # code, config keys
         assert not re.search(r"[A-Za-z]+ [A-Za-z]+ [A-Za-z]+", zh), zh  # no English sentence left
         assert re.search(r"[\u4e00-\u9fff]", zh), zh

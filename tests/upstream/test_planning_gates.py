@@ -7,6 +7,7 @@ import pytest
 
 from llm_adapt.cli import main
 from llm_adapt.inspect.gates import capacity_line, gate_lines, planning_gates
+from llm_adapt.messages import loaded
 from tests.conftest import config_fixture
 
 from .test_gates import plan
@@ -56,7 +57,7 @@ def inspect_json(capsys, tmp_path, name, *argv):
     model.mkdir()
     (model / "config.json").write_text(json.dumps(config_fixture(name)))
     assert main(["inspect", str(model), *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return loaded(json.loads(capsys.readouterr().out))  # as llm-adapt reads a result back
 
 
 def test_inspect_for_npu_states_the_128k_baseline_of_llama_3b_as_not_feasible(capsys, tmp_path):

@@ -33,7 +33,7 @@ from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, allowed_rat
 from llm_adapt.engines.client import EndpointClient
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
-from llm_adapt.messages import keyed, reason, restored
+from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
 from llm_adapt.accuracy.result import Verdict
 from llm_adapt.results import StageResult
@@ -76,7 +76,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
                   "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
                   "floor_spread": fl.spread if fl else None},
-        sections={name: {"status": "not run", **_why(reason("es_not_reached"))} for name in SECTIONS})
+        sections={name: {"status": "not run", "reason": reason("es_not_reached")} for name in SECTIONS})
     def tick(name: str):
         return lambda done, total: progress(f"endpoint accuracy: {name}", done, total)
 
@@ -89,8 +89,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         section = steps[name]()
         if section.pop("gone", False):  # the server stopped answering: this section and the rest are not run
             for rest in SECTIONS[i:]:
-                result.sections[rest] = {"status": "not run", "reason": section["reason"],
-                                         "reason_key": section.get("reason_key")}
+                result.sections[rest] = {"status": "not run", "reason": section["reason"]}
             break
         result.sections[name] = section
         result.save(out / rundir.ENDPOINT_ACCURACY)
@@ -134,25 +133,20 @@ def _messages(ref) -> list[dict[str, str]] | None:
     return ref.prompt.as_messages() if ref.prompt.text is None else None
 
 
-def _why(why: Any) -> dict[str, Any]:
-    """A reason as the JSON keeps it: its English words and, where it has one, its key."""
-    return {"reason": str(why), "reason_key": keyed(why)}
-
-
 def _gone(reply: Reply) -> dict[str, Any]:
-    return {"status": "not run", **_why(reply.detail), "gone": True}
+    return {"status": "not run", "reason": reply.detail, "gone": True}
 
 
 def _unsupported(why: Any) -> dict[str, Any]:
-    return {"status": "unsupported", **_why(why)}
+    return {"status": "unsupported", "reason": why}
 
 
 def _skip(ref, why: Any) -> dict[str, Any]:
-    return {"id": ref.prompt.id, **_why(why)}
+    return {"id": ref.prompt.id, "reason": why}
 
 
 def _none_fits(skipped: list[dict[str, Any]]) -> dict[str, Any]:
-    return _unsupported(reason("es_none_fits", reasons=[restored(s["reason"], s.get("reason_key")) for s in skipped]))
+    return _unsupported(reason("es_none_fits", reasons=[s["reason"] for s in skipped]))
 
 
 def _fits(ref, tokens: int, served_len: int | None) -> Any:

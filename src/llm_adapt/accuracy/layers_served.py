@@ -33,7 +33,6 @@ from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import allowed_ratio, judged, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
-from llm_adapt.messages import keyed
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.accuracy.result import LayerRow, LocatedFault, Verdict
 from llm_adapt.results import StageResult
@@ -134,7 +133,7 @@ def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list
     for ref in gold.prompts:
         tensors, why = dump.layers_for(ref.sequence)
         if tensors is None:
-            missing.append({"id": ref.prompt.id, "reason": str(why), "reason_key": keyed(why)})
+            missing.append({"id": ref.prompt.id, "reason": why})
             continue
         for j, name in enumerate(gold.names):
             gold_t = ref.hidden[j]
@@ -278,7 +277,7 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
     rows, missing = served_rows(gold, dump)
     for row in missing:  # a refused request says more than "no record"
         if error := errors[[p.prompt.id for p in gold.prompts].index(row["id"])]:
-            row.update(reason=str(error), reason_key=keyed(error))
+            row.update(reason=error)
     seconds["capture"] = elapsed(started)
     if len(missing) == len(gold.prompts):
         raise AdaptError(f"no prompt was captured inside the engine: {missing[0]['reason'] if missing else 'no prompts'}")

@@ -19,7 +19,7 @@ from llm_adapt.accuracy.result import RunnerReport
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.accuracy.verdict import longest_sum
 from llm_adapt.errors import UsageError
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.models.quant import transformers_problem
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
@@ -251,7 +251,7 @@ def fitting_prompts(prompts: list[Prompt], inputs: list[list[int]], limit: int |
     for prompt, ids in zip(prompts, inputs):
         if limit is not None and len(ids) + new_tokens > limit:
             why = reason("rf_too_long", prompt=len(ids), new=new_tokens, what=what, limit=limit)
-            skipped.append({"id": prompt.id, "category": prompt.category, "reason": str(why), "reason_key": keyed(why)})
+            skipped.append({"id": prompt.id, "category": prompt.category, "reason": why})
         else:
             kept.append(prompt)
             kept_inputs.append(ids)

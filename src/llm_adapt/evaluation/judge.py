@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_adapt.evaluation.baseline import Baseline
-from llm_adapt.messages import keyed, reason, restored
+from llm_adapt.messages import reason
 from llm_adapt.evaluation.stats import (
     DEFAULT_RTOL,
     judge,
@@ -23,7 +23,7 @@ def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, d
             continue
         p = paired([served[metric][i] for i in ids], [gold[metric][i] for i in ids])
         status, reason = judge(p, rtol)
-        rows.append({"task": task, "metric": metric, **p.as_dict(), "rtol": rtol, "status": status, **_why(reason)})
+        rows.append({"task": task, "metric": metric, **p.as_dict(), "rtol": rtol, "status": status, "reason": reason})
     return rows
 
 
@@ -35,23 +35,17 @@ def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline
     for metric, value in baseline.values.get(task, {}).items():
         if metric not in served_scores:
             rows.append({"task": task, "metric": metric, "published": value, "served": None, "rtol": baseline.rtol,
-                         "status": "SKIP", **_why(reason("tv_not_measured", metric=metric, measured=sorted(served_scores)))})
+                         "status": "SKIP", "reason": reason("tv_not_measured", metric=metric, measured=sorted(served_scores))})
             continue
         status, why = judge_baseline(served_scores[metric], value, baseline.rtol)
         rows.append({"task": task, "metric": metric, "published": value, "served": served_scores[metric],
-                     "rtol": baseline.rtol, "status": status, **_why(why), "source": baseline.source})
+                     "rtol": baseline.rtol, "status": status, "reason": why, "source": baseline.source})
     return rows
 
 
 def verdict(paired_rows_: list[dict], baseline_rows_: list[dict], skipped: list[str]) -> dict:
     rows = paired_rows_ + baseline_rows_
     status = worst([r["status"] for r in rows]) if rows else "SKIP"
-    reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=restored(r["reason"], r.get("reason_key")))
+    reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=r["reason"])
                for r in rows if r["status"] in ("FAIL", "WARN")]
-    return {"status": status, "reasons": [str(r) for r in reasons], "reason_keys": [keyed(r) for r in reasons],
-            "skipped": skipped}
-
-
-def _why(why) -> dict:
-    """A row's reason as the JSON keeps it: its English words and its key."""
-    return {"reason": str(why), "reason_key": keyed(why)}
+    return {"status": status, "reasons": reasons, "skipped": skipped}

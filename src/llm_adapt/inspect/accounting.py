@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.models.quant import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
@@ -173,11 +173,10 @@ class Reconciliation:
         return out
 
     def to_dict(self) -> dict:
-        warnings = self.warnings()
         return {"from_config": self.from_config, "from_weights": self.from_weights, "agree": self.agree,
                 "by_role": self.by_role, "unexpected": [g.to_dict() for g in self.unexpected],
                 "missing": [g.to_dict() for g in self.missing], "mismatched": self.mismatched,
-                "warnings": [str(w) for w in warnings], "warning_keys": [keyed(w) for w in warnings]}
+                "warnings": self.warnings()}
 
 
 def _names(groups: list[Group]) -> str:

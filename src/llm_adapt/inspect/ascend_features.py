@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 
 SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE, NOT_VERIFIED = (
     "supported", "unsupported", "checkpoint-missing", "not-applicable", "not verified")
@@ -163,8 +163,8 @@ def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, gr
 
 
 def _evidence(text) -> dict[str, Any]:
-    """A row's evidence: its English words, and its message key for the report's other language."""
-    return {"evidence": str(text), "evidence_key": keyed(text)}
+    """A row's evidence (a Reason where it has words in the report's other language)."""
+    return {"evidence": text}
 
 
 def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,

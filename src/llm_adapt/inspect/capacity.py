@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 
 BASELINE_LEN = 131072  # "max-model-len=128k"
 BASELINE_SEQS = 16  # "max-num-seqs=16"
@@ -43,7 +43,6 @@ def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
     at_length = usable // blocks_for(length, block) if applies else 0
     status = NOT_APPLICABLE if not applies else FEASIBLE if not reasons else NOT_FEASIBLE
     return {"length": length, "seqs": seqs, "status": status, "feasible": None if not applies else not reasons,
-            "reasons": [str(r) for r in reasons],
-            "reason_keys": [keyed(r) for r in reasons],  # their message keys (messages/), for the other language
+            "reasons": reasons,
             "needed_blocks": need, "pool_blocks": usable, "block_size": block, "pool_tokens": usable * block,
             "longest_at_seqs": longest, "seqs_at_length": at_length, "source": SOURCE}

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from llm_adapt.inspect.inventory import ModelFacts
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 
 ALL = None  # a rule of every platform, a registered one included
 
@@ -38,12 +38,9 @@ class Caveat:
     id: str
     operator: str
     platform: str
-    text: str
-    check: str
+    text: str  # text, check and source are Reasons where they have words in the report's other language
+    check: str  # (a source that is a citation has none)
     source: str
-    text_key: dict[str, Any] | None = None  # the message keys of text, check and source (messages/; a source that
-    check_key: dict[str, Any] | None = None  # is a citation has none), for the report's other language
-    source_key: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,16 +96,11 @@ def platform_caveats(facts: ModelFacts, platform: str, cpu_flags: set[str] | Non
     """Every rule that applies to these facts on this platform, in table order."""
     from llm_adapt.platforms import get_platform
 
-    out = [_caveat(r.id, r.operator, platform, r.text(facts), r.check, r.source)
+    out = [Caveat(r.id, r.operator, platform, r.text(facts), r.check, r.source)
            for r in RULES if (r.platforms is ALL or platform in r.platforms) and r.applies(facts)]
     isa_note = get_platform(platform).isa_note
     note = isa_note(cpu_flags) if isa_note is not None and cpu_flags is not None else None
     if note:
-        out.append(_caveat(note[0], "CPU ISA", platform, note[1], reason("cav_cpu_avx2_check"),
+        out.append(Caveat(note[0], "CPU ISA", platform, note[1], reason("cav_cpu_avx2_check"),
                            reason("cav_src_cpuinfo")))
     return out
-
-
-def _caveat(id: str, operator: str, platform: str, text: str, check: str, source: str) -> Caveat:
-    """A caveat with its words as plain text and, where they are Reasons, their message keys beside them."""
-    return Caveat(id, operator, platform, str(text), str(check), str(source), keyed(text), keyed(check), keyed(source))

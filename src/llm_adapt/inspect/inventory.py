@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.models.spec import ModelSpec
 
 FROM_MODEL = "model code"
@@ -57,27 +57,10 @@ class ModelFacts:
     kv_lora_rank: int | None = None  # MLA: the rank of the compressed KV the cache holds
     evidence: dict[str, str] = field(default_factory=dict)  # fact name -> where it was read
     aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
-    trace_note: str = ""
-    # the message keys of the notes and the evidence (messages/), for the report's other language:
-    # {"source_note": {"key", "args"}, "trace_note": ..., "evidence.norm": ...}; given as Reasons, gathered here
-    keys: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        texts = {"source_note": self.source_note, "trace_note": self.trace_note,
-                 **{f"evidence.{k}": v for k, v in self.evidence.items()}}
-        found = {name: key for name, text in texts.items() if (key := keyed(text)) is not None}
-        if found:
-            object.__setattr__(self, "keys", {**self.keys, **found})
+    trace_note: str = ""  # the notes and the evidence are Reasons where they have words in other languages
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(source_note=str(self.source_note), trace_note=str(self.trace_note),
-                    evidence={k: str(v) for k, v in self.evidence.items()})
-        return data
-
-    def key_of(self, name: str) -> dict[str, Any] | None:
-        """The message key of a note ("source_note", "trace_note") or of a fact's evidence ("evidence.norm")."""
-        return self.keys.get(name)
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelFacts:
@@ -133,21 +116,15 @@ def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
 @dataclass(frozen=True)
 class Row:
     name: str
-    value: str
+    value: str  # value and evidence: Reasons where they have words in the report's other language
     evidence: str
-    value_key: dict[str, Any] | None = None  # the message keys of the value and the evidence (messages/)
-    evidence_key: dict[str, Any] | None = None
 
 
-def _row(name: str, value: str, evidence: tuple[str, dict[str, Any] | None]) -> Row:
-    """A row of a value (a Reason where it has words) and its evidence with the evidence's key."""
-    return Row(name, str(value), str(evidence[0]), keyed(value), evidence[1])
 
 
-def _ev(facts: ModelFacts, key: str) -> tuple[str, dict[str, Any] | None]:
-    """Where a fact was read, with its message key."""
-    name = key if facts.evidence.get(key) else "all"
-    return facts.evidence.get(name, ""), facts.key_of(f"evidence.{name}")
+def _ev(facts: ModelFacts, key: str) -> str:
+    """Where a fact was read."""
+    return facts.evidence.get(key) or facts.evidence.get("all", "")
 
 
 NONE = reason("inv_none")
@@ -159,20 +136,20 @@ def inventory_rows(facts: ModelFacts) -> list[Row]:
     f = facts
     eps = f" (eps {f.norm_eps:g})" if f.norm_eps is not None else ""
     act = reason(ACT_KEYS[f.activation]) if f.activation in ACT_KEYS else ACT_TEXT.get(f.activation, f.activation)
-    rows = [_row("norm", reason("inv_norm_1p", eps=eps) if f.norm == "rms_1p" else NORM_TEXT.get(f.norm, f.norm) + eps,
+    rows = [Row("norm", reason("inv_norm_1p", eps=eps) if f.norm == "rms_1p" else NORM_TEXT.get(f.norm, f.norm) + eps,
                  _ev(f, "norm")),
-            _row("norms per layer", ", ".join(f.layer_norms) or NONE, _ev(f, "layer_norms")),
-            _row("activation", reason("inv_act_gated" if f.gated_mlp else "inv_act_plain", act=act), _ev(f, "activation")),
-            _row("biases", ", ".join(f.biased) or NONE, _ev(f, "biased")),
-            _row("positional encoding", NONE if f.rope == "none" else
+            Row("norms per layer", ", ".join(f.layer_norms) or NONE, _ev(f, "layer_norms")),
+            Row("activation", reason("inv_act_gated" if f.gated_mlp else "inv_act_plain", act=act), _ev(f, "activation")),
+            Row("biases", ", ".join(f.biased) or NONE, _ev(f, "biased")),
+            Row("positional encoding", NONE if f.rope == "none" else
                  f"RoPE ({f.rope}" + (f", theta {f.rope_theta:g}" if f.rope_theta else "") + ")", _ev(f, "rope")),
-            _row("attention", _attention_text(f), _ev(f, "attention")),
-            _row("head_dim", str(f.head_dim), _ev(f, "attention")),
-            _row("attention window", _window_text(f), _ev(f, "layer_types")),
-            _row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
-            _row("MoE", _moe_text(f), _ev(f, "moe")),
-            _row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else NONE, _ev(f, "embed_scale")),
-            _row("output head", reason("inv_tied") if f.tied else reason("inv_separate_head"), _ev(f, "tied"))]
+            Row("attention", _attention_text(f), _ev(f, "attention")),
+            Row("head_dim", str(f.head_dim), _ev(f, "attention")),
+            Row("attention window", _window_text(f), _ev(f, "layer_types")),
+            Row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
+            Row("MoE", _moe_text(f), _ev(f, "moe")),
+            Row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else NONE, _ev(f, "embed_scale")),
+            Row("output head", reason("inv_tied") if f.tied else reason("inv_separate_head"), _ev(f, "tied"))]
     if f.quantization:
         rows.append(Row("quantization", f.quantization, "config.json quantization_config"))
     return rows

@@ -16,7 +16,7 @@ from typing import Any
 from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, facts_from_spec,
                                          quantization_method)
 from llm_adapt.cache import digest, read_json, write_json
-from llm_adapt.messages import reason
+from llm_adapt.messages import loaded, reason, stored
 from llm_adapt.models.spec import ModelSpec
 
 # Shape-only aten ops left out of the op list: they move no numbers.
@@ -25,9 +25,9 @@ SHAPE_OPS = frozenset({"view", "_unsafe_view", "t", "transpose", "expand", "unsq
                        "permute", "reshape", "contiguous", "select", "alias", "empty", "_to_copy", "lift_fresh",
                        "index", "arange", "zeros", "full", "ones", "scalar_tensor", "_reshape_alias", "as_strided"})
 
-# What a cached entry of ModelFacts holds: 2 adds the message keys of the notes and the evidence (ModelFacts.keys).
-# It is part of the cache key, so an entry of an older schema is walked again rather than shown without them.
-FACTS_SCHEMA = 2
+# What a cached entry of ModelFacts holds: 2 adds the message keys of the notes and the evidence; 3 stores each
+# keyed note as {text, key, args}. It is part of the cache key, so an older entry is walked again, not misread.
+FACTS_SCHEMA = 3
 
 
 def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False) -> ModelFacts:
@@ -38,10 +38,10 @@ def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False
     key = facts_key(model_dir, trust_remote_code)
     cached = read_json("model-facts", key) if key else None
     if cached is not None:
-        return ModelFacts.from_dict(cached)
+        return ModelFacts.from_dict(loaded(cached))
     facts = _read_facts(model_dir, spec, trust_remote_code)
     if key and facts.source == FROM_MODEL:  # a fallback may have a cause that goes away; read it again
-        write_json("model-facts", key, facts.to_dict())
+        write_json("model-facts", key, stored(facts.to_dict()))
     return facts
 
 

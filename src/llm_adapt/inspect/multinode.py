@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from llm_adapt.command import Command
 from llm_adapt.inspect import platform_env as penv
-from llm_adapt.messages import Reason, keyed, reason
+from llm_adapt.messages import Reason, reason
 
 DP_RPC_PORT = 13345  # vLLM's Data Parallel Deployment example; any free port all nodes can reach
 RAY_PORT = 6379  # Ray's default GCS port, as both guides start it
@@ -69,10 +69,9 @@ class NodeCommands:
 class Form:
     name: str  # "data_parallel" or "ray"
     available: bool
-    reason: str  # why not, when not available ("" when it is)
+    reason: str  # why not, when not available ("" when it is); a Reason
     parallel: dict[str, int]
     nodes: list[NodeCommands]
-    reason_key: dict | None = None  # the reason's message key and arguments (messages/)
 
 
 def serve_command(base: Command) -> Command:
@@ -139,7 +138,7 @@ def _ray(topo: Topology, serve: Command) -> Form:
 
 
 def _unavailable(name: str, why: Reason) -> Form:
-    return Form(name, False, str(why), {}, [], keyed(why))
+    return Form(name, False, why, {}, [])
 
 
 def _node(topo: Topology, form: str, index: int, devices: int, serve: Command | None, ray_start: Command | None,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 
 TORCH, TRITON, CUDA_FALLBACK, CUDA = "torch", "triton", "cuda-with-fallback", "cuda"
 CUDA_PACKAGES = frozenset({"flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
@@ -98,15 +98,14 @@ def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> dict[str
     findings = [classify_source(name, text) for name, text in sorted(files.items())]
     findings += [FileFinding(name, CUDA, [f"{name}: CUDA source shipped with the model"]) for name in cu_sources]
     if not findings:
-        why = reason("og_no_code")
-        return {"applies": False, "reason": str(why), "reason_key": keyed(why), "source": SOURCE}
+        return {"applies": False, "reason": reason("og_no_code"), "source": SOURCE}
     worst = max((f.kind for f in findings), key=ORDER.index)
     return {"applies": True, "kind": worst, **_conclusion(worst), "blocking": worst == CUDA,
             "files": [asdict(f) | _conclusion(f.kind) for f in findings], "source": SOURCE}
 
 
 def _conclusion(kind: str) -> dict[str, Any]:
-    return {"conclusion": str(CONCLUSION[kind]), "conclusion_key": keyed(CONCLUSION[kind])}
+    return {"conclusion": CONCLUSION[kind]}
 
 
 def gate_of_model(model_dir: Path) -> dict[str, Any]:

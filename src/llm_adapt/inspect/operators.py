@@ -14,11 +14,7 @@ class Operator:
     name: str  # e.g. "norm", "attention"
     value: str  # e.g. "RMSNorm with (1 + w): x / rms(x) * (1 + w) (eps 1e-06)"
     evidence: str = ""  # where the value was read
-    caveats: list[str] = field(default_factory=list)
-    # the message keys (messages/) of the value, the evidence and each caveat, for the report's other language
-    value_key: dict[str, Any] | None = None
-    evidence_key: dict[str, Any] | None = None
-    caveat_keys: list[dict[str, Any] | None] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)  # value, evidence and caveats: Reasons where they have words
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -27,11 +23,10 @@ class Operator:
 def operator_inventory(facts: ModelFacts, platform: str, cpu_flags: set[str] | None = None) -> list[Operator]:
     """Inventory rows in layer order; each caveat joins the row it is about (or gets a row of its own)."""
     caveats = platform_caveats(facts, platform, cpu_flags)
-    ops = [Operator(r.name, r.value, r.evidence, [c.text for c in caveats if c.operator == r.name], r.value_key,
-                    r.evidence_key, [c.text_key for c in caveats if c.operator == r.name])
+    ops = [Operator(r.name, r.value, r.evidence, [c.text for c in caveats if c.operator == r.name])
            for r in inventory_rows(facts)]
     names = {op.name for op in ops}
-    ops += [Operator(c.operator, "-", c.source, [c.text], evidence_key=c.source_key, caveat_keys=[c.text_key])
+    ops += [Operator(c.operator, "-", c.source, [c.text])
             for c in caveats if c.operator not in names]
     return ops
 

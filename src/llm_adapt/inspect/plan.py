@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from llm_adapt.command import Command
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import Said, reason
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
@@ -118,8 +118,7 @@ class DeployPlan(BaseModel):
     # per mode: the same command, typed; saved in inspect.json as its words under "argv"
     mode_commands: dict[str, PlanCommand] = Field(alias="argv")
     multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
-    warnings: list[str] = []
-    warning_keys: list[dict | None] = []  # per warning: its message key and arguments (messages/), or None
+    warnings: list[Said] = []  # Reasons where they have words in the report's other language
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
     tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
     tool_calling: dict | None = None  # ToolCalling.to_dict: the tool-call parser the commands start with, and why
@@ -185,7 +184,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         commands={mode: command.shell(env) for mode, command in commands.items()}, mode_commands=commands,
         env_notes=penv.explain(platform.name, env),
         multinode=_multinode(spec, platform, opts, layout, commands["graph"], env),
-        warnings=warnings, warning_keys=[keyed(w) for w in warnings],
+        warnings=warnings,
         layer_dump=msprobe_config.plan_entry(commands["eager"], env) if platform.layer_dump else None,
         tool_calling=opts.tool_calling.to_dict() if opts.tool_calling else None,
     )

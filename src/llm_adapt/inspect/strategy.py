@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.messages import Reason, keyed, reason, restored
+from llm_adapt.messages import Reason, reason
 
 DIRECT = "direct registration"
 BACKEND = "Transformers backend"
@@ -44,12 +44,10 @@ class BackendTrial:
 @dataclass(frozen=True)
 class Strategy:
     decision: str  # DIRECT | BACKEND | PLUGIN, with " (not tried)" when no trial ran
-    headline: str
+    headline: str  # the headline and the evidence lines: Reasons where they have words
     evidence: list[str] = field(default_factory=list)
     trial: dict[str, Any] | None = None
     plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
-    headline_key: dict[str, Any] | None = None  # the headline's message key and arguments (messages/)
-    evidence_keys: list[dict[str, Any] | None] = field(default_factory=list)  # one per evidence line (None: no key)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,13 +56,13 @@ class Strategy:
 def decide(architecture: str, support: dict[str, str], trial: BackendTrial | None,
            plugin: dict[str, Any] | None = None) -> Strategy:
     """Pure: the strategy from the registry answer and, when not native, the backend trial."""
-    registry = restored(support["registry"], support.get("registry_key"))
+    registry = support["registry"]
     if support["vllm"] == "native":
         return _strategy(DIRECT, reason("strategy_native", arch=architecture),
                          [reason("st_native", registry=registry, arch=architecture)])
     if trial is None:
         guess = BACKEND if support["vllm"] == "transformers-backend" else PLUGIN
-        return _strategy(f"{guess} (not tried)", restored(support["detail"], support.get("detail_key")),
+        return _strategy(f"{guess} (not tried)", support["detail"],
                          [reason("st_not_native", registry=registry, arch=architecture), reason("st_not_tried")])
     weights = reason(f"st_weights_{trial.weights}") if trial.weights in ("dummy", "checkpoint") else trial.weights
     outcome = reason("st_not_started") if not trial.started else reason("st_answered" if trial.answered else "st_silent")
@@ -81,9 +79,7 @@ def decide(architecture: str, support: dict[str, str], trial: BackendTrial | Non
 
 def _strategy(decision: str, headline: Reason | str, evidence: list[Reason | str], trial: dict[str, Any] | None = None,
               plugin: dict[str, Any] | None = None) -> Strategy:
-    """The strategy with its words as plain text and their message keys beside them (None where a text has none)."""
-    return Strategy(decision, str(headline), [str(line) for line in evidence], trial, plugin, keyed(headline),
-                    [keyed(line) for line in evidence])
+    return Strategy(decision, headline, evidence, trial, plugin)
 
 
 def plugin_name(architecture: str) -> str:

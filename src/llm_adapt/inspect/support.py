@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from llm_adapt.home import adapt_home
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.models.spec import ModelSpec
 
 NATIVE = "native"
@@ -37,13 +37,8 @@ class Support:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        """The words as plain text, and beside each that has one its message key ("registry_key", "strategy_key",
-        "detail_key"), for the report's other language."""
-        data: dict[str, Any] = {k: str(v) for k, v in asdict(self).items()}
-        for name in ("registry", "strategy", "detail"):
-            if (key := keyed(getattr(self, name))) is not None:
-                data[f"{name}_key"] = key
-        return data
+        """The answer; registry, strategy and detail are Reasons where they have words in other languages."""
+        return asdict(self)
 
 
 SOURCE_KEYS = {"installed vLLM": "sup_installed", "list shipped with llm-adapt": "sup_shipped"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 
 # (vLLM --tool-call-parser, patterns that must all be found in the template, the family it is written for).
 # First match wins: the more specific formats come before the ones they contain (Qwen3-Coder's and
@@ -55,7 +55,7 @@ class ToolCalling:
 
     def to_dict(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "parser": self.parser, "flags": self.flags,
-                "evidence": str(self.evidence), "evidence_key": keyed(self.evidence)}
+                "evidence": self.evidence}
 
 
 def tool_calling(template: str | None) -> ToolCalling:

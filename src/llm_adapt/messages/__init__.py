@@ -2,7 +2,7 @@
 module per room (run, inspect, accuracy, evaluation, probes, tune, report), each holding its keys in both
 languages, and the mechanism that stores a message as a key with arguments and renders it (core.py).
 
-Import from here: `from llm_adapt.messages import reason, in_lang, ...`.
+Import from here: `from llm_adapt.messages import reason, message, ...`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from llm_adapt.messages import accuracy, evaluation, inspect, probes, report, run, tune
 from llm_adapt.messages.accuracy import (ARG_WORDS, CHECK_FIELDS, CHECKS, LOCATED, PARTS, VALUE_BUILDERS, basis_text,
                                          check_text, head_list, located_value, rendered_check, verdict_reasons)
-from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, in_lang, in_lang_all, keyed, message, operator_name,
-                                     reason, rendered, rendered_warnings, restored, stored)
+from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, Said, StoredMessage, from_keyed, from_schema_1, loaded,
+                                     message, messages, operator_name, reason, stored)
 from llm_adapt.messages.probes import PROBE_WORDS, probe_words
 from llm_adapt.messages.report import FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT
 
@@ -32,7 +32,7 @@ def _merged(owners) -> dict[str, dict[str, str]]:
 REASONS.update(_merged(OWNERS))
 
 __all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL", "LIST_SEP",
-           "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "VALUE_BUILDERS", "basis_text",
-           "check_text", "head_list", "in_lang", "in_lang_all", "keyed", "located_value", "message", "operator_name",
-           "probe_words", "reason", "rendered", "rendered_check", "rendered_warnings", "restored", "stored",
-           "verdict_reasons"]
+           "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "Said", "StoredMessage",
+           "VALUE_BUILDERS", "basis_text", "check_text", "from_keyed", "from_schema_1", "head_list", "loaded",
+           "located_value", "message", "messages", "operator_name", "probe_words", "reason", "rendered_check",
+           "stored", "verdict_reasons"]

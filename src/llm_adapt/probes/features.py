@@ -10,7 +10,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from llm_adapt.messages import reason, restored
+from llm_adapt.messages import reason
 from llm_adapt.probes.context import (ERROR, NOT_ENABLED, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer,
                                       snippet)
 
@@ -171,7 +171,7 @@ def tool_not_enabled(plan: dict | None, body: str) -> Outcome:
         return Outcome(NOT_ENABLED, reason("pe_tool_not_enabled_server", body=body, flags=ENABLE_TOOLS))
     if plan.get("enabled"):
         return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=body))
-    why = restored(plan.get("evidence") or "", plan.get("evidence_key"))
+    why = plan.get("evidence") or ""
     return Outcome(NOT_ENABLED, reason("pe_tool_not_enabled", why=why, flags=plan.get("flags") or ENABLE_TOOLS),
                    {"plan": plan})
 

@@ -9,7 +9,7 @@ import httpx
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
 from llm_adapt.probes.features import PROBES
 from llm_adapt.results import StageResult
@@ -101,8 +101,8 @@ def _alive(ctx) -> bool:
 
 
 def _row(name: str, outcome: Outcome, ms: float | None) -> dict[str, Any]:
-    return {"name": name, "status": outcome.status, "evidence": str(outcome.evidence),
-            "evidence_key": keyed(outcome.evidence), "latency_ms": ms, "detail": outcome.detail}
+    return {"name": name, "status": outcome.status, "evidence": outcome.evidence,
+            "latency_ms": ms, "detail": outcome.detail}
 
 
 def _result(endpoint, model, engine, rows, complete) -> ProbesResult:

@@ -9,8 +9,7 @@ from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import (REPORT_NOTES, REPORT_TEXT, in_lang, probe_words, reason, rendered,
-                                rendered_warnings, restored)
+from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, messages, probe_words, reason
 
 from llm_adapt.status import JUDGED, worst
 CORE_FEATURES = ("chat completion", "streaming")
@@ -46,10 +45,8 @@ def false_ready(probes: dict[str, Any] | None, endpoint_accuracy: dict[str, Any]
 
 
 def _task_detail(ev: dict[str, Any]) -> Any:
-    """The eval verdict's first two reasons, in parentheses ("" without any), keyed where they were stored
-    with their keys."""
-    texts, keys = ev.get("reasons") or [], ev.get("reason_keys") or []
-    shown = [restored(text, keys[i] if i < len(keys) else None) for i, text in enumerate(texts[:2])]
+    """The eval verdict's first two reasons, in parentheses ("" without any)."""
+    shown = (ev.get("reasons") or [])[:2]
     if not shown:
         return ""
     return reason(f"task_detail_{len(shown)}", **{name: r for name, r in zip(("first", "second"), shown)})
@@ -122,9 +119,9 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     if insp:
         sup = insp["support"]
         out.append((3, T["support"].format(arch=insp["architecture"], support=sup["vllm"],
-                                           registry=in_lang(sup["registry"], sup.get("registry_key"), lang),
+                                           registry=message(sup["registry"], lang),
                                            strategy=sup["strategy"].lower() if lang == "en" else
-                                           in_lang(sup["strategy"], sup.get("strategy_key"), lang))))
+                                           message(sup["strategy"], lang))))
     if serve and serve.get("engine_facts", {}).get("kv_cache_tokens") is not None:
         logged, predicted = serve["engine_facts"]["kv_cache_tokens"], serve["predicted"]["kv_cache_tokens"]
         engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve["engine"], serve["engine"])
@@ -220,19 +217,18 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     for name, body in stages.items():
         if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
             shown = N.get("statuses", {}).get(body["status"], body["status"])
-            out.append(N["stage"].format(name=name, status=shown, reason=rendered(body, lang) or N["interrupted"]))
+            out.append(N["stage"].format(name=name, status=shown, reason=message(body.get("reason") or "", lang) or N["interrupted"]))
     serve = run.get("serve") or {}
     open_host = serve.get("host") in ("0.0.0.0", "::")
     remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")
     plan = (run.get("inspect") or {}).get("plan", {})
-    keys = [(k or {}).get("key") for k in plan.get("warning_keys") or []]
-    for i, shown in enumerate(rendered_warnings(plan, lang)):
-        if not _said_by_serve(keys[i] if i < len(keys) else None, open_host, remote_code):
-            out.append(N["plan"].format(warning=shown))
+    for warning in plan.get("warnings") or []:
+        if not _said_by_serve(getattr(warning, "key", None), open_host, remote_code):
+            out.append(N["plan"].format(warning=message(warning, lang)))
     for row in (run.get("probes") or {}).get("rows", []):
         if row["status"] != "supported":
             out.append(N["feature"].format(name=probe_words(row["name"], lang), status=probe_words(row["status"], lang),
-                                           evidence=in_lang(row["evidence"], row.get("evidence_key"), lang)))
+                                           evidence=message(row["evidence"], lang)))
     out += _endpoint_notes(run.get("endpoint_accuracy"), N, lang)
     if serve:
         if open_host:
@@ -275,9 +271,10 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
 def _no_endpoint(stage: dict[str, Any]) -> bool:
     """A stage left out for want of an endpoint: by its reason's key, or by its words in a status.json
     written before stage reasons kept their keys."""
-    if "reason_key" in stage:
-        return stage["reason_key"] == "no_endpoint"
-    return str(stage.get("reason", "")).startswith("no endpoint")
+    why = stage.get("reason")
+    if isinstance(why, Reason):
+        return why.key == "no_endpoint"
+    return str(why or "").startswith("no endpoint")
 
 
 def _said_by_serve(key: str | None, open_host: bool, remote_code: bool) -> bool:
@@ -294,7 +291,7 @@ def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str], lang: str = "e
         if sec.get("status") in ("unsupported", "not run"):
             out.append(N["section"].format(name=N.get("sections", {}).get(name, name),
                                            status=probe_words(sec["status"], lang),
-                                           reason=in_lang(sec.get("reason") or "", sec.get("reason_key"), lang)))
+                                           reason=message(sec.get("reason") or "", lang)))
     tok = ep["sections"]["tokenization"]
     for mm in tok.get("mismatches", []) if tok.get("status") == "done" else []:
         out.append(N["tokens"].format(id=mm["id"], server=mm["server_tokens"], ours=mm["ours_tokens"]))

@@ -19,8 +19,8 @@ from llm_adapt.report.first_screen import WORDS as FIRST_WORDS, first_screen
 from llm_adapt.report.page import SECTION, SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import (FLOOR_LABEL, basis_text, in_lang, in_lang_all, message, operator_name, probe_words,
-                                rendered, rendered_check, rendered_warnings, verdict_reasons)
+from llm_adapt.messages import (FLOOR_LABEL, basis_text, message, messages, operator_name, probe_words, rendered_check,
+                                verdict_reasons)
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -62,6 +62,7 @@ def environment(lang: str) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.report", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters.update(cell=cell, num=num, pct=pct, gib=gib, msg=lambda value: message(value, lang),
+                       msgs=lambda values: messages(values, lang),
                        quoted=lambda text: quoted(text, lang))
     return env
 
@@ -77,14 +78,12 @@ def context(run: RunData, plots: dict[str, str], lang: str, page: bool = False) 
             "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
             "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
             "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
-            "stage_reason": lambda body: rendered(body, lang), "stage_status": lambda body: stage_status(body, lang),
-            "plan_warnings": lambda plan: rendered_warnings(plan, lang),
+            "stage_reason": lambda body: message(body.get("reason") or "", lang),
+            "stage_status": lambda body: stage_status(body, lang),
             "check_in": lambda check: rendered_check(check, lang),
             "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
             "basis_in": lambda row: basis_text(row, lang),
             "target_basis_in": lambda target: target_basis(target).words(lang),
-            "keyed_in": lambda text, key: in_lang(text, key, lang),
-            "keyed_all": lambda texts, keys: in_lang_all(texts, keys, lang),
             "op_name": lambda name: operator_name(name, lang),
             "probe_in": lambda text: probe_words(text, lang), "has_value": has_value}
 
@@ -118,7 +117,7 @@ def _why(run: RunData, stage: str, lang: str = "en") -> str:
     body = ((run.get("status") or {}).get("stages") or {}).get(stage)
     if not body:
         return "not part of this run" if lang == "en" else "不属于本次运行"
-    reason = rendered(body, lang)
+    reason = message(body.get("reason") or "", lang)
     return stage_status(body, lang) + (f": {reason}" if reason else "")
 
 

@@ -15,7 +15,7 @@ from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
-from llm_adapt.messages import reason, stored
+from llm_adapt.messages import reason
 from llm_adapt.run.state import RunState, RunStatus
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
@@ -79,7 +79,7 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     why = interrupt_reason(exc)
     for stage in TABLE:
         if not stage.after_engine and state.status.stages.get(stage.name, {}).get("status") in (None, "pending"):
-            state.status.stages[stage.name] = {"status": "not run", **stored(why)}
+            state.status.stages[stage.name] = {"status": "not run", "reason": why}
     state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
@@ -113,8 +113,6 @@ def _load_or_new_status(cfg: RunConfig) -> RunStatus:
 
 
 def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> None:
-    if "reason" in extra:  # a keyed reason keeps its key and arguments for the report's languages
-        extra.update(stored(extra.pop("reason")))
     state.status.stages[stage] = {"status": status, **extra}
     state.status.save(cfg.out / rundir.STATUS)
 

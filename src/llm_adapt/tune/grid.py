@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from llm_adapt.command import Command
-from llm_adapt.messages import keyed, reason
+from llm_adapt.messages import reason
 from llm_adapt.platforms import get_platform
 
 if TYPE_CHECKING:
@@ -117,8 +117,7 @@ def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, flo
             chosen.append(trial)
             spent += cost
             continue
-        skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1), "reason": str(why),
-                        "reason_key": keyed(why)})
+        skipped.append({"name": trial.name, "knob": trial.knob, "estimated_s": round(cost, 1), "reason": why})
     return chosen, skipped
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
+from llm_adapt.messages import loaded
 from llm_adapt.upstream.origin import npu_series as series_of
 
 PLANNED = "planned, not run on an NPU"
@@ -94,7 +95,7 @@ def planned_for_npu(parts: dict[str, Any], model_id: str) -> Deployment:
     trust = Command.from_argv(run_plan["argv"]["eager"]).has("--trust-remote-code")
     options = PlanOptions(model_path=model_id, served_model_name=model_id.split("/")[-1], dtype=dtype, dtype_note=note,
                           trust_remote_code=trust)
-    result = json.loads(run_inspect(source, options, "npu").to_json())
+    result = loaded(json.loads(run_inspect(source, options, "npu").to_json()))
     plan = result["plan"]
     texts = {mode: {"text": upstream_command(plan["argv"][mode], plan["env"], model_id), "verified": False}
              for mode in ("eager", "graph")}

@@ -157,16 +157,17 @@ def weights_line(parameters: dict[str, Any]) -> str:
 
 
 def environment() -> jinja2.Environment:
-    from llm_adapt.messages import in_lang, in_lang_all, rendered, verdict_reasons
+    from llm_adapt.messages import message, messages, verdict_reasons
     from llm_adapt.report.render import cell, gib, num, pct
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.upstream", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    # in a language: a keyed text (in_lang), texts beside their keys (in_lang_all), a stage's reason (stage_reason),
-    # a verdict's reasons (reasons_in)
-    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, in_lang=in_lang, in_lang_all=in_lang_all,
-                       stage_reason=rendered, reasons_in=verdict_reasons)
+    # in a language: a message (in_lang), a list of them (in_lang_all), a stage's reason (stage_reason), a
+    # verdict's reasons (reasons_in)
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, in_lang=message, in_lang_all=messages,
+                       stage_reason=lambda body, lang: message(body.get("reason") or "", lang),
+                       reasons_in=verdict_reasons)
     return env
 
 

@@ -20,7 +20,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # ORG/NAME, as Hugging Fac
 def served_elsewhere(parts: dict[str, Any]) -> bool:
     """Whether the run measured a server it did not start (`run --endpoint URL`)."""
     serve = ((parts.get("status") or {}).get("stages") or {}).get("serve") or {}
-    return serve.get("reason_key") == "external_endpoint"  # status.json keeps a stage's reason by its message key
+    return getattr(serve.get("reason"), "key", None) == "external_endpoint"  # a stage's reason, by its message key
 
 
 def ran_on(parts: dict[str, Any]) -> str:
