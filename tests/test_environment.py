@@ -145,10 +145,10 @@ def render_section(env: dict, lang: str) -> str:
     """The report's environment section alone, with the language's own string table."""
     from llm_adapt.report.render import environment as templates
 
-    jinja = templates(lang)
-    source = jinja.loader.get_source(jinja, f"{lang}/report.md.j2")[0]
-    source = source.replace('{% include "base.md.j2" %}', '{% set n = 3 %}{% include "sections/environment.md.j2" %}')
-    return jinja.from_string(source).render(env=env)
+    from llm_adapt.messages import SECTION_WORDS
+
+    source = '{% set n = 3 %}{% include "sections/environment.md.j2" %}'
+    return templates(lang).from_string(source).render(env=env, S=SECTION_WORDS[lang])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

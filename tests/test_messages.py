@@ -283,3 +283,47 @@ def test_the_reports_own_word_tables_say_the_same_things_in_both_languages():
         assert missing == en_only_words, (name, missing - en_only_words)  # Chinese says all English says
         for key in table["en"].keys() & table["zh"].keys():
             assert fields(table["en"][key]) == fields(table["zh"][key]), (name, key)
+
+
+def section_word_gaps(en: dict, zh: dict, path: str = "") -> list[str]:
+    """Where two SECTION_WORDS tables differ: a key one lacks, or a text whose placeholders differ."""
+    import string
+
+    def fields(text):
+        return {f for _, f, _, _ in string.Formatter().parse(text) if f}
+
+    gaps = [f"{path}{k}: only in one language" for k in sorted(en.keys() ^ zh.keys())]
+    for key in en.keys() & zh.keys():
+        a, b = en[key], zh[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            gaps += section_word_gaps(a, b, f"{path}{key}.")
+        elif not (isinstance(a, str) and isinstance(b, str)) or fields(a) != fields(b):
+            gaps.append(f"{path}{key}: not the same placeholders")
+    return gaps
+
+
+def test_the_report_sections_words_have_every_key_and_placeholder_in_both_languages():
+    from llm_adapt.messages import SECTION_WORDS
+
+    assert set(SECTION_WORDS) == {"en", "zh"} and SECTION_WORDS["zh"]["lang"] == "zh"
+    assert section_word_gaps(SECTION_WORDS["en"], SECTION_WORDS["zh"]) == []
+    # the check itself catches a missing key, a nested one, and a lost placeholder
+    assert section_word_gaps({"a": "x", "sl": {"b": "{n} y"}}, {"sl": {"b": "y"}}) == [
+        "a: only in one language", "sl.b: not the same placeholders"]
+
+
+def test_every_word_a_section_template_reads_from_S_is_in_the_table():
+    import re
+    from importlib.resources import files
+
+    from llm_adapt.messages import SECTION_WORDS
+
+    sections = files("llm_adapt.report") / "templates" / "sections"
+    used = set()
+    for template in sections.iterdir():
+        text = template.read_text()
+        used |= set(re.findall(r"\bS\.([a-z_0-9]+)", text))
+        used |= {"notes." + k for k in re.findall(r"\bW\.([a-z_0-9]+)", text)}
+    table = SECTION_WORDS["en"]
+    missing = [k for k in sorted(used) if (table.get(k.split(".")[0], {}) if "." in k else table).get(k.split(".")[-1]) is None]
+    assert missing == []

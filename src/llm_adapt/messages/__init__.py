@@ -13,7 +13,8 @@ from llm_adapt.messages.accuracy import (ARG_WORDS, CHECK_FIELDS, CHECKS, LOCATE
 from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, Said, StoredMessage, from_keyed, from_schema_1, loaded,
                                      message, messages, operator_name, reason, stored)
 from llm_adapt.messages.probes import PROBE_WORDS, probe_words
-from llm_adapt.messages.report import FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT
+from llm_adapt.messages.report import (FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT,
+                                      SECTION_WORDS)
 
 OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report)
 
@@ -32,7 +33,7 @@ def _merged(owners) -> dict[str, dict[str, str]]:
 REASONS.update(_merged(OWNERS))
 
 __all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL", "LIST_SEP",
-           "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "Said", "StoredMessage",
+           "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "SECTION_WORDS", "Said", "StoredMessage",
            "VALUE_BUILDERS", "basis_text", "check_text", "from_keyed", "from_schema_1", "head_list", "loaded",
            "located_value", "message", "messages", "operator_name", "probe_words", "reason", "rendered_check",
            "stored", "verdict_reasons"]

@@ -19,8 +19,8 @@ from llm_adapt.report.first_screen import WORDS as FIRST_WORDS, first_screen
 from llm_adapt.report.page import SECTION, SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import (FLOOR_LABEL, basis_text, message, messages, operator_name, probe_words, rendered_check,
-                                verdict_reasons)
+from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message, messages, operator_name, probe_words,
+                                rendered_check, verdict_reasons)
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -70,7 +70,7 @@ def environment(lang: str) -> jinja2.Environment:
 def context(run: RunData, plots: dict[str, str], lang: str, page: bool = False) -> dict:
     """Everything the templates read; `page`: the HTML page's Markdown, whose first screen (title, verdict,
     figures, deciding checks) the page draws itself above it."""
-    return {"run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
+    return {"S": SECTION_WORDS[lang], "run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
             "fs": first_screen(run, lang, SECTION), "first_words": FIRST_WORDS[lang], "page": page,
             "findings": findings(run, lang), "notes": notes(run, lang), "trouble": troubleshooting(run, lang),
             "main": main_target(run.get("accuracy")),
@@ -126,7 +126,7 @@ def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
         raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
     run = load_run(run_dir)
     plots = draw_all(run)
-    template = environment(lang).get_template(f"{lang}/report.md.j2")
+    template = environment(lang).get_template("report.md.j2")
     markdown_text = renumbered(template.render(**context(run, plots, lang)))
     md_path, html_path = run.dir / rundir.report(lang, "md"), run.dir / rundir.report(lang, "html")
     write_text_atomic(md_path, markdown_text)
