@@ -83,6 +83,15 @@ def tiny_llama(tmp_path_factory, default_model) -> Path:
     return write_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama", tokenizer_from=default_model.path)
 
 
+def table_stage(name: str, **changes):
+    """The run's stage `name` as run/table.py declares it, with `changes` (run=... runs something else)."""
+    from dataclasses import replace
+
+    from llm_adapt.run.table import TABLE
+
+    return replace(next(s for s in TABLE if s.name == name), **changes)
+
+
 def config_fixture(name: str) -> dict:
     import json
 

@@ -21,7 +21,7 @@ from llm_adapt.accuracy.verdict import judged
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.plan import DeployPlan
-from tests.conftest import CORPUS_TOKENS
+from tests.conftest import CORPUS_TOKENS, table_stage
 
 # ---- a vLLM-shaped model: layers return (hidden, residual), the add is fused into the next norm ----
 
@@ -525,28 +525,28 @@ def test_layers_stage_escalates_only_from_a_fail_or_warn(tmp_path):
 
     vllm = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     cfg, state = run_parts(tmp_path)
-    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran with no verdict")))
+    run_stage(cfg, state, table_stage("layers", run=lambda c, s: pytest.fail("ran with no verdict")))
     assert state.status.stages["layers"]["status"] == "skipped"
     assert "no endpoint accuracy verdict" in state.status.stages["layers"]["reason"]
     _endpoint_verdict(tmp_path, "PASS")
     state.engine.server = vllm
-    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran on a PASS")))
+    run_stage(cfg, state, table_stage("layers", run=lambda c, s: pytest.fail("ran on a PASS")))
     assert state.status.stages["layers"] == {"status": "skipped", "reason":
                                              "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"}
     assert state.status.stages["layers"]["reason"].key == "nothing_to_localize"
     ran = []
     for status in ("FAIL", "WARN"):
         _endpoint_verdict(tmp_path, status)
-        run_stage(cfg, state, stage("layers", lambda c, s: ran.append(status)))
+        run_stage(cfg, state, table_stage("layers", run=lambda c, s: ran.append(status)))
         assert state.status.stages["layers"]["status"] == "done"
     assert ran == ["FAIL", "WARN"]
     off, off_state = run_parts(tmp_path, layers="off")
     off_state.engine.server = vllm
-    run_stage(off, off_state, stage("layers", lambda c, s: pytest.fail("ran with --no-escalate")))
+    run_stage(off, off_state, table_stage("layers", run=lambda c, s: pytest.fail("ran with --no-escalate")))
     assert off_state.status.stages["layers"]["reason"].startswith("turned off: --no-escalate")
     # an escalation the run cannot make (an external endpoint) is skipped with why, not a failure
     cfg, state = run_parts(tmp_path)
-    run_stage(cfg, state, stage("layers", lambda c, s: pytest.fail("ran against an external endpoint")))
+    run_stage(cfg, state, table_stage("layers", run=lambda c, s: pytest.fail("ran against an external endpoint")))
     assert state.status.stages["layers"]["status"] == "skipped"
     assert "no escalation: the layers stage needs the vLLM engine this run starts" in state.status.stages["layers"]["reason"]
 
@@ -612,10 +612,10 @@ def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_en
     state.engine.stack.callback(lambda: stopped.append(True))  # as the running engine's stop
     state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}), model_copy=lambda update: types.SimpleNamespace(**update))
-    run_stage(cfg, state, stage("layers", layers))
+    run_stage(cfg, state, table_stage("layers", run=layers))
     assert stopped == [True] and state.server is None
     assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]
-    run_stage(cfg, state, stage("bench", lambda c, s: pytest.fail("ran without an engine")))
+    run_stage(cfg, state, table_stage("bench", run=lambda c, s: pytest.fail("ran without an engine")))
     assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]
 
 
@@ -658,15 +658,8 @@ def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_late
     state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
     state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
                                           model_copy=lambda update: types.SimpleNamespace(**update))
-    run_stage(cfg, state, stage("layers", stages.layers))
+    run_stage(cfg, state, table_stage("layers", run=stages.layers))
     assert state.status.stages["layers"]["status"] == ("failed" if capture_fails else "done"), state.status.stages
     assert started == modes and state.server.endpoint == modes[-1]  # the later stages get the deployment back
 
 
-def stage(name, run):
-    """The run's stage `name` as its table declares it, running `run` instead."""
-    from dataclasses import replace
-
-    from llm_adapt.run.table import TABLE
-
-    return replace(next(s for s in TABLE if s.name == name), run=run)

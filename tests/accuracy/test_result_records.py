@@ -62,3 +62,28 @@ def test_greedy_rows_logits_and_perplexity_are_typed_where_a_runner_report_holds
                 {"logits": {"positions": "many"}}, {"perplexity": {"tokens": "all"}}):
         with pytest.raises(ValidationError):
             RunnerReport(**(base | bad))
+
+
+def test_the_floor_comparison_spread_samples_and_rounding_basis_are_typed():
+    from llm_adapt.accuracy.result import RunnerReport
+    from llm_adapt.accuracy.verdict import roundoff_basis
+
+    base = dict(label="cpu:bf16", device="cpu", dtype="bf16", load_seconds=1.0, run_seconds=2.0, layers=ROWS,
+                depth_fit={}, first_local_excess=None, first_nonfinite=None, greedy_by_category={},
+                logits={"positions": 10, "kl_mean": 0.01, "same_top1": 0.9},
+                perplexity={"ref": 10.0, "target": 10.5, "ln_ratio": 0.049, "ln_ratio_sem": 0.01, "tokens": 100},
+                greedy=[])
+    clean = RunnerReport(**base, vs_floor={"kl_ratio": 1.2, "kl_allowed": 1.5, "kl_spread": 0.1,
+                                           "kl_spread_bootstrap": 0.08, "kl_spread_kernel": 0.05, "k": 5.0},
+                         spread={"method": "an older file's words", "kl_mean": 0.05},  # no variant: kept as written
+                         samples={"kl_by_prompt": [0.1, 0.2]}, roundoff_basis=roundoff_basis("bf16", 4096))
+    again = RunnerReport.model_validate(json.loads(clean.model_dump_json()))
+    assert again.roundoff_basis["dtype"] == "bf16" and again.roundoff_basis["contraction"] == 4096
+    assert again.vs_floor["kl_ratio"] == 1.2 and again.samples["kl_by_prompt"] == [0.1, 0.2]
+    for bad in ({"vs_floor": {"kl_ratio": 1.2}},  # the ratio without what chance allows
+                {"spread": {"variant": "cpu:bf16 eager"}},  # a spread without its figure
+                {"samples": {"kl_by_prompt": ["a"]}},
+                {"roundoff_basis": {"basis": "4 x bf16 unit roundoff", "kind": "floor", "factor": 4.0, "dtype": "bf16",
+                                    "contraction": None, "allowed": 0.03}}):  # a floor is not a rounding basis
+        with pytest.raises(ValidationError):
+            RunnerReport(**(base | bad))

@@ -9,10 +9,7 @@ from llm_adapt.run.config import RunConfig
 from llm_adapt.run.pipeline import _blocked, _left_out, new_status
 from llm_adapt.run.state import RunState
 from llm_adapt.run.table import SKIPPABLE, STAGES, TABLE, engine_needed_after
-
-
-def by(name):
-    return next(s for s in TABLE if s.name == name)
+from tests.conftest import table_stage
 
 
 def parts(tmp_path, **cfg):
@@ -36,7 +33,8 @@ def test_each_rule_leaves_out_the_stages_it_names_and_no_other(tmp_path):
     assert {n for n, why in left.items() if why} == {"eval", "layers"}
 
     skipping, state = parts(tmp_path, skip=frozenset({"bench"}), tasks=("gsm8k",))
-    assert _left_out(skipping, state, by("bench"))[0] == "skipped" and _left_out(skipping, state, by("eval")) is None
+    assert _left_out(skipping, state, table_stage("bench"))[0] == "skipped"
+    assert _left_out(skipping, state, table_stage("eval")) is None
 
     dummy, state = parts(tmp_path, dummy=True, tasks=("gsm8k",))
     applicable = {s.name for s in TABLE if (_left_out(dummy, state, s) or ("",))[0] != "not applicable"}
@@ -47,24 +45,24 @@ def test_an_external_endpoint_stands_in_for_serve_even_when_serve_is_skipped(tmp
     url = Endpoint(base_url="http://127.0.0.1:9/v1")
     for skip in (frozenset(), frozenset({"serve"})):
         cfg, state = parts(tmp_path, endpoint=url, skip=skip)
-        status, why = _left_out(cfg, state, by("serve"))
+        status, why = _left_out(cfg, state, table_stage("serve"))
         assert status == "skipped" and "external endpoint" in why
-    assert _left_out(*parts(tmp_path), by("serve")) is None
+    assert _left_out(*parts(tmp_path), table_stage("serve")) is None
 
 
 def test_a_stage_that_talks_to_the_engine_does_not_run_without_one(tmp_path):
     cfg, state = parts(tmp_path)
     for name in ("probes", "endpoint_accuracy", "eval", "bench"):
-        status, why = _blocked(cfg, state, by(name))
+        status, why = _blocked(cfg, state, table_stage(name))
         assert status == "not run" and "no endpoint" in why
-    assert _blocked(cfg, state, by("accuracy")) is None
+    assert _blocked(cfg, state, table_stage("accuracy")) is None
     served, state = parts(tmp_path, endpoint=Endpoint(base_url="http://127.0.0.1:9/v1"))
-    assert _blocked(served, state, by("bench")) is None
+    assert _blocked(served, state, table_stage("bench")) is None
     state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="transformers"))
-    status, why = _blocked(cfg, state, by("layers"))  # the escalation needs vLLM: skipped, not a failure
+    status, why = _blocked(cfg, state, table_stage("layers"))  # the escalation needs vLLM: skipped, not a failure
     assert status == "skipped" and "no escalation" in why
     on, state = parts(tmp_path, layers="on")
-    assert _blocked(on, state, by("layers"))[0] == "not run"  # asked for, and cannot run: said so
+    assert _blocked(on, state, table_stage("layers"))[0] == "not run"  # asked for, and cannot run: said so
 
 
 def test_the_engine_is_kept_after_layers_only_for_a_later_stage_that_uses_it(tmp_path):

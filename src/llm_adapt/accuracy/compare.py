@@ -19,7 +19,7 @@ from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
 from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, measure_reference
-from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
+from llm_adapt.accuracy.result import AccuracyResult, RunnerReport, VsFloor
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
 from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, allowed_ratio, find_first_local_excess, judge,
@@ -219,7 +219,7 @@ def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
     return out
 
 
-def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
+def _vs_floor(t: RunnerReport, f: RunnerReport) -> VsFloor:
     """The target's mean KL against the floor's, with the spread it may show by chance: prompts
     resampled (bootstrap) and the floor rerun on another kernel path (its `spread`)."""
     kl_t, kl_f = t.samples.get("kl_by_prompt"), f.samples.get("kl_by_prompt")
@@ -228,8 +228,8 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> dict[str, Any]:
     boot_rel = boot / ratio if ratio and np.isfinite(ratio) and np.isfinite(boot) else float("nan")
     kernel = (f.spread or {}).get("kl_mean")
     spread = m.combined_spread(boot_rel, kernel)
-    return {"kl_ratio": ratio, "kl_allowed": allowed_ratio(spread), "kl_spread": spread,
-            "kl_spread_bootstrap": boot_rel, "kl_spread_kernel": kernel, "k": K_SPREAD}
+    return VsFloor(kl_ratio=ratio, kl_allowed=allowed_ratio(spread), kl_spread=spread, kl_spread_bootstrap=boot_rel,
+                   kl_spread_kernel=kernel, k=K_SPREAD)
 
 
 def check_same_family(reference_dir: Path, target_dir: Path) -> None:

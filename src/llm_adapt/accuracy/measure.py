@@ -26,7 +26,7 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, greedy_row
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
-from llm_adapt.accuracy.result import RunnerReport
+from llm_adapt.accuracy.result import KernelSpread, RunnerReport
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import msprobe_dtype_rule, msprobe_rule
 from llm_adapt.models.source import ModelSource
@@ -126,7 +126,7 @@ def template_mismatches(model_dir: Path, gold: Gold) -> list[str]:
 
 
 def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, gold: Gold,
-                  progress: Progress, keep: _Kept | None = None) -> dict[str, Any]:
+                  progress: Progress, keep: _Kept | None = None) -> KernelSpread:
     """How much the floor itself moves when only the kernel path changes: the same runner with
     eager attention, teacher-forced on the same sequences. Relative differences of
     its mean KL and of each layer's rel. L2 error against the floor's; `keep` collects its log-probs."""
@@ -149,9 +149,9 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
     kl = float(np.concatenate(kls).mean())
     layers = {name: relative_change(a.summary()["rel_l2"], row["rel_l2"])
               for name, a, row in zip(gold.names, acc, floor.layers)}
-    return {"method": f"the floor rerun as {variant.label} (eager attention): relative differences",
-            "variant": variant.label, "kl_mean": relative_change(kl, floor.logits["kl_mean"]), "variant_kl_mean": kl,
-            "layers": layers, "seconds": round(time.monotonic() - started, 2)}
+    return KernelSpread(method=f"the floor rerun as {variant.label} (eager attention): relative differences",
+                        variant=variant.label, kl_mean=relative_change(kl, floor.logits["kl_mean"]), variant_kl_mean=kl,
+                        layers=layers, seconds=round(time.monotonic() - started, 2))
 
 
 def relative_change(value: float, base: float) -> float:

@@ -10,8 +10,8 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates typin
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 
-__all__ = ["AccuracyResult", "Check", "GreedyRow", "LayerRow", "LocatedFault", "LogitStats", "PartRow", "Perplexity",
-           "RoundingBasis", "Row", "RunnerReport", "Verdict"]
+__all__ = ["AccuracyResult", "Check", "GreedyRow", "KernelSpread", "LayerRow", "LocatedFault", "LogitStats", "PartRow",
+           "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples", "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
@@ -137,6 +137,50 @@ class Perplexity(TypedDict, total=False):
     tokens: int
 
 
+@with_config(ConfigDict(extra="allow"))
+class VsFloor(TypedDict):
+    """A target's mean KL against its floor's, and the ratio chance allows it (compare._vs_floor)."""
+
+    kl_ratio: float | None
+    kl_allowed: float  # 1 + k x kl_spread
+    kl_spread: float  # the bootstrap's and the kernel's spreads, in quadrature
+    kl_spread_bootstrap: float  # relative sd of the ratio, prompts resampled
+    kl_spread_kernel: float | None  # the floor's own kl_mean spread (KernelSpread.kl_mean)
+    k: float
+
+
+@with_config(ConfigDict(extra="allow"))
+class KernelSpread(TypedDict):
+    """How much a floor moves when only its kernel path changes (measure.kernel_spread): relative differences."""
+
+    method: str
+    kl_mean: float
+    variant: NotRequired[str]  # the floor's runner rerun with another kernel (files of before may lack it)
+    variant_kl_mean: NotRequired[float]
+    layers: NotRequired[dict[str, float]]  # per tensor: the relative change of its rel. L2 error
+    seconds: NotRequired[float]
+
+
+@with_config(ConfigDict(extra="allow"))
+class Samples(TypedDict, total=False):
+    """Per-prompt sums a runner keeps for bootstrap spreads."""
+
+    kl_by_prompt: list[float]
+
+
+@with_config(ConfigDict(extra="allow"))
+class RoundoffBasis(TypedDict):
+    """What a target's layers were judged against without a floor (verdict.roundoff_basis): the fields of
+    a RoundingBasis of kind "roundoff", its English words and the relative error it allows."""
+
+    basis: str
+    kind: Literal["roundoff"]
+    factor: float
+    dtype: str
+    contraction: int | None
+    allowed: float
+
+
 class RunnerReport(BaseModel):
     """One runner compared with the reference: per-tensor table, logits, greedy tokens, perplexity."""
 
@@ -160,11 +204,10 @@ class RunnerReport(BaseModel):
     greedy: list[GreedyRow]
     greedy_by_category: dict[str, dict[str, Any]]
     floor: str | None = None  # label of the runner used as this one's noise floor
-    vs_floor: dict[str, Any] | None = None  # KL ratio to the floor and the ratio its spread allows
-    roundoff_basis: dict[str, Any] | None = None  # no floor: what each layer's own error is judged against
-    # (verdict.roundoff_basis: its words, factor, dtype and the layer's longest sum)
-    spread: dict[str, Any] | None = None  # floors only: how much the floor moves on another kernel path
-    samples: dict[str, Any] = {}  # per-prompt sums kept for bootstrap spreads
+    vs_floor: VsFloor | None = None  # KL ratio to the floor and the ratio its spread allows
+    roundoff_basis: RoundoffBasis | None = None  # no floor: what each layer's own error is judged against
+    spread: KernelSpread | None = None  # floors only: how much the floor moves on another kernel path
+    samples: Samples = {}  # per-prompt sums kept for bootstrap spreads
     template_mismatches: list[str] | None = None  # --target-model: prompts its own chat template renders differently
     verdict: Verdict | None = None
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.accuracy.result import Check, GreedyRow, LayerRow, LocatedFault, PartRow, RoundingBasis, Verdict
+from llm_adapt.accuracy.result import (Check, GreedyRow, LayerRow, LocatedFault, PartRow, RoundingBasis, RoundoffBasis,
+                                        Verdict)
 from llm_adapt.messages import CHECK_FIELDS, check_text
 from llm_adapt.status import severity, worst as _worst
 
@@ -376,7 +377,7 @@ def longest_sum(hidden: int, intermediate: int, heads: int, head_dim: int, seque
     return max(hidden, intermediate, heads * head_dim, head_dim, sequence)
 
 
-def roundoff_basis(dtype: str, contraction: int | None = None) -> dict[str, Any]:
+def roundoff_basis(dtype: str, contraction: int | None = None) -> RoundoffBasis:
     """What a layer's own error is judged against without a noise floor: ROUNDOFF_FACTOR unit roundoffs of
     `dtype`, plus SUM_GROWTH x sqrt(contraction) of the fp32 accumulator's (see above). {"basis": its
     words, "kind", "factor" (in `dtype` units), "dtype", "contraction", "allowed" (a relative error)};
@@ -384,8 +385,8 @@ def roundoff_basis(dtype: str, contraction: int | None = None) -> dict[str, Any]
     growth = SUM_GROWTH * math.sqrt(contraction) * UNIT_ROUNDOFF[ACCUMULATOR] if contraction else 0.0
     factor = ROUNDOFF_FACTOR + growth / UNIT_ROUNDOFF[dtype]
     words = RoundingBasis(kind="roundoff", factor=factor, dtype=dtype, contraction=contraction).words()
-    return {"basis": words, "kind": "roundoff", "factor": factor, "dtype": dtype, "contraction": contraction,
-            "allowed": factor * UNIT_ROUNDOFF[dtype]}
+    return RoundoffBasis(basis=words, kind="roundoff", factor=factor, dtype=dtype, contraction=contraction,
+                         allowed=factor * UNIT_ROUNDOFF[dtype])
 
 
 def target_basis(target: dict[str, Any]) -> RoundingBasis:

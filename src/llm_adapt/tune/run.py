@@ -126,9 +126,8 @@ class AccuracyCheck:
     @classmethod
     def prepare(cls, inspect_result, progress) -> "AccuracyCheck | None":
         from llm_adapt.accuracy.measure import measure_floor
-        from llm_adapt.accuracy.options import compare_options
+        from llm_adapt.accuracy.options import compare_options, served_floor
         from llm_adapt.accuracy.reference import measure_reference
-        from llm_adapt.accuracy.runner import RunnerSpec, floor_numerics
         from llm_adapt.models.source import resolve_model
         from llm_adapt.models.tokenizer import load_tokenizer
         from llm_adapt.prompts import load_prompts
@@ -140,8 +139,7 @@ class AccuracyCheck:
         options = compare_options(prompts="quick", max_new_tokens=16, ppl_window=128)
         tokenizer = load_tokenizer(source.path)
         gold = measure_reference(source, tokenizer, load_prompts("quick"), options, progress)
-        dtype = inspect_result.plan.dtype
-        floor = None if dtype == "fp32" else floor_numerics(RunnerSpec("cpu", dtype))
+        floor = served_floor(options.reference, inspect_result.plan.dtype)
         floor_data = measure_floor(floor, source, gold, tokenizer, options, progress).data if floor else None
         return cls(source, options, floor, gold, floor_data)
 
