@@ -87,3 +87,24 @@ def test_the_floor_comparison_spread_samples_and_rounding_basis_are_typed():
                                     "contraction": None, "allowed": 0.03}}):  # a floor is not a rounding basis
         with pytest.raises(ValidationError):
             RunnerReport(**(base | bad))
+
+
+def test_endpoint_sections_are_typed_and_keep_their_reason_as_a_message():
+    from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
+    from llm_adapt.messages import Reason, message, reason
+
+    def result(sections):
+        return EndpointAccuracyResult(endpoint={}, model="m", reference="cpu:fp32", floor=None, settings={},
+                                      sections=sections)
+
+    clean = result({"tokenization": {"status": "done", "checked": 3, "mismatches": []},
+                    "greedy": {"status": "not run", "reason": reason("es_not_reached")}})
+    saved = json.loads(clean.to_json())["sections"]
+    assert saved["tokenization"] == {"status": "done", "checked": 3, "mismatches": []}  # figures as written
+    assert saved["greedy"]["reason"]["key"] == "es_not_reached"
+    kept = clean.sections["greedy"]["reason"]
+    assert isinstance(kept, Reason) and message(kept, "zh") != str(kept)  # validation kept its key
+    for bad in ({"greedy": {"status": "maybe"}}, {"greedy": {"reason": "no status"}},
+                {"greedy": {"status": "not run", "reason": 3}}):
+        with pytest.raises(ValidationError):
+            result(bad)

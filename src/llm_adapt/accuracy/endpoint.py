@@ -35,7 +35,7 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
-from llm_adapt.accuracy.result import Verdict
+from llm_adapt.accuracy.result import EndpointSection, Verdict
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
 
@@ -50,7 +50,7 @@ class EndpointAccuracyResult(StageResult):
     reference: str
     floor: str | None
     settings: dict[str, Any]
-    sections: dict[str, dict[str, Any]]  # name -> {"status": done | not run | unsupported, ...}
+    sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
     verdict: Verdict | None = None
     diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
 

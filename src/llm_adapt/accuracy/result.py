@@ -7,11 +7,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt.messages import Said
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 
-__all__ = ["AccuracyResult", "Check", "GreedyRow", "KernelSpread", "LayerRow", "LocatedFault", "LogitStats", "PartRow",
-           "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples", "Verdict", "VsFloor"]
+__all__ = ["AccuracyResult", "Check", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LocatedFault",
+           "LogitStats", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
+           "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
@@ -179,6 +181,15 @@ class RoundoffBasis(TypedDict):
     dtype: str
     contraction: int | None
     allowed: float
+
+
+@with_config(ConfigDict(extra="allow"))
+class EndpointSection(TypedDict):
+    """One section of endpoint accuracy (tokenization, teacher-forced, perplexity, greedy): done with its
+    figures (kept as the section writes them), or not run / unsupported with the reason (a message)."""
+
+    status: Literal["done", "not run", "unsupported"]
+    reason: NotRequired[Said]
 
 
 class RunnerReport(BaseModel):
