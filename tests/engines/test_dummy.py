@@ -31,9 +31,9 @@ def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, default_model)
     real = {k: v["status"] for k, v in real_stages.items()}
     assert real["endpoint_accuracy"] == real["adaptation"] == "done" and real["accuracy"] == "skipped"
     # a clean engine does not escalate to a capture inside it
+    said = "endpoint accuracy PASS: nothing to localize (--layers captures anyway)"
     assert real_stages["layers"] == {"status": "skipped",
-                                     "reason": "endpoint accuracy PASS: nothing to localize (--layers captures anyway)",
-                                     "reason_key": "nothing_to_localize", "reason_args": {"verdict": "PASS"}}
+                                     "reason": {"text": said, "key": "nothing_to_localize", "args": {"verdict": "PASS"}}}
     assert not json.loads((out / "serve.json").read_text())["dummy_weights"]
     matrix = {r["row"]: r for r in json.loads((out / "adaptation.json").read_text())["stages"]["rows"]}
     assert matrix["engine starts"]["dummy"] is True and matrix["engine starts"]["real"] is True

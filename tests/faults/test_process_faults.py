@@ -85,7 +85,7 @@ def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
     assert stages["report"]["status"] == "done", stages["report"]  # its reason, where it could not be drawn
     assert (out / "report.md").exists() and (out / "report.html").exists()
     word = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C"
-    assert stages["bench"]["status"] == "not run" and word in stages["bench"]["reason"]
+    assert stages["bench"]["status"] == "not run" and word in stages["bench"]["reason"]["text"]
     assert main(["report", str(out)]) == 0
 
 
@@ -97,7 +97,7 @@ def test_engine_that_never_gets_ready_still_gives_a_report(tmp_path, tiny_llama)
     assert code == 1
     stages = json.loads((out / "status.json").read_text())["stages"]
     assert stages["serve"]["status"] == "failed" and "not ready after" in stages["serve"]["reason"]
-    assert stages["probes"]["status"] == "not run" and "engine failed" in stages["probes"]["reason"]
+    assert stages["probes"]["status"] == "not run" and "engine failed" in stages["probes"]["reason"]["text"]
     report = (out / "report.md").read_text()
     assert "This section could not run" in report and "not ready after" in report
 

@@ -39,7 +39,7 @@ def test_every_stage_lands_as_valid_json(quick_run):
         "layers": "skipped", "eval": "skipped", "bench": "done", "adaptation": "done", "report": "done"}
     adaptation = json.loads((out / "adaptation.json").read_text())
     rows = {f["feature"]: f for f in adaptation["features"]}
-    assert rows["EP"]["status"] == "not-applicable" and "expert tensors" in rows["EP"]["evidence"]
+    assert rows["EP"]["status"] == "not-applicable" and "expert tensors" in rows["EP"]["evidence"]["text"]
     for name in ("environment", "inspect", "accuracy", "probes", "endpoint_accuracy", "bench-latency",
                  "bench-throughput", "bench-sweep", "adaptation", "hardware"):
         json.loads((out / f"{name}.json").read_text())

@@ -25,7 +25,7 @@ def test_tune_default_model_tries_thread_binding(capsys, tmp_path, default_model
     assert all(t["status"] == "done" and t["output_throughput"]["n"] >= 2 for t in result["trials"])
     assert result["trials"][-1]["name"].endswith("(again, at the end)") and result["trials"][0]["output_throughput"]["n"] == 4
     assert len(result["trials"]) == 3 and result["skipped"]  # --max-trials cut the rest, and says so
-    assert all(s["reason"] in ("over --max-trials 1", "over the budget") for s in result["skipped"])
+    assert all(s["reason"]["text"] in ("over --max-trials 1", "over the budget") for s in result["skipped"])
     assert result["recommendation"]["command"].startswith("export ")
     assert result["settings"]["accuracy_check"] == "off"
     if result["recommendation"]["significant"]:  # a faster setting, recommended without an accuracy check, says so
