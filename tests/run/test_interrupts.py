@@ -46,7 +46,7 @@ def test_the_next_stage_is_marked_interrupted_and_the_run_stops(installed, tmp_p
 
     from llm_adapt.run.pipeline import run_stage
 
-    from ..accuracy.test_layers_served import stage
+    from tests.conftest import table_stage
 
     status = SimpleNamespace(stages={}, save=lambda path: None)
     cfg = SimpleNamespace(skip=(), tasks=None, layers=False, dummy=False, resume=False, out=tmp_path,
@@ -54,7 +54,7 @@ def test_the_next_stage_is_marked_interrupted_and_the_run_stops(installed, tmp_p
     ran = []
     swallowed(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
-        run_stage(cfg, SimpleNamespace(status=status), stage("accuracy", lambda c, s: ran.append(1)))
+        run_stage(cfg, SimpleNamespace(status=status), table_stage("accuracy", run=lambda c, s: ran.append(1)))
     assert ran == [] and status.stages["accuracy"]["status"] == "interrupted"
 
 
