@@ -98,3 +98,18 @@ def test_a_result_of_another_schema_version_is_named_not_misread(tmp_path):
     data = load_run(run)
     assert "probes" not in data.parts and "schema version 0 is not 2" in data.unreadable["probes"]
     assert "serve" in data.unreadable
+
+
+def test_report_warns_of_an_unreadable_result_on_the_console_and_names_it_among_the_verdict_reasons(tmp_path, capsys):
+    from llm_adapt.cli import main
+    from tests.report.test_troubleshooting import STATUS
+
+    run = tmp_path / "a"
+    run.mkdir()
+    (run / "status.json").write_text(json.dumps(STATUS))
+    (run / "probes.json").write_text(json.dumps({"schema_version": 99, "rows": []}))
+    assert main(["report", str(run)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {run / 'probes.json'}: schema version 99 is not 2; rerun the stage with this llm-adapt version"]
+    page = (run / "report.md").read_text()
+    assert "**Verdict: WARN**" in page and "probes: result file unreadable, not judged (see the notes)" in page

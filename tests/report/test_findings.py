@@ -49,6 +49,21 @@ def test_overall_verdict_fails_on_a_failed_endpoint_and_warns_on_missing_stages(
     assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS")))["status"] == "PASS"
 
 
+def test_an_unreadable_result_file_keeps_the_verdict_from_pass_and_is_named():
+    unreadable = RunData(dir=None, parts={"endpoint_accuracy": endpoint("PASS")},
+                         unreadable={"accuracy": "accuracy.json: schema version 99 is not 2; rerun the stage"})
+    verdict = overall_verdict(unreadable)
+    assert verdict["status"] == "WARN"
+    assert [r.key for r in verdict["reasons"]] == ["result_unreadable"]
+    assert str(verdict["reasons"][0]) == "accuracy: result file unreadable, not judged (see the notes)"
+    assert overall_verdict(run_with(endpoint_accuracy=endpoint("PASS")))["status"] == "PASS"
+
+
+def test_an_unreadable_result_does_not_soften_a_failure():
+    unreadable = RunData(dir=None, parts={"endpoint_accuracy": endpoint("FAIL")}, unreadable={"probes": "x"})
+    assert overall_verdict(unreadable)["status"] == "FAIL"
+
+
 def test_notes_follow_the_report_language():
     run = run_with(status={"stages": {"bench": {"status": "failed", "reason": "boom"}}}, inspect={"plan": {"warnings": ["w"]}})
     assert notes(run, "en") == ["Stage bench failed: boom.", "Plan: w."]

@@ -181,7 +181,7 @@ def add_report_parser(sub) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from llm_adapt.report.render import render_report
 
-    for path in render_report(args.run_dir, args.lang):
+    for path in render_report(args.run_dir, args.lang, warn=lambda line: print(f"warning: {line}", file=sys.stderr)):
         print(path)
     return 0
 

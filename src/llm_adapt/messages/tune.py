@@ -18,5 +18,7 @@ REASONS: dict[str, dict[str, str]] = {
     "es_no_tokens": {"en": "the server returned neither token ids nor token logprobs",
                      "zh": "服务端既没有返回 token id，也没有返回 token 的 logprobs"},
     "stage_incomplete": {"en": "stage {stage}: {status}", "zh": "阶段 {stage}：{status}"},
+    "result_unreadable": {"en": "{name}: result file unreadable, not judged (see the notes)",
+                          "zh": "{name}：结果文件无法读取，未参与评判（见注释）"},
     "nothing_judged": {"en": "no accuracy was judged in this run", "zh": "本次运行未评判任何精度"},
 }

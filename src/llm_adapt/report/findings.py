@@ -54,7 +54,8 @@ def _task_detail(ev: dict[str, Any]) -> Any:
 
 def overall_verdict(run: RunData) -> dict[str, Any]:
     """Worst of: the engine started, core features work, the main in-process target, the endpoint;
-    a server that answers wrongly is named false-ready."""
+    a server that answers wrongly is named false-ready. Never a PASS with a stage incomplete or a result
+    file unreadable."""
     parts: list[tuple[str, str]] = []
     stages = (run.get("status") or {}).get("stages", {})
     if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
@@ -85,11 +86,13 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
     reasons = [p[1] for p in parts if p[0] != "PASS"] + [reason("stage_incomplete", stage=s, status=stages[s]["status"])
                                                          for s in incomplete]
+    # a result that is there but cannot be read (damaged, or another version's) was measured and is not judged here
+    reasons += [reason("result_unreadable", name=name) for name in run.unreadable]
     judged = any(p[1].key in JUDGED_KEYS for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
         reasons.append(reason("nothing_judged"))
     status = worst(p[0] for p in parts)
-    if (incomplete or not judged) and status == "PASS":
+    if (incomplete or run.unreadable or not judged) and status == "PASS":
         status = "WARN"
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),
             "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}

@@ -7,6 +7,7 @@ import html
 import math
 import re
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 
@@ -121,10 +122,14 @@ def _why(run: RunData, stage: str, lang: str = "en") -> str:
     return stage_status(body, lang) + (f": {reason}" if reason else "")
 
 
-def render_report(run_dir: Path, lang: str = "en") -> list[Path]:
+def render_report(run_dir: Path, lang: str = "en", warn: Callable[[str], None] | None = None) -> list[Path]:
+    """report.md and report.html of a run directory; `warn` hears of each result file that cannot be read
+    (the report names it in its notes and judges without it)."""
     if lang not in LANGS:
         raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
     run = load_run(run_dir)
+    for why in run.unreadable.values() if warn else ():
+        warn(why)
     plots = draw_all(run)
     template = environment(lang).get_template("report.md.j2")
     markdown_text = renumbered(template.render(**context(run, plots, lang)))
