@@ -133,3 +133,43 @@ def chat_template_mismatch(src: Path, dst: Path) -> Path:
     assert changed != text, "the default model's chat template changed; update this fault"
     template.write_text(changed)
     return dst
+
+
+# ---- faults for the zoo of families (benchmarks/zoo.py, tests/models/test_zoo.py) ---------------------------
+
+def norm_shifted(src: Path, dst: Path, layer: int = 1, delta: float = 0.5) -> Path:
+    """One layer's input norm weight moved by `delta` (a norm loaded wrong; for Gemma's (1 + w) norms too)."""
+    _copy(src, dst)
+    key = f"model.layers.{layer}.input_layernorm.weight"
+
+    def mutate(w):
+        w[key] = w[key] + delta
+    return _weights(dst, mutate)
+
+
+def moe_top_k(src: Path, dst: Path, k: int = 1) -> Path:
+    """Expert routing: every MoE layer chooses `k` experts instead of the checkpoint's number."""
+    _copy(src, dst)
+    key = next(k for k in ("num_experts_per_tok", "moe_topk") if k in _config(dst))
+    _json(dst / "config.json", lambda c: c.__setitem__(key, k))
+    return dst
+
+
+def moe_no_renormalization(src: Path, dst: Path) -> Path:
+    """Expert routing: the chosen experts' weights no longer renormalized to sum to one."""
+    _copy(src, dst)
+    _json(dst / "config.json", lambda c: c.__setitem__("norm_topk_prob", False))
+    return dst
+
+
+def router_rows_swapped(src: Path, dst: Path, layer: int = 1) -> Path:
+    """Expert routing: two experts' router rows swapped in one layer (a router loaded wrong), so tokens go to
+    the other expert of the two."""
+    _copy(src, dst)
+
+    def mutate(w):  # the router of layer `layer` as the checkpoint names it (Mixtral: block_sparse_moe.gate)
+        key = next(k for k in w if k.startswith(f"model.layers.{layer}.") and k.endswith(".gate.weight"))
+        gate = w[key].clone()
+        gate[[0, 1]] = gate[[1, 0]]
+        w[key] = gate
+    return _weights(dst, mutate)

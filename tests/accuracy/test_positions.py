@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llm_adapt.accuracy.layers_served import against_floor
-from llm_adapt.accuracy.verdict import judged
+from llm_adapt.accuracy.verdict import locate_and_judge
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 
 # Six prompts that open with the same three template tokens, then differ: the suite's shape.
@@ -75,9 +75,9 @@ def test_error_in_the_shared_first_position_is_one_draw_and_passes():
     assert checked[1]["ratio"] == pytest.approx(1.85, abs=0.05)
     assert checked[1]["effective_positions"] < 1.2 and checked[1]["effective_elements"] < 3
     assert checked[1]["spread"]["elements"] > 0.5 > checked[1]["spread"]["prompts"]
-    assert judged(checked, "f", "bf16", 2.0, False)[1]["status"] == "PASS"
+    assert locate_and_judge(checked, "f", "bf16", 2.0, False)[1]["status"] == "PASS"
     # Resampling prompts alone (the sequences not given) sees a constant and flags it.
-    assert judged(against_floor(served, floor, {}), "f", "bf16", 2.0, False)[1]["status"] == "WARN"
+    assert locate_and_judge(against_floor(served, floor, {}), "f", "bf16", 2.0, False)[1]["status"] == "WARN"
 
 
 def test_the_same_ratio_in_one_massive_position_spread_over_many_channels_is_not_chance():
@@ -85,7 +85,7 @@ def test_the_same_ratio_in_one_massive_position_spread_over_many_channels_is_not
                           "layer 1": position_errors(400.0, 1.0, 1.9, 1.0)}, channels=np.array([200] * 10))
     checked = against_floor(served, floor, {}, SEQUENCES)
     assert checked[1]["spread"]["elements"] < 0.1
-    assert judged(checked, "f", "bf16", 2.0, False)[1]["status"] in ("WARN", "FAIL")
+    assert locate_and_judge(checked, "f", "bf16", 2.0, False)[1]["status"] in ("WARN", "FAIL")
 
 
 def test_the_same_ratio_on_every_position_is_not_chance():
@@ -93,13 +93,13 @@ def test_the_same_ratio_on_every_position_is_not_chance():
                           "layer 1": position_errors(1.0, 1.0, 1.9, 1.9)}, channels=np.array([200] * 10))
     checked = against_floor(served, floor, {}, SEQUENCES)
     assert max(checked[1]["spread"][k] for k in ("prompts", "elements")) < 0.05
-    assert judged(checked, "f", "bf16", 2.0, False)[1]["status"] in ("WARN", "FAIL")
+    assert locate_and_judge(checked, "f", "bf16", 2.0, False)[1]["status"] in ("WARN", "FAIL")
 
 
 def test_a_fault_on_the_prompts_own_positions_fails():
     served, floor = rows({"layer 0": position_errors(1.0, 1.0, 1.0, 1.0),
                           "layer 1": position_errors(1.0, 1.0, 1.0, 6.0)})
-    excess, verdict = judged(against_floor(served, floor, {}, SEQUENCES), "f", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(against_floor(served, floor, {}, SEQUENCES), "f", "bf16", 2.0, False)
     assert verdict["status"] == "FAIL" and excess["name"] == "layer 1"
 
 
@@ -117,5 +117,5 @@ def test_a_fault_spread_over_many_elements_where_the_floor_is_concentrated_fails
         row["diff_4th_by_position"] = [v**2 / 200 for v in row["diff_sq_by_position"]]
     checked = against_floor(served, floor, {}, SEQUENCES)
     assert checked[1]["floor_effective_elements"] < 3 < 1000 < checked[1]["effective_elements"]
-    excess, verdict = judged(checked, "f", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(checked, "f", "bf16", 2.0, False)
     assert verdict["status"] == "FAIL" and excess["name"] == "layer 1"

@@ -3,9 +3,10 @@ the words alone in files written before), and worded in both languages without p
 
 import pytest
 
-from llm_adapt.accuracy.result import RoundingBasis
+from llm_adapt.accuracy.result import RoundingBasis, RunnerReport
 from llm_adapt.accuracy.verdict import ROUNDOFF_FACTOR, own_error_excess, roundoff_basis, target_basis
 from llm_adapt.messages import basis_text
+from tests.records import record
 
 
 def test_a_basis_is_stored_as_fields_and_read_back_the_same():
@@ -48,8 +49,8 @@ def test_words_of_no_known_form_are_shown_as_stored_and_claim_no_basis():
 
 
 def test_a_targets_basis_is_its_floor_its_recorded_basis_or_the_fixed_one_of_its_dtype():
-    assert target_basis({"floor": "cpu:bf16", "dtype": "bf16"}).kind == "floor"
-    recorded = {"floor": None, "dtype": "fp32", "roundoff_basis": roundoff_basis("fp32", 576)}
+    assert target_basis(record(RunnerReport, floor="cpu:bf16", dtype="bf16")).kind == "floor"
+    recorded = record(RunnerReport, floor=None, dtype="fp32", roundoff_basis=roundoff_basis("fp32", 576))
     assert target_basis(recorded).contraction == 576
-    old = target_basis({"floor": None, "dtype": "bf16"})  # before roundoff_basis was recorded
+    old = target_basis(record(RunnerReport, floor=None, dtype="bf16"))  # before roundoff_basis was recorded
     assert old == RoundingBasis(kind="roundoff", factor=ROUNDOFF_FACTOR, dtype="bf16")

@@ -28,13 +28,15 @@ def test_a_planted_fault_fails_both_checks():
                     positions=300) == ["fail", "fail"]
 
 
-def test_what_cannot_be_computed_is_never_a_pass():
-    assert statuses(kl_lb_mean=math.nan, same_top1=math.nan, positions=0) == ["fail", "fail"]
-    assert statuses() == ["fail", "fail"]
+def test_what_cannot_be_computed_is_never_a_pass_and_decides_nothing():
+    assert statuses(kl_lb_mean=math.nan, same_top1=math.nan, positions=0) == ["unjudged", "unjudged"]
+    assert statuses() == ["unjudged", "unjudged"]
+    checks = same_dtype_checks({"kl_lb_mean": math.nan, "same_top1": math.nan, "positions": 0})
+    assert "not enough evidence (0 of 30" in checks[1]["value"]
 
 
 def _decode_check(kl, floor=None):
-    from llm_adapt.accuracy.verdict import _greedy_checks
+    from llm_adapt.accuracy.verdict.endpoint import _greedy_checks
 
     rows = [{"id": "p", "divergence": None, "stop": None}]
     greedy = {"rows": rows, "floor_genuine": 0 if floor else None,
@@ -47,6 +49,6 @@ def test_decode_side_log_probs_at_the_gold_dtype_are_judged_against_the_gold():
     assert _decode_check(2.1e-9)[0] == ["pass"]  # a clean fp32 vLLM-CPU server's decode side
     assert _decode_check(1e-5)[0] == ["warn"]
     assert _decode_check(3e-3)[0] == ["fail"]  # a layer 5% off on decode tokens only
-    assert _decode_check(math.nan)[0] == ["fail"]
+    assert _decode_check(math.nan)[0] == ["unjudged"]
     statuses_, names = _decode_check(3e-3, floor={"positions": 40, "kl_lb_mean": 3e-3})
     assert names == ["decode-side top-k KL / noise floor"]  # with a floor, the floor's ratio judges instead

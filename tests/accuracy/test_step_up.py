@@ -1,6 +1,6 @@
 """Where a served fault starts, from the full-error curve alone: the first step up beyond chance."""
 
-from llm_adapt.accuracy.verdict import first_step_up, judged
+from llm_adapt.accuracy.verdict import first_step_up, locate_and_judge
 
 
 def curve(ratios, allowed=1.29):
@@ -14,7 +14,7 @@ def test_the_step_at_the_planted_layer_is_named_not_the_later_layer_past_twice_i
     rows = curve([1.0, 0.98, 1.02, 0.99, 1.01, 1.76, 1.95, 2.1, 2.2, 2.3, 2.4, 2.5, 2.7])
     where = first_step_up(rows)
     assert where["name"] == "layer 5" and where["step"] > where["step_allowed"]
-    excess, _ = judged(rows, "cpu:bf16", "bf16", 2.0, False)
+    excess, _ = locate_and_judge(rows, "cpu:bf16", "bf16", 2.0, False)
     assert excess["name"] == "layer 5"
 
 
@@ -25,7 +25,7 @@ def test_a_fault_at_the_first_layer_steps_up_from_the_floor_itself():
 def test_a_clean_curve_within_its_allowance_names_nothing():
     rows = curve([1.0, 1.1, 0.9, 1.25, 1.2, 1.28, 1.1])
     assert first_step_up(rows) is None
-    excess, verdict = judged(rows, "cpu:bf16", "bf16", 2.0, False)
+    excess, verdict = locate_and_judge(rows, "cpu:bf16", "bf16", 2.0, False)
     assert excess is None and verdict["status"] == "PASS"
 
 
@@ -33,7 +33,7 @@ def test_slow_growth_past_the_allowance_is_no_step_and_falls_back_to_twice_the_a
     # each step 1.08x, within chance (1 + 3 x sqrt(2) x 0.097 = 1.41x): no single layer where it entered
     rows = curve([1.0, 1.08, 1.17, 1.26, 1.36, 1.47, 1.59, 1.71, 1.85, 2.0, 2.16, 2.33, 2.52, 2.72])
     assert first_step_up(rows) is None
-    excess, _ = judged(rows, "cpu:bf16", "bf16", 2.0, False)
+    excess, _ = locate_and_judge(rows, "cpu:bf16", "bf16", 2.0, False)
     assert excess["name"] == "layer 13"  # the old rule: past 2 x 1.29
 
 

@@ -30,11 +30,12 @@ def test_a_fault_that_moves_top1_outside_the_margin_still_fails():
     assert top1_check(server, floor)["status"] == "fail"
 
 
-def test_without_decisive_positions_all_positions_are_judged():
+def test_without_decisive_positions_the_rate_is_not_judged_on_the_near_ties():
+    # flat logits: every position inside the tie margin, 30% of them flipped by rounding
     floor = summarize(rows(100, flips_tied=0, flips_decisive=0, tied_share=1.0))
     server = summarize(rows(100, flips_tied=30, flips_decisive=0, tied_share=1.0))
     check = top1_check(server, floor)
-    assert check["name"] == "same top-1 rate" and check["status"] == "fail"
+    assert check["status"] == "unjudged" and "not enough evidence (0 of 30 positions" in check["value"]
 
 
 def test_a_server_at_the_golds_dtype_is_judged_to_rounding():
@@ -98,8 +99,8 @@ def test_no_floor_an_earlier_report_without_the_decisive_figures_is_judged_as_be
     check = top1(judge(inproc(0.945), None))
     assert check["status"] == "warn" and check["name"] == "same top-1 rate (no noise floor measured)"
     assert check["value"] == 0.945
-    # no decisive position at all: the rate over all positions, as the served check does
-    assert top1(judge(inproc(0.945, 1.0, decisive=0), None))["status"] == "warn"
+    # no decisive position at all: not enough evidence, as the served check says
+    assert top1(judge(inproc(0.945, 1.0, decisive=0), None))["status"] == "unjudged"
 
 
 def test_with_a_floor_the_decisive_rates_are_compared_when_both_have_them():

@@ -85,9 +85,13 @@ def test_nan_only_in_the_logits_fails():
     assert any("logits" in r for r in result["reasons"])
 
 
-def test_a_ratio_that_cannot_be_computed_is_never_a_pass():
-    assert graded(None, 1.2) == "fail" and graded(float("nan"), 1.2) == "fail"
-    assert status(runner(kl_ratio=None)) == "FAIL"
+def test_a_ratio_that_cannot_be_computed_decides_nothing_the_verdict_rests_on_the_others():
+    assert graded(None, 1.2) == "unjudged" and graded(float("nan"), 1.2) == "unjudged"
+    result = judge(runner(kl_ratio=None), FLOOR)
+    kl = next(c for c in result["checks"] if c["key"] == "kl_ratio")
+    assert kl["status"] == "unjudged" and "not computable" in kl["value"]
+    assert result["status"] == "PASS" and any("not computable" in r for r in result["reasons"])
+    assert graded(math.inf, 1.2) == "fail"  # an error where the floor has none is a real difference
 
 
 def test_ratio_grading_uses_the_spread():
@@ -112,7 +116,8 @@ def test_perplexity_enters_the_verdict():
     # the q/k fault served: ln PPL ratio +0.058 against -0.0005 for the clean floor
     assert status(runner(ln=0.058, ln_se=0.004)) == "FAIL"
     assert ppl_check(-0.0004, 0.002, -0.0005, 0.002, "f")["status"] == "pass"
-    assert ppl_check(float("nan"), 0.002, -0.0005, 0.002, "f")["status"] == "fail"
+    assert ppl_check(float("nan"), 0.002, -0.0005, 0.002, "f")["status"] == "unjudged"
+    assert ppl_check(math.inf, 0.002, -0.0005, 0.002, "f")["status"] == "fail"
 
 
 def test_genuine_divergences_beyond_the_floor_fail():
@@ -134,13 +139,14 @@ def test_wrong_stop_positions_warn_at_least():
     check = stops_check(rows)
     assert check["status"] == "warn" and "early in 2" in check["value"]
     assert status(runner(genuine=2, stop="early")) == "WARN"
-    near = [{"id": "a", "divergence": "near-tie", "stop": "early"}]
+    near = [{"id": str(i), "divergence": "near-tie", "stop": "early"} for i in range(4)]
     assert stops_check(near)["status"] == "pass"
+    assert stops_check(near[:1])["status"] == "unjudged"  # one prompt: too few to say the stops are right
 
 
 def test_the_cosine_rule_reads_each_layer_s_own_output_where_it_was_measured():
     rows = [{"name": f"layer {i}", "cos_min": 0.989, "local_cos_min": 0.9998} for i in range(3)]
-    from llm_adapt.accuracy.verdict import _cosine
+    from llm_adapt.accuracy.verdict.in_process import _cosine
 
     assert _cosine({"layers": rows})["status"] == "pass"  # accumulated 0.989 over a long prompt, own 0.9998
     rows[1]["local_cos_min"] = 0.95
@@ -149,14 +155,18 @@ def test_the_cosine_rule_reads_each_layer_s_own_output_where_it_was_measured():
     assert _cosine({"layers": rows})["status"] == "fail"
     served = [{"name": "layer 0", "cos_min": 0.989}]  # inside an engine: no local output, the full one
     assert _cosine({"layers": served})["status"] == "warn"
-    assert _cosine({"layers": [{"name": "layer 0", "cos_min": 0.99, "local_cos_min": float("nan")}]})["status"] == "fail"
+    nan_row = [{"name": "layer 0", "cos_min": 0.99, "local_cos_min": float("nan")}]
+    assert _cosine({"layers": nan_row})["status"] == "unjudged"  # the nonfinite check judges NaN in the output
+    assert _cosine({"layers": []})["status"] == "unjudged"
 
 
-def test_low_cosine_fails_and_a_nan_cosine_is_not_a_pass():
+def test_low_cosine_fails_and_a_nan_cosine_from_nan_output_fails_by_the_nonfinite_check():
     target = runner()
     target["layers"][2]["cos_min"] = 0.5
     assert status(target) == "FAIL"
     target["layers"][2]["cos_min"] = float("nan")
+    assert status(target) == "PASS"  # no NaN in the output: a NaN of our own decides nothing
+    target["first_nonfinite"] = "layer 2"
     assert status(target) == "FAIL"
 
 

@@ -22,7 +22,7 @@ from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, me
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport, VsFloor
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
-from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, allowed_ratio, find_first_local_excess, judge,
+from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, find_first_local_excess, judge,
                                         locate_part, roundoff_basis)
 from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import transformers_problem, with_measures
@@ -121,7 +121,7 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
     gold = measured.gold
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
-        reference=gold.report, targets=targets,
+        reference=gold.report.model_copy(update={"logits": gold.sharpness(opts.tie_margin)}), targets=targets,
         floors=[with_floor(f, None, opts, measured.contraction) for f in measured.floors.values()],
         prompts={"suite": opts.prompts, "count": len(gold.prompts), "skipped": gold.skipped,
                  "categories": sorted({p.prompt.category for p in gold.prompts}),
@@ -166,11 +166,11 @@ def located_against(report: RunnerReport, floor: RunnerReport | None, opts: Comp
             row.update(floor_rel_l2=f["rel_l2"], floor_local_rel_l2=f["local_rel_l2"],
                        ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
                        local_ratio=m.ratio_or_none(row["local_rel_l2"], f["local_rel_l2"]),
-                       allowed=allowed_ratio(m.combined_spread(
+                       rel_spread=m.combined_spread(
                            m.ratio_spread_from_squares(row.get("diff_sq_by_prompt"), f.get("diff_sq_by_prompt")),
-                           spread.get("layers", {}).get(row["name"]))),
-                       local_allowed=allowed_ratio(m.ratio_spread_from_squares(row.get("local_diff_sq_by_prompt"),
-                                                                               f.get("local_diff_sq_by_prompt"))))
+                           spread.get("layers", {}).get(row["name"])),
+                       local_rel_spread=m.combined_spread(m.ratio_spread_from_squares(
+                           row.get("local_diff_sq_by_prompt"), f.get("local_diff_sq_by_prompt"))))
     out.floor = floor.label if floor else None
     out.vs_floor = _vs_floor(out, floor) if floor else None
     out.first_local_excess = find_first_local_excess(out.layers, opts.local_factor, floor is not None, out.dtype,
@@ -228,7 +228,7 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> VsFloor:
     boot_rel = boot / ratio if ratio and np.isfinite(ratio) and np.isfinite(boot) else float("nan")
     kernel = (f.spread or {}).get("kl_mean")
     spread = m.combined_spread(boot_rel, kernel)
-    return VsFloor(kl_ratio=ratio, kl_allowed=allowed_ratio(spread), kl_spread=spread, kl_spread_bootstrap=boot_rel,
+    return VsFloor(kl_ratio=ratio, kl_spread=spread, kl_spread_bootstrap=boot_rel,
                    kl_spread_kernel=kernel, k=K_SPREAD)
 
 

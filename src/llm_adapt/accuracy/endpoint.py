@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -26,33 +26,19 @@ from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_reference
-from llm_adapt.prompts import load_prompts
+from llm_adapt.prompts import load_prompts, plain_text
 from llm_adapt.accuracy.runner import RunnerSpec
-from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, allowed_ratio, clean_kl_bound, genuine_count,
+from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, clean_kl_bound, genuine_count,
                                         judge_endpoint)
 from llm_adapt.engines.client import EndpointClient
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
-from llm_adapt.accuracy.result import EndpointSection, Verdict
-from llm_adapt.results import StageResult
+from llm_adapt.accuracy.result import EndpointAccuracyResult  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 SECTIONS = ENDPOINT_SECTIONS
-
-
-class EndpointAccuracyResult(StageResult):
-    KIND: ClassVar[str] = "endpoint_accuracy"
-
-    endpoint: dict[str, Any]
-    model: str
-    reference: str
-    floor: str | None
-    settings: dict[str, Any]
-    sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
-    verdict: Verdict | None = None
-    diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
 
 
 def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptions, floor: RunnerSpec | None,
@@ -76,7 +62,8 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
                   "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
                   "floor_spread": fl.spread if fl else None},
-        sections={name: {"status": "not run", "reason": reason("es_not_reached")} for name in SECTIONS})
+        sections={name: {"status": "not run", "reason": reason("es_not_reached")} for name in SECTIONS},
+        gold_logits=gold.sharpness(opts.tie_margin))
     def tick(name: str):
         return lambda done, total: progress(f"endpoint accuracy: {name}", done, total)
 
@@ -112,7 +99,7 @@ def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int
 
 
 def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) -> dict[str, Any]:
-    replies = send_all(client, [tokenize_request(ref.prompt.text, _messages(ref)) for ref in gold.prompts],
+    replies = send_all(client, [tokenize_request(*_prompt_of(ref, tokenizer)) for ref in gold.prompts],
                        progress=progress)
     if gone := first_gone(replies):
         return _gone(gone)
@@ -128,9 +115,12 @@ def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) 
     return {"status": "done", "checked": len(replies), "mismatches": mismatches}
 
 
-def _messages(ref) -> list[dict[str, str]] | None:
-    """A chat prompt's messages; None for a plain text prompt."""
-    return ref.prompt.as_messages() if ref.prompt.text is None else None
+def _prompt_of(ref, tokenizer) -> tuple[str | None, list[dict[str, str]] | None]:
+    """(text, messages) to send for a prompt as the gold rendered it (prompts.render): a chat prompt's
+    messages, or, for a plain text prompt or a base model without a chat template, the text."""
+    if ref.prompt.text is None and tokenizer.chat_template:
+        return None, ref.prompt.as_messages()
+    return plain_text(ref.prompt), None
 
 
 def _gone(reply: Reply) -> dict[str, Any]:
@@ -224,7 +214,7 @@ def _spread(per_prompt: list[list[tuple[float, float]]], floor_rows: list[dict],
     kernel = abs(v_kl / f_kl - 1) if f_kl > 1e-12 else 0.0
     spread = m.combined_spread(boot_rel, kernel)
     return {"bootstrap": boot_rel, "bootstrap_units": len(t), "bootstrap_by_prompt": by_prompt, "kernel": kernel,
-            "variant_kl_lb_mean": v_kl, "relative": spread, "allowed": allowed_ratio(spread), "k": K_SPREAD}
+            "variant_kl_lb_mean": v_kl, "relative": spread, "k": K_SPREAD}
 
 
 def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
@@ -271,7 +261,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
     rows, skipped, decode, floor_decode = [], [], [], []
     floor_rows = []
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)]
-    replies = send_all(client, [greedy_request(ref.prompt.text, _messages(ref), opts.max_new_tokens, opts.top_k)
+    replies = send_all(client, [greedy_request(*_prompt_of(ref, tokenizer), opts.max_new_tokens, opts.top_k)
                                 for ref in fitting], progress=progress)
     if gone := first_gone(replies):
         return _gone(gone)

@@ -13,17 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_adapt.platforms.base import Fp32Mode
+
 # Room over the weights for activations, the KV of the longest prompt and the allocator's slack.
 HEADROOM = 1.25
-
-
-@dataclass(frozen=True)
-class Fp32Mode:
-    """What one accelerator's fp32 matmul does, as read back after switching the fast modes off."""
-
-    device: str  # cuda | npu
-    true_fp32: bool
-    switches: dict[str, Any] = field(default_factory=dict)  # each switch's name -> the value read back
 
 
 @dataclass(frozen=True)
@@ -75,51 +68,13 @@ def why_text(choice: GoldChoice, lang: str = "en") -> str:
     return (WHY_ZH if lang == "zh" else WHY)[choice.why].format(**choice.args)
 
 
-def cuda_fp32_mode(torch_module: Any) -> Fp32Mode:
-    """TF32 off for matmul and cuDNN and fp32 matmul precision "highest" (the H200 had these by default,
-    torch 2.11), then read back: true fp32 only if all three read back so."""
-    torch_module.backends.cuda.matmul.allow_tf32 = False
-    torch_module.backends.cudnn.allow_tf32 = False
-    torch_module.set_float32_matmul_precision("highest")
-    switches = {"torch.backends.cuda.matmul.allow_tf32": bool(torch_module.backends.cuda.matmul.allow_tf32),
-                "torch.backends.cudnn.allow_tf32": bool(torch_module.backends.cudnn.allow_tf32),
-                "float32_matmul_precision": torch_module.get_float32_matmul_precision()}
-    true_fp32 = not switches["torch.backends.cuda.matmul.allow_tf32"] and not switches["torch.backends.cudnn.allow_tf32"] \
-        and switches["float32_matmul_precision"] == "highest"
-    return Fp32Mode("cuda", true_fp32, switches)
-
-
-def npu_fp32_mode(torch_npu_module: Any) -> Fp32Mode:
-    """HF32 off through torch_npu's switches (torch_npu.npu.matmul.allow_hf32 and torch_npu.npu.conv.allow_hf32,
-    torch_npu's documented flags), then read back. A torch_npu without them: not known to be true fp32."""
-    npu = getattr(torch_npu_module, "npu", None)
-    matmul, conv = getattr(npu, "matmul", None), getattr(npu, "conv", None)
-    if matmul is None or not hasattr(matmul, "allow_hf32"):
-        return Fp32Mode("npu", False, {"torch_npu.npu.matmul.allow_hf32": "absent"})
-    matmul.allow_hf32 = False
-    if conv is not None and hasattr(conv, "allow_hf32"):
-        conv.allow_hf32 = False
-    switches = {"torch_npu.npu.matmul.allow_hf32": bool(matmul.allow_hf32)}
-    if conv is not None and hasattr(conv, "allow_hf32"):
-        switches["torch_npu.npu.conv.allow_hf32"] = bool(conv.allow_hf32)
-    return Fp32Mode("npu", not any(switches.values()), switches)
-
-
 def accelerator_fp32_mode(platform: str) -> Fp32Mode | None:
-    """The fp32 mode of this machine's accelerator (None on a CPU host or without a usable device)."""
-    import importlib
+    """The fp32 mode of this machine's accelerator, its platform's own switches set and read back (None on a CPU
+    host, without a usable device, or for a platform that never hosts the gold)."""
+    from llm_adapt.platforms import get_platform
 
-    import torch
-
-    if platform == "cuda" and torch.cuda.is_available():
-        return cuda_fp32_mode(torch)
-    if platform == "npu":
-        try:
-            torch_npu = importlib.import_module("torch_npu")
-        except ImportError:
-            return None
-        return npu_fp32_mode(torch_npu) if torch.npu.is_available() else None
-    return None
+    read = get_platform(platform).fp32_mode
+    return read() if read is not None else None
 
 
 def device_free_bytes(platform: str) -> int | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -30,12 +30,11 @@ from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import allowed_ratio, judged, msprobe_rule
+from llm_adapt.accuracy.verdict import locate_and_judge, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.accuracy.result import LayerRow, LocatedFault, Verdict
-from llm_adapt.results import StageResult
+from llm_adapt.accuracy.result import LayersResult  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
@@ -178,35 +177,17 @@ def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None
         if f is not None:
             chance, kernel = sampling_spread(row, f, units), (spread or {}).get(row["name"])
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(row["rel_l2"], f["rel_l2"]),
-                       allowed=allowed_ratio(m.combined_spread(chance["used"], kernel)),
+                       rel_spread=m.combined_spread(chance["used"], kernel),
                        spread={"prompts": chance["prompts"], "elements": chance["elements"], "kernel": kernel},
                        **{k: chance[k] for k in ("effective_positions", "effective_elements",
                                                  "floor_effective_elements")})
         for key in ("diff_sq_by_position", "diff_4th_by_position"):  # too long for the result; summarized
             row.pop(key, None)
-        row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"), local_allowed=row.get("allowed", 1.0))
+        row.update(local_rel_l2=row["rel_l2"], local_ratio=row.get("ratio"),
+                   **({"local_rel_spread": row["rel_spread"]} if "rel_spread" in row else {}))
         row["msprobe_per_token"] = msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         out.append(row)
     return out
-
-
-class LayersResult(StageResult):
-    KIND: ClassVar[str] = "layers"
-
-    model: dict[str, Any]
-    endpoint: dict[str, Any]
-    capture: dict[str, Any]  # mode that ran, the deployment's mode, where the records are, the plugin's report
-    reference: str
-    floor: str | None
-    served_dtype: str
-    error_kind: str
-    prompts: dict[str, Any]  # count, captured, missing (with why)
-    layers: list[LayerRow]
-    first_local_excess: LocatedFault | None
-    verdict: Verdict
-    seconds: dict[str, float]
-    # a graph deployment's escalation: both modes' endpoint figures and the likely cause (run/stages.py)
-    modes: dict[str, Any] | None = None
 
 
 def captured_gold(gold: Gold, missing: list[dict[str, str]]) -> Gold:
@@ -222,7 +203,7 @@ def layers_result(rows: list[dict[str, Any]], missing: list[dict[str, str]], flo
     capture, seconds)."""
     rows = against_floor(rows, floor, spread, [p.sequence for p in captured_gold(gold, missing).prompts])
     exact = served_dtype == reference.dtype and floor_label is None
-    excess, verdict = judged(rows, floor_label, served_dtype, local_factor, exact)
+    excess, verdict = locate_and_judge(rows, floor_label, served_dtype, local_factor, exact)
     return LayersResult(reference=reference.label, floor=floor_label, served_dtype=served_dtype, error_kind=ERROR_KIND,
                         prompts={"count": len(gold.prompts), "captured": len(gold.prompts) - len(missing),
                                  "missing": missing, "tokens": int(sum(len(p.sequence) for p in gold.prompts
@@ -308,8 +289,9 @@ def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capt
     """The located layer with its parts inside the engine (accuracy/parts_served.py): one more prefill of
     each captured prompt with that layer's attention and MLP recorded. The layer's location and every
     figure before it stand if the look inside fails; the reason is kept."""
-    from llm_adapt.accuracy.parts_served import capture_parts, served_parts
+    from llm_adapt.accuracy.parts_served import capture_parts, renormalizes, served_parts, served_router
     from llm_adapt.accuracy.reference import layer_contraction
+    from llm_adapt.models.spec import load_config
     from llm_adapt.accuracy.sublayer import layer_index
 
     index = layer_index(where["name"]) if where else None
@@ -324,6 +306,9 @@ def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capt
         runners = [Runner(opts.reference, model_path), Runner(floor_spec, model_path)]
         located = served_parts(records, sequences, index, *runners, opts.local_factor, served_dtype,
                                layer_contraction(model_path, gold))
+        routing = served_router(records, gold, index, renormalizes(load_config(model_path)), served_dtype)
+        if routing is not None:  # a MoE layer: whether its router chose and weighed the gold's experts
+            located["routing"] = routing
         progress(f"parts of layer {index}: reference and floor", 1, 1)
     except (AdaptError, ServerGone, RuntimeError, KeyError, IndexError, TypeError, ValueError) as exc:
         located = {"part": None, "parts": [], "parts_skipped": f"{type(exc).__name__}: {exc}"[:300]}

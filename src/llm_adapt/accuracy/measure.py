@@ -27,8 +27,9 @@ from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, 
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
 from llm_adapt.accuracy.result import KernelSpread, RunnerReport
+from llm_adapt.accuracy.routing import GateRecord, RoutingCount, flips
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
-from llm_adapt.accuracy.verdict import msprobe_dtype_rule, msprobe_rule
+from llm_adapt.accuracy.verdict import UNIT_ROUNDOFF, msprobe_dtype_rule, msprobe_rule
 from llm_adapt.models.source import ModelSource
 from llm_adapt.prompts import render
 
@@ -70,14 +71,21 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
     greedy: list[dict[str, Any] | None] = [None] * len(gold.prompts)
+    routing: dict[int, RoutingCount] = defaultdict(RoutingCount)
     logits_nonfinite = False
     for i, ref in enumerate(gold.prompts):
         progress(f"{spec.label}: layers and logits", i, len(gold.prompts))
         capture = runner.capture(ref.sequence, keep_kwargs=True)
-        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden)
+        gates: dict[int, GateRecord] | None = {} if ref.gates else None
+        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden, gates_into=gates)
+        kept = routed_tokens(ref, gates or {}, spec.dtype, routing)
         for j in range(len(gold.names)):
             full[j].add(ref.hidden[j], capture.hidden[j])
-            local[j].add(ref.hidden[j], shadow[j])
+            rows = kept.get(j)
+            if rows is None:
+                local[j].add(ref.hidden[j], shadow[j])
+            elif rows.any():  # a token whose routing flipped at a near-tie is counted, not judged
+                local[j].add(ref.hidden[j][:, rows], shadow[j][:, rows])
         logits_nonfinite |= m.nonfinite(capture.logits)
         logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k, keep=keep is not None)
         start = len(ref.input_ids) - 1  # the position that chose the first generated token
@@ -99,6 +107,8 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     quantized = runner.quantized_linears
     runner.close()
     report = _runner_report(spec, gold, full, local, logit_stats, greedy, corpus_nll, opts)
+    for layer, count in routing.items():
+        report.layers[layer + 1]["routing"] = count.summary()
     if logits_nonfinite and not report.first_nonfinite:
         report.first_nonfinite = "logits"
     report.load_seconds, report.run_seconds = round(load_s, 2), round(time.monotonic() - started - load_s, 2)
@@ -106,6 +116,21 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     if spec.model_path:
         report.template_mismatches = template_mismatches(spec.model_path, gold)
     return report
+
+
+def routed_tokens(ref: RefPrompt, gates: dict[int, GateRecord], dtype: str,
+                  counts: dict[int, RoutingCount]) -> dict[int, torch.Tensor]:
+    """For each MoE layer the target ran on the gold's input: its routing against the gold's counted into
+    `counts`, and {tensor index (the layer's, in gold.names): the tokens to judge its own error on}: every token
+    but those whose experts flipped at a near-tie (routing.flips)."""
+    kept = {}
+    for layer, gold_gate in ref.gates.items():
+        if layer not in gates:
+            continue
+        flipped, near_tie = flips(gold_gate, gates[layer].chosen, UNIT_ROUNDOFF[dtype])
+        counts[layer].add(flipped, near_tie)
+        kept[layer + 1] = ~near_tie
+    return kept
 
 
 def own_stop_ids(model_dir: Path) -> list[int]:

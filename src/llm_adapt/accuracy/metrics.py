@@ -30,6 +30,22 @@ def sqnr_from_sums(ref_sq: float, diff_sq: float) -> float:
     return -math.inf if math.isinf(diff_sq) else 10 * math.log10(max(ref_sq, EPS) / diff_sq)
 
 
+def cosines(dot: torch.Tensor, ref_sq: torch.Tensor, tgt_sq: torch.Tensor) -> torch.Tensor:
+    """Cosine per row from its dot product and both squared norms (float64), defined at the edges: two zero
+    vectors are the same vector (1), a zero vector against a non-zero one is as far from it as can be
+    without pointing away (0). A padding row that a checkpoint leaves at zero (transformers zeroes the
+    embedding of `pad_token_id`, and a chat prompt holds it) is identical in both runs. Pure."""
+    both_zero = (ref_sq == 0) & (tgt_sq == 0)
+    return torch.where(both_zero, torch.ones_like(dot), dot / (ref_sq * tgt_sq).sqrt().clamp_min(EPS))
+
+
+def cosine_of_sums(dot: float, ref_sq: float, tgt_sq: float) -> float:
+    """`cosines` of one whole tensor from its sums. Pure."""
+    if ref_sq == 0 and tgt_sq == 0:
+        return 1.0
+    return dot / max(math.sqrt(ref_sq * tgt_sq), EPS)
+
+
 def nonfinite(x: torch.Tensor) -> bool:
     return bool((~torch.isfinite(x)).any())
 
@@ -89,7 +105,7 @@ class TensorAccumulator:
         for tol in self.over:
             self.over[tol] += float((rel > tol).sum())
         self.elements += r.numel()
-        self.cosines.append((rt / (rr * tt).sqrt().clamp_min(EPS)).numpy())
+        self.cosines.append(cosines(rt, rr, tt).numpy())
 
     def summary(self) -> dict[str, float | bool]:
         cos = np.concatenate(self.cosines) if self.cosines else np.array([np.nan])
@@ -99,7 +115,7 @@ class TensorAccumulator:
             "max_abs": self.max_abs, "max_rel": self.max_rel, "thousandth_ratio": self.within / max(self.elements, 1),
             "sqnr_db": sqnr_from_sums(self.ref_sq, self.diff_sq),
             "nan_mismatch": self.ref_nonfinite != self.tgt_nonfinite or self.tgt_nonfinite,
-            "cos_tensor": self.dot / max(math.sqrt(self.ref_sq * self.tgt_sq), EPS),
+            "cos_tensor": cosine_of_sums(self.dot, self.ref_sq, self.tgt_sq),
             "share_over": {f"{tol:g}": v / max(self.elements, 1) for tol, v in self.over.items()},
         }
 
@@ -174,8 +190,7 @@ def position_stats(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids:
         if r.shape[-1] > 1:  # one word in the vocabulary: no second to tie with
             top = r.topk(2, dim=-1).values
             margin[start:stop] = (top[:, 0] - top[:, 1]).numpy()
-        norms = (r * r).sum(-1).mul_((t * t).sum(-1)).sqrt_().clamp_min_(EPS)
-        cos[start:stop] = ((r * t).sum(-1) / norms).numpy()
+        cos[start:stop] = cosines((r * t).sum(-1), (r * r).sum(-1), (t * t).sum(-1)).numpy()
         inner = min(stop, n - 1)  # Δp needs the next token: none after the last position
         if inner > start:
             idx = next_ids[start:inner].unsqueeze(-1)
@@ -188,6 +203,28 @@ def position_stats(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids:
              "topk": topk_overlap(ref_logits, tgt_logits, k), "dp": dp, "max_abs": np.array([max_abs]), "cos": cos,
              "ref_margin": margin}
     return stats, kept
+
+
+def logit_sharpness(logits: list[torch.Tensor], tie_margin: float, rows: int = STATS_ROWS) -> dict[str, float | int]:
+    """How decisive the gold's own next-token distributions are, over every position of `logits` ([T, V]
+    each): how many positions have their top-1 more than `tie_margin` nats above their top-2 (where a flip
+    is not a near-tie), and the mean entropy as a share of the uniform distribution's, ln V (1.0: flat).
+    Defined at the edges: no position gives 0 positions and an entropy share of NaN (nothing measured);
+    a vocabulary of one word has no second to tie with and no entropy (share 0). Pure."""
+    positions = decisive = 0
+    entropy = 0.0
+    for block in logits:
+        for start in range(0, block.shape[0], rows):
+            lp = log_softmax64(block[start:start + rows])
+            positions += lp.shape[0]
+            if lp.shape[-1] < 2:
+                decisive += lp.shape[0]
+                continue
+            top = lp.topk(2, dim=-1).values
+            decisive += int(((top[:, 0] - top[:, 1]) > tie_margin).sum())
+            entropy += float(-(lp.exp() * lp).nan_to_num(0.0).sum(-1).sum()) / math.log(lp.shape[-1])
+    return {"positions": positions, "decisive_positions": decisive, "tie_margin": tie_margin,
+            "entropy_ratio": entropy / positions if positions else math.nan}
 
 
 def mean_sem(values: np.ndarray) -> tuple[float, float]:

@@ -92,3 +92,30 @@ def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], inde
     expected = replay_parts(reference, index, kept_sequences, served)
     floor_errors = part_errors(floor, index, kept_sequences, expected) if floor is not None else None
     return judge_parts(errors_between(expected, served), floor_errors, local_factor, dtype, contraction)
+
+
+def served_router(records: list[dict[str, Any]], gold, index: int, renormalize: bool,
+                  served_dtype: str) -> dict[str, Any] | None:
+    """Layer `index`'s routing inside the engine against the gold's (accuracy/routing.py), over the prompts
+    whose capture holds it and whose gold kept that router's view; None for a dense layer or no record."""
+    from llm_adapt.accuracy.capture_records import match_record
+    from llm_adapt.accuracy.routing import routing_verdict, served_routing
+    from llm_adapt.accuracy.verdict import UNIT_ROUNDOFF
+
+    ids_key, weights_key = plugin.router_keys(index)
+    counts = []
+    for ref in gold.prompts:
+        tensors, _ = match_record(records, ref.sequence)
+        record = (ref.gates or {}).get(index)
+        if tensors is None or record is None or ids_key not in tensors:
+            continue
+        counts.append(served_routing(record, tensors[ids_key].long(), tensors[weights_key], renormalize,
+                                     UNIT_ROUNDOFF.get(served_dtype, UNIT_ROUNDOFF["bf16"])))
+    return routing_verdict(counts) if counts else None
+
+
+def renormalizes(config: dict[str, Any]) -> bool:
+    """Whether the model's MoE layers renormalize their top-k weights, as vLLM builds them: Qwen-MoE's
+    norm_topk_prob, else True (Mixtral and others always do). Pure."""
+    text = config.get("text_config") or config
+    return bool(text.get("norm_topk_prob", True))

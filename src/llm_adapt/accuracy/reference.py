@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import RunnerReport
@@ -32,6 +33,7 @@ class RefPrompt:
     generated: list[int]
     hidden: list[torch.Tensor]
     logits: torch.Tensor
+    gates: dict[int, GateRecord] = field(default_factory=dict)  # each expert router's view, by layer index
 
     @property
     def sequence(self) -> list[int]:
@@ -50,6 +52,13 @@ class Gold:
     names: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
     key: str | None = None  # the measurement cache's key (accuracy/store.py); floors measured on it key off it
+    _sharpness: dict[float, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def sharpness(self, tie_margin: float) -> dict[str, Any]:
+        """How decisive the gold's own logits are (metrics.logit_sharpness), measured once per margin."""
+        if tie_margin not in self._sharpness:
+            self._sharpness[tie_margin] = m.logit_sharpness([p.logits for p in self.prompts], tie_margin)
+        return self._sharpness[tie_margin]
 
 
 def layer_contraction(model_path: Path, gold: Gold) -> int | None:
@@ -104,14 +113,14 @@ class InMemoryReference:
         for i, sequence in enumerate(sequences):
             if progress:
                 progress(i, len(sequences))
-            capture = self.runner.capture(sequence)
-            out.append((capture.hidden, capture.logits))
+            capture = self.runner.capture(sequence, gates=True)
+            out.append((capture.hidden, capture.logits, capture.gates))
         if progress:
             progress(len(sequences), len(sequences))
         return out
 
     def logits_all(self, sequences: list[list[int]], progress=None) -> list[torch.Tensor]:
-        return [logits for _, logits in self.capture_all(sequences, progress)]
+        return [captured[1] for captured in self.capture_all(sequences, progress)]
 
 
 def should_stream(opts: CompareOptions, source: ModelSource) -> bool:
@@ -182,7 +191,7 @@ def _measure_gold(source, tokenizer, prompts, inputs, corpus, opts, progress, la
     load_s = time.monotonic() - started
     generated = ref.greedy_all(inputs, opts.max_new_tokens, eos, progress=part("greedy"))
     captures = ref.capture_all([i + g for i, g in zip(inputs, generated)], progress=part("layers and logits"))
-    kept = [RefPrompt(p, i, g, h, lg) for p, i, g, (h, lg) in zip(prompts, inputs, generated, captures)]
+    kept = [RefPrompt(p, i, g, *captured) for p, i, g, captured in zip(prompts, inputs, generated, captures)]
     corpus_nll = [m.nll(lg[:-1], torch.tensor(w[1:])) for w, lg in zip(corpus, ref.logits_all(corpus, part("corpus")))]
     num_layers = len(kept[0].hidden) - 2
     gold = Gold(kept, corpus, corpus_nll, eos, names=tensor_names(num_layers))
@@ -212,10 +221,12 @@ def save_gold(key: str, gold: Gold) -> None:
         tensors = {f"logits.{i}": p.logits.contiguous() for i, p in enumerate(gold.prompts)}
         tensors |= {f"hidden.{i}.{j}": h.contiguous() for i, p in enumerate(gold.prompts) for j, h in enumerate(p.hidden)}
         tensors |= {f"corpus_nll.{w}": torch.from_numpy(np.ascontiguousarray(n)) for w, n in enumerate(gold.corpus_nll)}
+        tensors |= {f"gate.{i}.{layer}.{name}": getattr(record, name).contiguous() for i, p in enumerate(gold.prompts)
+                    for layer, record in p.gates.items() for name in GATE_FIELDS}
         save_file(tensors, directory / "gold.safetensors")
         (directory / "gold.json").write_text(json.dumps({
             "prompts": [{"id": p.prompt.id, "input_ids": p.input_ids, "generated": p.generated,
-                         "layers": len(p.hidden)} for p in gold.prompts],
+                         "layers": len(p.hidden), "gates": sorted(p.gates)} for p in gold.prompts],
             "corpus": gold.corpus, "eos_ids": gold.eos_ids, "names": gold.names,
             "report": gold.report.model_dump() if gold.report else None}))
 
@@ -235,7 +246,9 @@ def load_gold(key: str, prompts: list[Prompt]) -> Gold | None:
     tensors = load_file(path / "gold.safetensors")
     by_id = {p.id: p for p in prompts}
     kept = [RefPrompt(by_id[row["id"]], row["input_ids"], row["generated"],
-                      [tensors[f"hidden.{i}.{j}"] for j in range(row["layers"])], tensors[f"logits.{i}"])
+                      [tensors[f"hidden.{i}.{j}"] for j in range(row["layers"])], tensors[f"logits.{i}"],
+                      {layer: GateRecord(**{name: tensors[f"gate.{i}.{layer}.{name}"] for name in GATE_FIELDS})
+                       for layer in row.get("gates", [])})
             for i, row in enumerate(data["prompts"])]
     corpus_nll = [tensors[f"corpus_nll.{w}"].numpy() for w in range(len(data["corpus"]))]
     report = RunnerReport.model_validate(data["report"]) if data["report"] else None

@@ -11,7 +11,7 @@ from llm_adapt.messages import Said
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 
-__all__ = ["AccuracyResult", "Check", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LocatedFault",
+__all__ = ["AccuracyResult", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
            "LogitStats", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
            "Verdict", "VsFloor"]
 
@@ -19,7 +19,7 @@ __all__ = ["AccuracyResult", "Check", "EndpointSection", "GreedyRow", "KernelSpr
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
 # dicts, so the JSON files keep their shape and every reader keeps its access. Fields not declared (a
 # measure's own extras) are kept as they are.
-Status = Literal["pass", "warn", "fail"]
+Status = Literal["pass", "warn", "fail", "unjudged"]  # unjudged: decided nothing (status.UNJUDGED)
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -41,7 +41,7 @@ class Verdict(TypedDict):
     """PASS / WARN / FAIL with the checks that decided it and one reason per check out of line."""
 
     status: Literal["PASS", "WARN", "FAIL", "SKIP"]
-    reasons: list[str]
+    reasons: list[Said]
     checks: NotRequired[list[Check]]
     noise_floor: NotRequired[str | None]  # the floor a runner was judged against
 
@@ -58,7 +58,9 @@ class LayerRow(TypedDict):
     max_abs: NotRequired[float | None]
     ratio: NotRequired[float | None]  # rel. L2 against the floor's
     local_ratio: NotRequired[float | None]
-    allowed: NotRequired[float]  # the ratio the floor's spread allows
+    rel_spread: NotRequired[float]  # the ratio's measured relative spread (the judge allows 1 + K x it)
+    local_rel_spread: NotRequired[float]
+    allowed: NotRequired[float]  # an earlier version's: the allowed ratio itself, computed when measured
     local_allowed: NotRequired[float]
 
 
@@ -85,6 +87,7 @@ class LocatedFault(TypedDict):
     part: NotRequired[str | None]
     parts: NotRequired[list[PartRow]]
     parts_skipped: NotRequired[Any]  # why the part pass did not run
+    routing: NotRequired[dict[str, Any] | None]  # a served MoE layer's router against the gold's (routing.routing_verdict)
 
 
 class Row(BaseModel):
@@ -115,7 +118,7 @@ class GreedyRow(TypedDict):
 @with_config(ConfigDict(extra="allow"))
 class LogitStats(TypedDict, total=False):
     """A runner's next-token distributions against the gold's, over every teacher-forced position (the
-    reference's own: empty)."""
+    reference's own: how decisive they are, metrics.logit_sharpness)."""
 
     positions: int
     kl_mean: float | None
@@ -126,6 +129,7 @@ class LogitStats(TypedDict, total=False):
     same_top1_decisive: float | None
     tie_margin: float
     topk_overlap: float | None
+    entropy_ratio: float | None  # the reference's own: mean entropy / ln V (metrics.logit_sharpness)
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -144,7 +148,7 @@ class VsFloor(TypedDict):
     """A target's mean KL against its floor's, and the ratio chance allows it (compare._vs_floor)."""
 
     kl_ratio: float | None
-    kl_allowed: float  # 1 + k x kl_spread
+    kl_allowed: NotRequired[float]  # an earlier version's: 1 + k x kl_spread, computed when measured
     kl_spread: float  # the bootstrap's and the kernel's spreads, in quadrature
     kl_spread_bootstrap: float  # relative sd of the ratio, prompts resampled
     kl_spread_kernel: float | None  # the floor's own kl_mean spread (KernelSpread.kl_mean)
@@ -205,7 +209,7 @@ class RunnerReport(BaseModel):
     run_seconds: float
     quantized_linears: int = 0
     streaming: bool = False  # reference only: computed one layer at a time from the shards
-    reused: str | None = None  # measured by an earlier call and read from the cache (accuracy/store.py): how
+    reused: Said | None = None  # measured by an earlier call and read from the cache (accuracy/store.py): how
     layers: list[LayerRow]  # one row per tensor: full and local error, ratios to the floor
     depth_fit: dict[str, float]
     first_local_excess: LocatedFault | None  # where to look first
@@ -233,3 +237,36 @@ class AccuracyResult(StageResult):
     prompts: dict[str, Any]
     settings: dict[str, Any]
     verdict: dict[str, Any]
+
+
+class EndpointAccuracyResult(StageResult):
+    KIND: ClassVar[str] = "endpoint_accuracy"
+
+    endpoint: dict[str, Any]
+    model: str
+    reference: str
+    floor: str | None
+    settings: dict[str, Any]
+    sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
+    verdict: Verdict | None = None
+    diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
+    gold_logits: dict[str, Any] | None = None  # how decisive the gold's logits are (metrics.logit_sharpness)
+
+
+class LayersResult(StageResult):
+    KIND: ClassVar[str] = "layers"
+
+    model: dict[str, Any]
+    endpoint: dict[str, Any]
+    capture: dict[str, Any]  # mode that ran, the deployment's mode, where the records are, the plugin's report
+    reference: str
+    floor: str | None
+    served_dtype: str
+    error_kind: str
+    prompts: dict[str, Any]  # count, captured, missing (with why)
+    layers: list[LayerRow]
+    first_local_excess: LocatedFault | None
+    verdict: Verdict
+    seconds: dict[str, float]
+    # a graph deployment's escalation: both modes' endpoint figures and the likely cause (run/stages.py)
+    modes: dict[str, Any] | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +16,14 @@ import torch
 from llm_adapt.errors import UsageError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-DEVICES = ("cpu", "cuda", "npu", "xpu", "mps", "auto")  # auto: accelerate's big-model placement (device_map="auto")
+OTHER_DEVICES = ("xpu", "mps", "auto")  # torch devices of no platform here; auto: accelerate's big-model placement
+
+
+def devices() -> tuple[str, ...]:
+    """The devices a runner takes: every platform's torch devices (platforms/*.py), then OTHER_DEVICES."""
+    from llm_adapt.platforms import PLATFORMS
+
+    return (*dict.fromkeys(d for p in PLATFORMS.values() for d in p.torch_devices), *OTHER_DEVICES)
 AUTO_MAX_MEMORY_ENV = "LLM_ADAPT_AUTO_MAX_MEMORY"  # e.g. "cuda:0=70GiB,cpu=200GiB": caps for --reference auto:fp32
 
 
@@ -74,8 +81,8 @@ def floor_numerics(spec: RunnerSpec) -> RunnerSpec:
 def parse_runner(text: str) -> RunnerSpec:
     """'cpu:fp32', 'cuda:0:bf16', 'npu:bf16' -> RunnerSpec."""
     device, sep, dtype = text.rpartition(":")
-    if not sep or dtype not in TORCH_DTYPES or device.split(":")[0] not in DEVICES:
-        raise UsageError(f"{text!r}: expected DEVICE:DTYPE with DEVICE in {', '.join(DEVICES)} "
+    if not sep or dtype not in TORCH_DTYPES or device.split(":")[0] not in devices():
+        raise UsageError(f"{text!r}: expected DEVICE:DTYPE with DEVICE in {', '.join(devices())} "
                          f"(optionally with an index, cuda:1) and DTYPE in fp32, bf16, fp16")
     return RunnerSpec(device=device, dtype=dtype)
 
@@ -267,11 +274,17 @@ class Runner:
         return out
 
     @torch.no_grad()
-    def capture(self, input_ids: list[int], keep_kwargs: bool = False) -> "Capture":
-        """One teacher-forced forward: embeddings, every layer's output, final norm, logits (on CPU, fp32)."""
+    def capture(self, input_ids: list[int], keep_kwargs: bool = False, gates: bool = False) -> "Capture":
+        """One teacher-forced forward: embeddings, every layer's output, final norm, logits (on CPU, fp32);
+        `gates`: each expert router's view too (accuracy/routing.py), where the model has routers."""
+        from llm_adapt.accuracy.routing import moe_gates, record_gates
+
         outputs: list[torch.Tensor] = []
         kwargs: list[dict] = []
+        routed: dict = {}
         hooks = [self.model.model.embed_tokens.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o)))]
+        if gates:
+            hooks += record_gates(moe_gates(self.layers), routed)
         for layer in self.layers:
             hooks.append(layer.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
             if keep_kwargs:
@@ -286,23 +299,32 @@ class Runner:
         finally:
             for hook in hooks:
                 hook.remove()
-        return Capture(hidden=outputs, logits=_cpu(logits)[0], layer_kwargs=kwargs)
+        return Capture(hidden=outputs, logits=_cpu(logits)[0], layer_kwargs=kwargs, gates=routed)
 
     @torch.no_grad()
-    def shadow(self, capture: "Capture", reference_hidden: list[torch.Tensor]) -> list[torch.Tensor]:
+    def shadow(self, capture: "Capture", reference_hidden: list[torch.Tensor],
+               gates_into: dict | None = None) -> list[torch.Tensor]:
         """Each layer (and the final norm) run on the reference's input to it: each one's own error.
 
         `capture` must come from this runner with keep_kwargs=True (its own position embeddings
-        and mask, so a wrong rope_theta in this model still shows up locally).
+        and mask, so a wrong rope_theta in this model still shows up locally). `gates_into`: a dict that
+        receives each expert router's view on that input (accuracy/routing.py).
         """
+        from llm_adapt.accuracy.routing import moe_gates, record_gates
+
         dtype = TORCH_DTYPES[self.spec.dtype]
         outs = []
-        with self.numerics():
-            for i, layer in enumerate(self.layers):
-                x = reference_hidden[i].to(self.input_device, dtype)  # input of layer i = output of i-1
-                out = layer(x, **capture.layer_kwargs[i])  # (auto: accelerate's hooks move it to the layer)
-                outs.append(_cpu(out))
-            outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.input_device, dtype))))
+        hooks = record_gates(moe_gates(self.layers), gates_into) if gates_into is not None else []
+        try:
+            with self.numerics():
+                for i, layer in enumerate(self.layers):
+                    x = reference_hidden[i].to(self.input_device, dtype)  # input of layer i = output of i-1
+                    out = layer(x, **capture.layer_kwargs[i])  # (auto: accelerate's hooks move it to the layer)
+                    outs.append(_cpu(out))
+                outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.input_device, dtype))))
+        finally:
+            for hook in hooks:
+                hook.remove()
         return outs
 
 
@@ -341,6 +363,7 @@ class Capture:
     hidden: list[torch.Tensor]  # [embeddings, layer 0 .. layer L-1, final norm], each [1, T, D]
     logits: torch.Tensor  # [T, V]
     layer_kwargs: list[dict]
+    gates: dict = field(default_factory=dict)  # layer index -> routing.GateRecord, where asked for
 
 
 def _cpu(out) -> torch.Tensor:

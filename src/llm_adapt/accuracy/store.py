@@ -21,8 +21,9 @@ from typing import Any
 
 
 # Bumped when what a measurement records changes: 2 adds the gold's per-position top-1/top-2 margin and the
-# decisive-position rates, which an entry measured before lacks (it would be judged on all positions).
-CACHE_FORMAT = 2
+# decisive-position rates, which an entry measured before lacks (it would be judged on all positions); 3 the
+# cosine of two zero vectors (1, not 0: a padding row zero in both runs is identical).
+CACHE_FORMAT = 3
 CACHE_ENV = "LLM_ADAPT_CACHE"  # "off": measure afresh, write nothing
 SIZE_ENV = "LLM_ADAPT_CACHE_GIB"
 DEFAULT_CAP_GIB = 20.0
@@ -137,6 +138,8 @@ def evict(cap: int, root: Path | None = None) -> list[str]:
     return removed
 
 
-def reuse_note(meta: dict[str, Any]) -> str:
-    return (f"reused from llm-adapt's measurement cache (measured {meta.get('measured_at')} by llm-adapt "
-            f"{meta.get('versions', {}).get('llm_adapt')}, same model content, prompts, settings and versions)")
+def reuse_note(meta: dict[str, Any]):
+    """Where a cached measurement came from, as a message (the report words it in its language)."""
+    from llm_adapt.messages import reason
+
+    return reason("gold_reused", measured_at=meta.get("measured_at"), version=meta.get("versions", {}).get("llm_adapt"))

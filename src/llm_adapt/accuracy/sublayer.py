@@ -11,6 +11,12 @@ The parts are the decoder-layer attributes transformers' Llama, Qwen, Mistral, G
 classes share; a layer without one of them simply has fewer parts. Inside the attention, the input of
 its output projection holds every head's context side by side: its error per query head says whether a
 few heads (one KV head's group) hold the error.
+
+Inside a mixture-of-experts MLP (accuracy/routing.py) three more parts, each called on its own with the
+reference's inputs after the forward: the router (what it makes of the MLP's input: the experts each token
+chose with their weights, as one [T, experts] matrix, so a changed top-k, a dropped renormalization or a
+wrong router row all show in it), the routed experts (given the reference's hidden states, chosen experts
+and weights) and the shared expert.
 """
 
 from __future__ import annotations
@@ -42,6 +48,27 @@ def layer_parts(layer: torch.nn.Module) -> dict[str, torch.nn.Module]:
     return {name: getattr(layer, attr) for name, attr in PARTS if isinstance(getattr(layer, attr, None), torch.nn.Module)}
 
 
+def moe_parts(layer: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    """{report name: module} for the router, routed experts and shared expert of a MoE layer ({} elsewhere)."""
+    from llm_adapt.accuracy.routing import moe_gates
+
+    if not moe_gates([layer]):
+        return {}
+    mlp = layer.mlp
+    shared = next((getattr(mlp, a) for a in ("shared_experts", "shared_expert")
+                   if isinstance(getattr(mlp, a, None), torch.nn.Module)), None)
+    return {"router": mlp.gate, "experts": mlp.experts, **({"shared expert": shared} if shared is not None else {})}
+
+
+def dense_routing(output, experts: int) -> torch.Tensor:
+    """A router's (logits, weights [T, k], chosen [T, k]) as one [T, experts] matrix: each token's weight on
+    each expert, 0 where it was not chosen. Pure."""
+    _, weights, chosen = output
+    weights, chosen = weights.reshape(-1, weights.shape[-1]), chosen.reshape(-1, chosen.shape[-1])
+    return torch.zeros(chosen.shape[0], experts, dtype=torch.float32).scatter_add_(
+        1, chosen.to("cpu", torch.long), weights.detach().to("cpu", torch.float32))
+
+
 def _main_input(args: tuple, kwargs: dict) -> torch.Tensor:
     return args[0] if args else kwargs["hidden_states"]
 
@@ -62,6 +89,7 @@ class PartRecord:
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
     heads: torch.Tensor | None = None
+    moe_inputs: dict[str, tuple] = field(default_factory=dict)  # a MoE part's whole positional input (CPU)
 
 
 def head_layout(attention: torch.nn.Module) -> tuple[int, int] | None:
@@ -101,13 +129,49 @@ def _forward_to(runner, index: int, sequence: list[int], hooks: list) -> None:
             hook.remove()
 
 
+def _record_moe(layer: torch.nn.Module, record: PartRecord) -> list:
+    """Hooks keeping each MoE part's positional inputs and its output (the router's as dense_routing)."""
+    hooks = []
+    for name, module in moe_parts(layer).items():
+        hooks.append(module.register_forward_pre_hook(
+            lambda mod, a, name=name: record.moe_inputs.__setitem__(name, tuple(_cpu_any(x) for x in a))))
+        hooks.append(module.register_forward_hook(
+            lambda mod, a, o, name=name: record.outputs.__setitem__(name, _moe_output(name, mod, o))))
+    return hooks
+
+
+def _cpu_any(x):
+    return x.detach().to("cpu") if isinstance(x, torch.Tensor) else x
+
+
+def _moe_output(name: str, module: torch.nn.Module, output) -> torch.Tensor:
+    if name == "router":
+        return dense_routing(output, module.weight.shape[0])
+    return _fp32_cpu(_main_output(output)).reshape(-1, _main_output(output).shape[-1])
+
+
+def moe_replay(layer: torch.nn.Module, record: PartRecord, numerics) -> dict[str, torch.Tensor]:
+    """Each MoE part of `layer` called on its own with the reference's inputs to it (hidden states in the
+    part's dtype; chosen experts and weights as the reference made them): its output, as recorded."""
+    out = {}
+    for name, module in moe_parts(layer).items():
+        if name not in record.moe_inputs:
+            continue
+        param = next(module.parameters())
+        args = tuple(x.to(param.device, param.dtype if x.is_floating_point() else x.dtype)
+                     if isinstance(x, torch.Tensor) else x for x in record.moe_inputs[name])
+        with numerics():
+            out[name] = _moe_output(name, module, module(*args))
+    return out
+
+
 @torch.no_grad()
 def record_reference(runner, index: int, sequences: list[list[int]]) -> list[PartRecord]:
     """The reference runner's parts of layer `index`: input and output of each, per sequence."""
     records = []
     for sequence in sequences:
         record = PartRecord()
-        hooks = []
+        hooks = _record_moe(runner.layers[index], record)
         for name, module in layer_parts(runner.layers[index]).items():
             hooks.append(module.register_forward_pre_hook(
                 lambda mod, a, kw, name=name, record=record: record.inputs.__setitem__(name, _fp32_cpu(_main_input(a, kw))),
@@ -170,6 +234,8 @@ def part_errors(runner, index: int, sequences: list[list[int]], reference: list[
                 lambda mod, a, o, name=name, record=record: errors.add(name, record.outputs[name],
                                                                        _fp32_cpu(_main_output(o)))))
         _forward_to(runner, index, sequence, hooks)
+        for name, made in moe_replay(runner.layers[index], record, runner.numerics).items():
+            errors.add(name, record.outputs[name], made)
     out = errors.summary()
     if heads is not None and heads.diff_sq is not None and "attention" in out:
         out["attention"]["heads"] = heads.summary()
@@ -329,9 +395,8 @@ class PartsPass:
 
 
 def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """Each part's own error, beside its floor's and the ratio the prompts' spread allows. Pure."""
-    from llm_adapt.accuracy.verdict import allowed_ratio
-
+    """Each part's own error, beside its floor's and the relative spread the prompts show (what the judge
+    allows it, verdict.allowance). Pure."""
     rows = []
     for name, t in target.items():
         row = {"name": name, "rel_l2": t["rel_l2"], "cos_min": t["cos_min"], "max_abs": t["max_abs"],
@@ -339,7 +404,7 @@ def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]
         f = (floor or {}).get(name)
         if f is not None:
             row.update(floor_rel_l2=f["rel_l2"], ratio=m.ratio_or_none(t["rel_l2"], f["rel_l2"]),
-                       allowed=allowed_ratio(m.ratio_spread_from_squares(t.get("diff_sq_by_prompt"),
-                                                                         f.get("diff_sq_by_prompt"))))
+                       rel_spread=m.combined_spread(m.ratio_spread_from_squares(t.get("diff_sq_by_prompt"),
+                                                                                f.get("diff_sq_by_prompt"))))
         rows.append(row)
     return rows

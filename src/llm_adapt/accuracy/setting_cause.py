@@ -1,0 +1,95 @@
+"""Which deployment setting moved accuracy: one model served in several settings (eager, graph mode, tensor
+parallel, expert parallel), each judged against the same gold and floor, and the setting that separates the
+settings out of line from the clean ones named.
+
+vLLM's own tests compare two settings (`compare_two_settings`: TP, PP, eager, chunked prefill; HF against
+TP=2 on greedy tokens) and cannot say which side is wrong. Each setting here has its own verdict against
+the fp32 gold, so the side that is wrong is known; what is left is which of the setting's features
+(run/settings.py: tp, ep, graph) it owes that to.
+
+The rule, on the settings that were judged (a setting the engine refused is listed apart, never judged):
+- the first setting (the run's own deployment, eager on one rank as a rule) is the baseline;
+- baseline out of line and every other setting too: not a setting at all ("everywhere": the weights, or
+  the path every setting shares);
+- baseline clean, the others clean: "clean";
+- baseline clean, some out of line: the features every out-of-line setting has and no clean one has.
+  One feature is the cause (tensor parallel, expert parallel, graph mode); none is the combination of two
+  (out of line only where both are on); two or more are not separated ("ambiguous": add each alone);
+- the out-of-line setting's layer capture, where it found the MoE router flipping experts beyond rounding,
+  names expert routing as the cause instead of the setting's feature: the experts chosen are wrong, and
+  the setting only carried the fault there.
+
+Pure: rows in, a record out. Tried on faults it was not tuned on: see tests/accuracy/test_setting_cause.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_adapt.messages import reason
+
+OUT_OF_LINE = ("FAIL", "WARN")
+JUDGED = ("PASS", *OUT_OF_LINE)
+# feature -> the cause's key (messages/accuracy.py: sc_cause_*)
+CAUSE_OF = {"tp": "tensor parallel", "ep": "expert parallel", "graph": "graph mode"}
+ROUTING = "expert routing"
+
+
+def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """rows: one per setting, the baseline first: {"label", "features": [tp|ep|graph], "status": PASS / WARN /
+    FAIL or None (not judged), "located": a Reason or None, "routing": "wrong" where the capture saw the
+    router choose other experts, or weigh them, beyond rounding (routing.routing_verdict)}. Pure."""
+    judged = [r for r in rows if r.get("status") in JUDGED]
+    not_run = [r["label"] for r in rows if r.get("status") not in JUDGED]
+    base = rows[0] if rows else None
+    head = {"baseline": base["label"] if base else None, "not_run": not_run}
+    if not base or base.get("status") not in JUDGED or len(judged) < 2:
+        return _result("not judged", head, [], [], None, None, reason("sc_not_judged", not_run=", ".join(not_run)))
+    bad = [r for r in judged if r["status"] in OUT_OF_LINE]
+    good = [r for r in judged if r["status"] == "PASS"]
+    if base["status"] in OUT_OF_LINE:
+        key = "sc_everywhere" if not good else "sc_baseline_out"
+        return _result("everywhere" if not good else "unknown", head, bad, good, None, None,
+                       reason(key, baseline=base["label"], status=base["status"], clean=_labels(good)))
+    if not bad:
+        return _result("clean", head, bad, good, None, None, reason("sc_clean", settings=_labels(good)))
+    return _moved(head, bad, good)
+
+
+def _moved(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str, Any]]) -> dict[str, Any]:
+    """Baseline clean, some settings out of line: the feature that separates them."""
+    common = set.intersection(*(set(r["features"]) for r in bad))
+    separating = common - set().union(*(set(r["features"]) for r in good))
+    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
+    where = next((r["located"] for r in bad if r.get("located")), None)
+    if len(separating) == 1:
+        feature = next(iter(separating))
+        cause = ROUTING if any(r.get("routing") == "wrong" for r in bad) else CAUSE_OF[feature]
+    elif not separating and len(common) >= 2 and all(len(r["features"]) >= 2 for r in bad):
+        feature, cause = "+".join(sorted(common)), "combination"
+    else:
+        feature, cause = None, None
+    key = "sc_moved" if cause else "sc_ambiguous"
+    summary = reason(key, clean=_labels(good), status=worst, settings=_labels(bad),
+                     where=reason("sc_where", where=where) if where else "",
+                     cause=reason(f"sc_cause_{_cause_key(cause)}", features=_feature_words(common)) if cause else "",
+                     candidates=_feature_words(separating or common))
+    return _result("moved" if cause else "ambiguous", head, bad, good, feature, cause, summary)
+
+
+def _cause_key(cause: str) -> str:
+    return {"tensor parallel": "tp", "expert parallel": "ep", "graph mode": "graph", ROUTING: "routing",
+            "combination": "combination"}[cause]
+
+
+def _feature_words(features) -> str:
+    return " + ".join(CAUSE_OF[f] for f in sorted(features)) or "-"
+
+
+def _labels(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(r["label"] for r in rows) or "-"
+
+
+def _result(status: str, head: dict[str, Any], bad, good, feature, cause, summary) -> dict[str, Any]:
+    return {"status": status, **head, "out_of_line": [r["label"] for r in bad], "clean": [r["label"] for r in good],
+            "feature": feature, "cause": cause, "summary": summary}
