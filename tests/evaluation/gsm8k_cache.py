@@ -44,12 +44,12 @@ def write_repository(root: Path, train: int = 3, test: int = 4) -> Path:
     return repo
 
 
-def cache_gsm8k(cache: Path, scratch: Path) -> list[dict[str, str]]:
+def cache_gsm8k(cache: Path, scratch: Path, train: int = 3) -> list[dict[str, str]]:
     """Prepare `cache` (a HF_DATASETS_CACHE) so that offline `load_dataset('openai/gsm8k', 'main')` loads
-    the written dataset; returns its test rows."""
+    the written dataset (`train` few-shot rows: gsm8k's own 5-shot needs 5); returns its test rows."""
     import datasets
 
-    repo = write_repository(scratch)
+    repo = write_repository(scratch, train=train)
     loaded = datasets.load_dataset(str(repo), "main", cache_dir=str(cache))
     (cache / "gsm8k").rename(cache / "openai___gsm8k")  # the folder name the hub id 'openai/gsm8k' maps to
     return list(loaded["test"])

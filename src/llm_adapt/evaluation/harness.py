@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from llm_adapt.engines.endpoint import Endpoint
 
 FEWSHOT_SEED = 1234  # lm-eval's default; passed explicitly so both sides see the same shots
+AUTO = "auto"  # Settings.limit: as many items as the paired test needs (a pilot first; evaluation/stage.py)
+PILOT_ITEMS = 100  # the pilot that measures the discordance for --limit auto
 
 
 @dataclass(frozen=True)
 class Settings:
-    limit: int | None = None
+    limit: int | str | None = None  # first N items, all (None), or AUTO
     num_fewshot: int | None = None  # None: each task's own
     num_concurrent: int = 4  # concurrent requests to the endpoint
     batch_size: int = 16  # gold batch

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from llm_adapt.evaluation.baseline import Baseline
+from llm_adapt.evaluation.power import DETECT_POINTS, Sizing, sizing
+from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD, disagree, rulings
 from llm_adapt.messages import reason
 from llm_adapt.evaluation.stats import (
     DEFAULT_RTOL,
@@ -14,8 +16,10 @@ from llm_adapt.evaluation.stats import (
 
 
 def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],
-                rtol: float = DEFAULT_RTOL) -> list[dict]:
-    """One row per 0/1 metric that both sides logged, over the doc ids both answered."""
+                rtol: float = DEFAULT_RTOL, detect: float = DETECT_POINTS, threshold: float = AISBENCH_THRESHOLD,
+                available: int | None = None) -> list[dict]:
+    """One row per 0/1 metric that both sides logged, over the doc ids both answered: the paired test (which
+    decides), upstream's two rules beside it, and what these items could see (a drop of `detect` points)."""
     rows = []
     for metric in sorted(set(served) & set(gold)):
         ids = sorted(set(served[metric]) & set(gold[metric]))
@@ -23,8 +27,26 @@ def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, d
             continue
         p = paired([served[metric][i] for i in ids], [gold[metric][i] for i in ids])
         status, reason = judge(p, rtol)
-        rows.append({"task": task, "metric": metric, **p.as_dict(), "rtol": rtol, "status": status, "reason": reason})
+        found = rulings(p, rtol, threshold)
+        rows.append({"task": task, "metric": metric, **p.as_dict(), "rtol": rtol, "status": status, "reason": reason,
+                     "rules": {name: r.as_dict() for name, r in found.items()}, "rules_disagree": disagree(found),
+                     "sizing": sizing(p.n, p.served_only + p.gold_only, detect, available).as_dict()})
+        rows[-1]["seen"] = sizing_line(rows[-1])
     return rows
+
+
+def sizing_line(row: dict):
+    """What a row's items could see, in one message: a drop too small to be seen, or enough items."""
+    s = Sizing(**row["sizing"])
+    if s.paired_unseen is None:
+        return reason("tv_no_items_seen", task=row["task"], metric=row["metric"])
+    args = dict(task=row["task"], metric=row["metric"], n=s.items, drop=f"{s.paired_unseen:.1f}",
+                needed=s.paired_needed, detect=f"{s.detect:g}", unpaired=s.unpaired_needed)
+    if s.enough:
+        return reason("tv_enough", **args)
+    if s.available and s.available > s.items:  # more items are there to run (--limit)
+        return reason("tv_unseen_more", **args, available=s.available)
+    return reason("tv_unseen", **args)
 
 
 def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline | None) -> list[dict]:

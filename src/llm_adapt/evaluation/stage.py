@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.evaluation.baseline import Baseline
 from llm_adapt.evaluation.harness import (
+    AUTO,
+    PILOT_ITEMS,
     Settings,
     aggregates,
     evaluate,
@@ -24,6 +27,8 @@ from llm_adapt.evaluation.harness import (
     stderrs,
 )
 from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
+from llm_adapt.evaluation.power import DETECT_POINTS
+from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
 from llm_adapt.results import StageResult
@@ -36,6 +41,7 @@ class EvalResult(StageResult):
     KIND: ClassVar[str] = "eval"
 
     model: str  # the gold's model name
+    backend: str = "lm-eval"  # lm-eval | aisbench: the harness that ran both sides
     endpoint: dict[str, Any]  # base_url, model, api_key: 'set' | None
     settings: dict[str, Any]  # limit, num_fewshot, num_concurrent, batch_size, seed, rtol
     scores: list[dict[str, Any]]  # per task and metric: served and gold aggregate as lm-eval reports them
@@ -44,11 +50,14 @@ class EvalResult(StageResult):
     skipped: list[str]  # one line per task that could not run here
     seconds: dict[str, float]  # wall time per side and group
     verdict: dict[str, Any]  # status, reasons, skipped
+    aisbench: dict[str, Any] | None = None  # --backend aisbench: dataset_conf, request_conf, max_out_len, batch_size,
+    #   generation_kwargs, accuracy (served, gold; points), failed_requests, version, threshold: its nightly form
 
 
 def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings | None = None,
                    baseline: Baseline | None = None, say: Callable[[str], None] = print,
-                   gold_cache: dict | None = None) -> EvalResult:
+                   gold_cache: dict | None = None, detect: float = DETECT_POINTS,
+                   threshold: float = AISBENCH_THRESHOLD) -> EvalResult:
     """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved).
     `gold_cache`: a dict kept by the caller to reuse the gold's lm-eval results for several endpoints."""
     from llm_adapt.engines.preflight import resolve_model_name
@@ -64,6 +73,26 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
     skipped = [t.skip for t in loaded if t.skip]
     for line in skipped:
         say(f"skip: {line}")
+    cache = {} if gold_cache is None else gold_cache
+
+    def measure(at: Settings):
+        return _measure(source, endpoint, model_name, loaded, tm, at, rtol, baseline, detect, threshold, say, cache)
+
+    if settings.limit == AUTO:
+        settings, (scores, pairs, published, seconds) = _sized(settings, measure, say)
+    else:
+        scores, pairs, published, seconds = measure(settings)
+    result = EvalResult(model=source.name, endpoint=endpoint.redacted() | {"model": model_name},
+                        settings={**settings.__dict__, "rtol": rtol, "detect": detect, "threshold": threshold},
+                        scores=scores, paired=pairs, baseline=published, skipped=skipped, seconds=seconds,
+                        verdict=verdict(pairs, published, skipped))
+    result.save(out / EVAL_FILE)
+    return result
+
+
+def _measure(source, endpoint, model_name, loaded, tm, settings, rtol, baseline, detect, threshold, say, cache):
+    """Both sides of every loaded task at `settings`, paired and judged: (scores, paired, baseline rows, seconds)."""
+    available = {t.name: t.items for t in loaded if t.items is not None}
     scores, pairs, published, seconds = [], [], [], {}
     for generative in (False, True):
         names = [t.name for t in loaded if not t.skip and t.generative == generative]
@@ -71,7 +100,7 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
             continue
         group = "generative" if generative else "loglikelihood"
         served, gold = _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say,
-                                   {} if gold_cache is None else gold_cache)
+                                   cache)
         for task in served["samples"]:
             s_items, g_items = per_item(served["samples"][task]), per_item(gold["samples"].get(task, []))
             s_scores, g_scores = aggregates(served, task), aggregates(gold, task)
@@ -80,13 +109,32 @@ def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, sett
             errors, shots = stderrs(served, task), served.get("n-shot", {}).get(task)
             scores += [{"task": task, "metric": m, "served": v, "gold": g_scores.get(m), "served_stderr": errors.get(m),
                         "num_fewshot": shots, "chat": generative} for m, v in s_scores.items()]
-            pairs += paired_rows(task, s_items, g_items, rtol)
+            pairs += paired_rows(task, s_items, g_items, rtol, detect, threshold, available.get(task))
             published += baseline_rows(task, s_scores, baseline)
-    result = EvalResult(model=source.name, endpoint=endpoint.redacted() | {"model": model_name},
-                        settings={**settings.__dict__, "rtol": rtol}, scores=scores, paired=pairs, baseline=published,
-                        skipped=skipped, seconds=seconds, verdict=verdict(pairs, published, skipped))
-    result.save(out / EVAL_FILE)
-    return result
+    return scores, pairs, published, seconds
+
+
+def items_needed(pairs: list[dict], pilot: int) -> int | None:
+    """The items the paired test needs for the drop to detect, from the discordance the pilot measured (the
+    most any metric needs, capped at what its task holds); None when the pilot's items already suffice."""
+    needed = [min(r["sizing"]["paired_needed"], r["sizing"]["available"] or r["sizing"]["paired_needed"])
+              for r in pairs if r.get("sizing")]
+    most = max(needed, default=0)
+    return most if most > pilot else None
+
+
+def _sized(settings: Settings, measure, say):
+    """--limit auto: a pilot of the first PILOT_ITEMS items measures the discordance; then, where the paired
+    test needs more for the drop to detect, the first that many (the gold's answers to the pilot's items come
+    from its response cache; the served side answers them again)."""
+    pilot = replace(settings, limit=PILOT_ITEMS)
+    measured = measure(pilot)
+    n = items_needed(measured[1], PILOT_ITEMS)
+    if n is None:
+        return pilot, measured
+    say(f"the pilot's {PILOT_ITEMS} items: the paired test needs {n} to see the drop; running {n}")
+    sized = replace(settings, limit=n)
+    return sized, measure(sized)
 
 
 def _both_sides(source, endpoint, model_name, names, tm, generative, settings, seconds, group, say, cache):

@@ -5,6 +5,7 @@ the command that fetches it; it never fails the run."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,10 @@ from pathlib import Path
 from llm_adapt.errors import UsageError
 
 BUILTIN = ("builtin-arith", "builtin-mc")
+# vLLM-Ascend's e2e accuracy gate (tests/e2e/models/configs: gsm8k on every model); `run` runs it by default
+# where its dataset is in the local Hugging Face datasets cache, without asking the network
+UPSTREAM_GATE = ("gsm8k",)
+GATE_CACHE_DIRS = ("openai___gsm8k",)  # datasets' cache folder of the hub id openai/gsm8k
 LOGLIKELIHOOD = {"loglikelihood", "multiple_choice", "loglikelihood_rolling"}
 
 
@@ -20,6 +25,29 @@ class Loaded:
     name: str
     generative: bool  # generate_until: chat completions with the chat template; else completions + loglikelihood
     skip: str | None = None  # why it cannot run here (one line)
+    items: int | None = None  # the items its test split holds (what --limit can reach)
+
+
+def datasets_cache(env: dict[str, str] | None = None) -> Path:
+    """The Hugging Face datasets cache, as `datasets` resolves it (HF_DATASETS_CACHE, else HF_HOME/datasets,
+    else ~/.cache/huggingface/datasets), without importing it."""
+    env = os.environ if env is None else env
+    if env.get("HF_DATASETS_CACHE"):
+        return Path(env["HF_DATASETS_CACHE"])
+    home = Path(env["HF_HOME"]) if env.get("HF_HOME") else Path.home() / ".cache" / "huggingface"
+    return home / "datasets"
+
+
+def gate_cached(env: dict[str, str] | None = None) -> bool:
+    """Whether upstream's gate (gsm8k) is in the local datasets cache: a folder of it with files in it."""
+    root = datasets_cache(env)
+    return any((root / name).is_dir() and any((root / name).iterdir()) for name in GATE_CACHE_DIRS)
+
+
+def default_run_tasks(quick: bool, env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """`run`'s tasks when --tasks is not given: upstream's gate where its data is here (not in a --quick smoke
+    run), else none (the report says why and how to have it)."""
+    return UPSTREAM_GATE if not quick and gate_cached(env) else ()
 
 
 def parse_tasks(text: str) -> list[str]:
@@ -104,7 +132,15 @@ def load(name: str, tm) -> Loaded:
         dataset, command = fetch_command(name, tm)
         return Loaded(name, False, f"{name}: dataset {dataset} not cached and not reachable "
                                    f"({type(exc).__name__}); fetch it with: {command}")
-    return Loaded(name, all(t.OUTPUT_TYPE not in LOGLIKELIHOOD for t in leaves))
+    return Loaded(name, all(t.OUTPUT_TYPE not in LOGLIKELIHOOD for t in leaves), items=_items(leaves))
+
+
+def _items(leaves: list) -> int | None:
+    """The evaluation documents of a task (its leaves together); None where lm-eval does not say."""
+    try:
+        return sum(len(leaf.eval_docs) for leaf in leaves)
+    except Exception:  # noqa: BLE001 - only a figure for the report
+        return None
 
 
 def _leaves(tree) -> list:

