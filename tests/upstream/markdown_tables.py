@@ -1,6 +1,8 @@
 """Whether every table in a Markdown text renders as one: read with a real Markdown parser (markdown-it-py,
-GitHub's table rule), each table's header, delimiter and rows must have the same number of cells, and no
-line shaped like a table row may be left outside a table (the parser renders such a block as text)."""
+GitHub's table rule), each table's header, delimiter and rows must have the same number of cells, no line
+shaped like a table row or a table's delimiter row may be left outside a table (the parser renders such a
+block as text: a header glued to the heading above it leaves its delimiter row behind), and a table stands
+after a blank line (Python-Markdown, which draws the HTML page, starts a table only there)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import re
 from markdown_it import MarkdownIt
 
 _PIPE = re.compile(r"(?<!\\)\|")
+# a table's delimiter row: cells of dashes with optional alignment colons, at least one pipe
+_DELIMITER = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
 def cells(line: str) -> int:
@@ -34,9 +38,13 @@ def table_problems(text: str) -> list[str]:
             counts = [cells(lines[i]) for i in range(start, end) if lines[i].strip()]
             if len(set(counts)) != 1:
                 problems.append(f"line {start + 1}: a table whose header, delimiter and rows have {counts} cells")
+            if start > 0 and lines[start - 1].strip():
+                problems.append(f"line {start + 1}: a table right under a line of text (no blank line before it)")
         elif token.type in ("fence", "code_block", "html_block"):
             in_code.update(range(start, end))
     for i, line in enumerate(lines):
-        if line.lstrip().startswith("|") and i not in in_table and i not in in_code:
+        if i in in_table or i in in_code:
+            continue
+        if line.lstrip().startswith("|") or ("|" in line and _DELIMITER.match(line)):
             problems.append(f"line {i + 1}: not rendered as a table: {line.strip()[:80]}")
     return problems

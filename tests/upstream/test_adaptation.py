@@ -16,6 +16,7 @@ from llm_adapt.run.config import QUICK
 from llm_adapt.run.state import RunStatus
 from llm_adapt.rundir import DUMMY_DIR
 from llm_adapt.upstream.adaptation import AdaptationResult, build, dummy_vs_real, stage_facts
+from tests.records import run_data
 
 ENDPOINT = {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key": None}
 CHAT_OK = {"name": "chat completion", "status": "supported", "evidence": "answer: 'Paris'", "latency_ms": 10}
@@ -92,9 +93,9 @@ def test_a_wrong_answer_is_false_ready_and_the_two_stages_make_the_matrix(model,
 
 
 def test_stage_facts_and_the_matrix_on_plain_data():
-    real = stage_facts({"status": {"stages": {"serve": {"status": "done"}}}, "probes": {"rows": [CHAT_OK]},
-                        "endpoint_accuracy": {"verdict": {"status": "PASS"}}}, dummy=False)
-    dummy = stage_facts({"status": {"stages": {"serve": {"status": "failed"}}}, "probes": {"rows": []}}, dummy=True)
+    real = stage_facts(run_data(status={"stages": {"serve": {"status": "done"}}}, probes={"rows": [CHAT_OK]},
+                                endpoint_accuracy={"verdict": {"status": "PASS", "reasons": []}}), dummy=False)
+    dummy = stage_facts(run_data(status={"stages": {"serve": {"status": "failed"}}}, probes={"rows": []}), dummy=True)
     assert real["engine_starts"] is True and real["served_accuracy"] == "PASS" and real["checkpoint_loads"] is True
     assert dummy["engine_starts"] is False and dummy["served_accuracy"] is None and dummy["first_request"] is None
     rows = dummy_vs_real(dummy, real)

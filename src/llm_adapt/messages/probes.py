@@ -15,7 +15,17 @@ REASONS: dict[str, dict[str, str]] = {
                            "zh": "{chunks} 个数据块；首个内容在 {ms} ms 后到达；没有用量（usage）数据块"},
     "pe_text": {"en": "text: {text}", "zh": "文本：「{text}」"},
     "pe_echo": {"en": "text: {text}", "zh": "文本：「{text}」"},
-    "pe_stop": {"en": "stop=[' 9'] -> {text}, finish_reason {finish}", "zh": "stop=[' 9'] -> 「{text}」，finish_reason {finish}"},
+    "pe_stop": {"en": "stop=[{stop}] (taken from its own greedy text {own}) -> {text}, finish_reason {finish}",
+                "zh": "stop=[{stop}]（取自模型自身的贪心输出 {own}）-> 「{text}」，finish_reason {finish}"},
+    "pe_stop_nothing": {"en": "not judged: the model's own output ({text}) holds no stop string to test with",
+                        "zh": "未评判：模型自身的输出（{text}）中没有可用于测试的停止字符串"},
+    "pe_schema_length": {"en": "not judged: the model's own output ran out of max_tokens inside the JSON: {text}",
+                         "zh": "未评判：模型自身的输出在 JSON 内用尽了 max_tokens：「{text}」"},
+    "pe_no_chat_template": {"en": "not applicable: no chat template (a base model); the server refuses chat",
+                            "zh": "不适用：没有对话模板（基座模型）；服务端拒绝对话请求"},
+    "pe_model_output": {"en": "not judged: the model's own output (its logits are flat: untrained or random "
+                              "weights?): {evidence}",
+                        "zh": "未评判：取决于模型自身的输出（其 logits 很平坦：权重未训练或为随机权重？）：{evidence}"},
     "pe_choices": {"en": "n=2 -> {n} choices", "zh": "n=2 -> {n} 个候选"},
     "pe_seed_same": {"en": "temperature 1, seed 1234 twice: same: {text}",
                      "zh": "temperature 1、seed 1234 请求两次：输出相同：「{text}」"},
@@ -46,7 +56,7 @@ REASONS: dict[str, dict[str, str]] = {
 # shows as written.
 PROBE_WORDS = {"zh": {
     "supported": "支持", "unsupported": "不支持", "not applicable": "不适用", "error": "出错", "not run": "未运行",
-    "not enabled": "未启用",
+    "not enabled": "未启用", "not judged": "未评判", "streamed completions": "流式补全接口",
     "health": "健康检查", "models": "模型列表", "chat completion": "对话补全", "streaming": "流式输出",
     "legacy completions": "传统补全接口", "stop sequences": "停止序列", "n > 1": "n > 1（多候选）",
     "seed reproducibility": "随机种子可复现", "greedy determinism": "贪心解码确定性",

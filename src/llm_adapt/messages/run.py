@@ -4,7 +4,13 @@ from __future__ import annotations
 
 REASONS: dict[str, dict[str, str]] = {
     "skip_flag": {"en": "--skip {stage}", "zh": "已按 --skip {stage} 跳过"},
-    "eval_opt_in": {"en": "opt-in: --tasks TASK,...", "zh": "需主动开启：--tasks TASK,..."},
+    "settings_opt_in": {"en": "not asked (--settings eager,graph,tp2 serves the model in each setting in turn)",
+                        "zh": "未要求（--settings eager,graph,tp2 会依次以每种部署设置服务该模型）"},
+    "eval_opt_in": {"en": "not asked (--tasks TASK,...); upstream's gate, gsm8k, runs by default once its dataset is in "
+                          "the local Hugging Face datasets cache: python -c \"import datasets; "
+                          "datasets.load_dataset('openai/gsm8k', 'main')\"",
+                    "zh": "未开启（--tasks TASK,...）；上游门禁 gsm8k 的数据集进入本地 Hugging Face 数据集缓存后默认运行："
+                          "python -c \"import datasets; datasets.load_dataset('openai/gsm8k', 'main')\""},
     "dummy_weights": {"en": "dummy-weight verification: the weights are random",
                       "zh": "虚拟权重验证：权重为随机值，精度无意义"},
     "external_endpoint": {"en": "external endpoint {url}", "zh": "使用外部端点 {url}"},

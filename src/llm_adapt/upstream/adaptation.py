@@ -7,48 +7,36 @@ directory's config and headers; the report and `llm-adapt export` read this file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from llm_adapt import rundir
+from llm_adapt.engines.session import ServeResult
+from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import JUDGE_CONTENT
-from llm_adapt.results import StageResult
+from llm_adapt.report.data import RunData
+from llm_adapt.inspect.gates import AdaptationResult  # declared beside the gates, where the report reads it
 
 
-class AdaptationResult(StageResult):
-    KIND: ClassVar[str] = "adaptation"
-
-    model: str
-    platform: str
-    features: list[dict[str, Any]]
-    capacity: dict[str, Any]
-    operators: dict[str, Any]
-    false_ready: dict[str, Any] | None = None
-    max_model_len: dict[str, Any] = {}
-    stages: dict[str, Any] | None = None  # dummy-vs-real: {"dummy": {...}, "real": {...}, "rows": [...]}
-
-
-def stage_facts(parts: dict[str, dict[str, Any] | None], dummy: bool) -> dict[str, Any]:
+def stage_facts(run: RunData, dummy: bool) -> dict[str, Any]:
     """What one stage's results show, row by row (None: this stage cannot show it). Pure."""
-    status = (parts.get("status") or {}).get("stages", {})
-    serve, probes = parts.get("serve") or {}, parts.get("probes") or {}
-    rows = {r["name"]: r for r in probes.get("rows", [])}
+    serve, ep, acc = run.serve, run.endpoint_accuracy, run.accuracy
+    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
     content_free = [n for n, r in rows.items() if n not in JUDGE_CONTENT
                     and r["status"] not in ("not applicable", "not enabled")]  # not this server's to show
     ok = [n for n in content_free if rows[n]["status"] == "supported"]
-    ep = (parts.get("endpoint_accuracy") or {}).get("verdict") or {}
-    acc = (parts.get("accuracy") or {}).get("verdict") or {}
-    started = status.get("serve", {}).get("status")
+    chat = rows.get("chat completion") or {}
+    started = run.stages.get("serve", {}).get("status")
     return {
         "weights": "dummy (random, --load-format dummy)" if dummy else "the checkpoint's",
         "engine_starts": {"done": True, "skipped": None}.get(started, False) if started else None,
-        "startup_seconds": serve.get("startup_seconds"),
-        "kv_as_planned": serve.get("prediction_matches"),
-        "first_request": (rows.get("chat completion") or {}).get("status") == "supported" if rows else None,
-        "first_request_evidence": ((rows.get("chat completion") or {}).get("evidence") or "")[:160] or None,
+        "startup_seconds": serve.startup_seconds if serve else None,
+        "kv_as_planned": serve.prediction_matches if serve else None,
+        "first_request": chat.get("status") == "supported" if rows else None,
+        "first_request_evidence": (chat.get("evidence") or "")[:160] or None,
         "api_features": f"{len(ok)} of {len(content_free)}" if content_free else None,
         "checkpoint_loads": None if dummy else started == "done",
-        "served_accuracy": None if dummy else ep.get("status"),
-        "in_process_accuracy": None if dummy else acc.get("status"),
+        "served_accuracy": None if dummy or not ep or not ep.verdict else ep.verdict["status"],
+        "in_process_accuracy": None if dummy or not acc else acc.verdict.get("status"),
     }
 
 
@@ -65,22 +53,20 @@ MATRIX = (  # (row, fact, what only real weights can show)
 
 def dummy_vs_real(dummy: dict[str, Any] | None, real: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The skill's matrix: per row, what the dummy stage and the real stage showed. Pure."""
-    return [{"row": name, "dummy": (dummy or {}).get(fact), "real": (real or {}).get(fact), "real_only": only}
-            for name, fact, only in MATRIX]
+    return [{"row": name, "dummy": dummy.get(fact) if dummy else None, "real": real.get(fact) if real else None,
+             "real_only": only} for name, fact, only in MATRIX]
 
 
-def max_model_len(inspect: dict[str, Any], serve: dict[str, Any] | None) -> dict[str, Any]:
+def max_model_len(inspect: InspectResult, serve: ServeResult | None) -> dict[str, Any]:
     """The skill asks for both: the config's theoretical length and the one the engine started with."""
-    plan = inspect.get("plan", {})
-    facts = (serve or {}).get("engine_facts") or {}
-    return {"config": inspect.get("config", {}).get("max_position_embeddings"), "planned": plan.get("max_model_len"),
-            "longest_planned": plan.get("longest_max_model_len"),
-            "served": facts.get("max_model_len")}  # as the engine logged it
+    return {"config": inspect.config.get("max_position_embeddings"), "planned": inspect.plan.max_model_len,
+            "longest_planned": inspect.plan.longest_max_model_len,
+            "served": serve.engine_facts.get("max_model_len") if serve else None}  # as the engine logged it
 
 
-def deployed_ascend(run_parts: dict[str, Any]) -> str | None:
+def deployed_ascend(run: RunData) -> str | None:
     """The vLLM-Ascend version this run had installed (environment.json), or None (the plan's release)."""
-    return ((run_parts.get("environment") or {}).get("packages") or {}).get("vllm-ascend")
+    return run.environment.packages.get("vllm-ascend") if run.environment else None
 
 
 def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
@@ -92,28 +78,30 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     from llm_adapt.report.findings import false_ready
     from llm_adapt.inspect.gates import planning_gates
     from llm_adapt.inspect.operator_gate import gate_of_model
+    from llm_adapt.upstream.setting_checks import setting_checks, with_checks
 
     run = load_run(run_dir)
-    inspect = run.get("inspect") or {}
-    platform = inspect.get("platform", {}).get("name", "cpu")
-    dummy = bool((run.get("status") or {}).get("dummy"))
+    inspect = run.inspect
+    dummy = bool(run.status and run.status.dummy)
     config = load_config(model_dir) if model_dir else {}
     names = sorted((tensor_shapes(model_dir) or {}) if model_dir else {})
-    serve = run.get("serve") or {}
-    served_ok = None if not run.get("probes") else stage_facts(run.parts, dummy)["first_request"]
-    operators = inspect.get("operator_gate") or (gate_of_model(model_dir) if model_dir else
-                                                 {"applies": False, "reason": "no model directory"})
-    gates = planning_gates(config, names, inspect["plan"], inspect.get("config", {}).get("max_position_embeddings"),
-                           operators, version=deployed_ascend(run.parts), served_mode=serve.get("mode"),
-                           served_ok=served_ok) if inspect.get("plan") else None
+    serve = run.serve
+    served_ok = None if not run.probes else stage_facts(run, dummy)["first_request"]
+    operators = (inspect.operator_gate if inspect else None) or (
+        gate_of_model(model_dir) if model_dir else {"applies": False, "reason": "no model directory"})
+    gates = planning_gates(config, names, inspect.plan.to_dict(), inspect.config.get("max_position_embeddings"),
+                           operators, version=deployed_ascend(run), served_mode=serve.mode if serve else None,
+                           served_ok=served_ok) if inspect else None
+    checks = setting_checks(run.settings.rows if run.settings else [], inspect.platform.name if inspect else "cpu")
+    if gates:
+        gates["features"] = with_checks(gates["features"], checks)
     stages = None
     dummy_dir = Path(run_dir) / rundir.DUMMY_DIR
     if (dummy_dir / rundir.STATUS).exists() and not dummy:
-        before = load_run(dummy_dir)
-        d, r = stage_facts(before.parts, True), stage_facts(run.parts, False)
+        d, r = stage_facts(load_run(dummy_dir), True), stage_facts(run, False)
         stages = {"dummy": d, "real": r, "rows": dummy_vs_real(d, r), "dummy_dir": rundir.DUMMY_DIR}
     return AdaptationResult(
-        model=inspect.get("model", {}).get("name", ""), platform=platform,
+        model=inspect.model.get("name", "") if inspect else "", platform=inspect.platform.name if inspect else "cpu",
         features=gates["features"] if gates else [], capacity=gates["capacity"] if gates else {},
-        operators=operators, false_ready=false_ready(run.get("probes"), run.get("endpoint_accuracy"), dummy),
-        max_model_len=max_model_len(inspect, serve), stages=stages)
+        operators=operators, false_ready=false_ready(run.probes, run.endpoint_accuracy, dummy),
+        max_model_len=max_model_len(inspect, serve) if inspect else {}, stages=stages, setting_checks=checks)

