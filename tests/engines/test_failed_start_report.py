@@ -2,15 +2,15 @@
 
 from pathlib import Path
 
-from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import notes, overall_verdict
+from tests.records import run_data
 
 CAUSE = ("vllm exited with code 1 during start-up: ValueError: To serve at least one request with the model's max "
          "seq len (37376), ... the estimated maximum model length is 37248. (full log: /runs/x/engine.log)")
 
 
 def run_with(stages):
-    return RunData(Path("/runs/x"), parts={"status": {"stages": stages}})
+    return run_data(Path("/runs/x"), status={"stages": stages})
 
 
 def failed_start():

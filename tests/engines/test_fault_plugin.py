@@ -152,3 +152,67 @@ def test_the_graph_only_fault_lives_in_the_compiled_graph_alone():
     compiled = torch.compile(model.model, backend="eager")
     assert torch.equal(compiled(positions, hidden), torch.full((4, 2), 3.0 * 3))  # layer 2's 3 -> 9
     assert torch.equal(model.model(positions, hidden), clean)  # eager again: still clean
+
+
+def test_the_setting_faults_syntax():
+    assert parse_fault("double-reduce:1") == EngineFault("double-reduce", 1, 0.0)
+    assert parse_fault("moe-top-k:1:1@tp") == EngineFault("moe-top-k", 1, 1.0, "tp")
+    assert parse_fault("moe-no-renorm:0@ep").label == "moe-no-renorm:0@ep"
+    assert parse_fault("scaled:2:3@graph") == EngineFault("scaled", 2, 3.0, "graph")
+    for bad in ("double-reduce:1:2", "moe-top-k:1", "moe-top-k:1:0", "scaled:2:3@pp", "moe-no-renorm"):
+        with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
+            parse_fault(bad)
+
+
+def test_a_fault_confined_to_a_setting_acts_only_there():
+    from llm_adapt.engines.fault_plugin import acts_here
+
+    tp = parse_fault("moe-top-k:1:1@tp")
+    assert acts_here(tp, {"tp": 2, "ep": False}) and not acts_here(tp, {"tp": 1, "ep": False})
+    ep = parse_fault("moe-no-renorm:1@ep")
+    assert acts_here(ep, {"tp": 2, "ep": True}) and not acts_here(ep, {"tp": 2, "ep": False})
+    assert not acts_here(parse_fault("scaled:1:2@graph"), {"tp": 1})  # not compiling here
+    assert acts_here(parse_fault("scaled:1:2"), {"tp": 1}) and not acts_here(None, {})
+
+
+def test_routing_faults_on_plain_weights():
+    from llm_adapt.engines.fault_plugin import routing_fault
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    ids = torch.tensor([[1, 0]])  # unsorted, as vLLM's CPU top-k returns them
+    probs = torch.softmax(logits, -1)[0]
+    weights = torch.tensor([[probs[1] / (probs[0] + probs[1]), probs[0] / (probs[0] + probs[1])]])
+    top1 = routing_fault(parse_fault("moe-top-k:0:1"), weights, ids, logits, renormalize=True)
+    assert torch.allclose(top1, torch.tensor([[0.0, 1.0]]))  # expert 0 alone, weight 1
+    raw = routing_fault(parse_fault("moe-no-renorm:0"), weights, ids, logits, renormalize=True)
+    assert torch.allclose(raw, torch.tensor([[probs[1], probs[0]]]))
+    assert float(raw.sum()) < 0.95  # the renormalization it drops
+
+
+def test_a_reduction_twice_is_nothing_on_one_rank_and_n_times_on_n():
+    """double-reduce: at TP=1 vLLM's all-reduce returns its input, so the planted fault is clean; at TP>1 the
+    hook adds an all-reduce of an output every rank holds whole (shown with the reduction stubbed: x 2)."""
+    import sys
+    import types
+
+    from llm_adapt.engines.fault_plugin import FixedFault, plant
+
+    model = torch.nn.Module()
+    model.model = _Inner(3)
+    positions, hidden = torch.arange(40, 44), torch.zeros(4, 2)
+    clean = model.model(positions, hidden)
+    fake = types.ModuleType("vllm.distributed")
+    ranks = {"n": 1}
+    fake.tensor_model_parallel_all_reduce = lambda x: x * ranks["n"]
+    saved = sys.modules.get("vllm.distributed")
+    sys.modules["vllm.distributed"] = fake
+    try:
+        plant(model, FixedFault(parse_fault("double-reduce:2")), {"tp": 1, "ep": False})
+        assert torch.equal(model.model(positions, hidden), clean)
+        ranks["n"] = 2
+        assert torch.equal(model.model(positions, hidden), torch.full((4, 2), 3.0 * 2))  # layer 2's 3 -> 6
+    finally:
+        if saved is None:
+            sys.modules.pop("vllm.distributed", None)
+        else:
+            sys.modules["vllm.distributed"] = saved

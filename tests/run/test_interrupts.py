@@ -160,3 +160,20 @@ def test_the_report_after_a_stop_is_drawn_in_a_fresh_interpreter(tiny_llama, tmp
     assert state.status.stages["report"]["status"] == "done", state.status.stages["report"]
     assert (tmp_path / "report.md").exists() and (tmp_path / "report.html").exists()
     assert "Ctrl-C" in state.status.stages["bench"]["reason"]
+    # one verdict, on disk before the report was drawn: not judged
+    assert state.status.stopped_by == "SIGINT" and state.status.verdict["status"] == "INTERRUPTED"
+    assert "**Verdict: interrupted: not judged**" in (tmp_path / "report.md").read_text()
+
+
+def test_resume_judges_the_run_again(tmp_path):
+    """--resume reads the stopped run's status and clears its stop and verdict: the finished run is judged."""
+    from llm_adapt.run.config import RunConfig
+    from llm_adapt.run.pipeline import _load_or_new_status, new_status, stopping_signal
+
+    cfg = RunConfig(out=tmp_path, model_arg="default", plan_options_for=lambda s: None, resume=True)
+    stopped = new_status(cfg).model_copy(update={"stopped_by": "SIGTERM", "verdict": {"status": "INTERRUPTED"}})
+    stopped.save(tmp_path / "status.json")
+    again = _load_or_new_status(cfg)
+    assert again.stopped_by is None and again.verdict is None and not again.finished
+    assert stopping_signal(interrupts.Terminated()) == "SIGTERM" and stopping_signal(KeyboardInterrupt()) == "SIGINT"
+    assert stopping_signal(ValueError()) is None

@@ -36,7 +36,8 @@ def test_every_stage_lands_as_valid_json(quick_run):
     assert status["finished"]
     assert {k: v["status"] for k, v in status["stages"].items()} == {
         "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
-        "layers": "skipped", "eval": "skipped", "bench": "done", "adaptation": "done", "report": "done"}
+        "layers": "skipped", "eval": "skipped", "bench": "done", "settings": "skipped", "adaptation": "done",
+        "report": "done"}
     adaptation = json.loads((out / "adaptation.json").read_text())
     rows = {f["feature"]: f for f in adaptation["features"]}
     assert rows["EP"]["status"] == "not-applicable" and "expert tensors" in rows["EP"]["evidence"]["text"]
@@ -128,7 +129,8 @@ def test_a_failing_int8_row_is_informational_and_leaves_the_verdict_alone(quick_
     main_row = accuracy["targets"][0]
     int8 = json.loads(json.dumps(main_row)) | {"label": main_row["label"] + "+int8-tensor", "quant": "int8-tensor"}
     int8["verdict"] = {**int8["verdict"], "status": "FAIL", "reasons": ["mean KL / floor: 40.0"],
-                       "checks": [{"name": "mean KL / floor", "value": 40.0, "status": "fail", "threshold": "<= 2"}]}
+                       "checks": [{"name": "mean KL / floor", "value": 40.0, "status": "fail", "threshold": "<= 2",
+                                   "source": None, "key": "kl_ratio", "args": {}}]}
     accuracy["targets"].append(int8)
     accuracy["verdict"] = accuracy_verdict([(t["label"], t["quant"], t["verdict"]["status"]) for t in accuracy["targets"]])
     (copy / "accuracy.json").write_text(json.dumps(accuracy))

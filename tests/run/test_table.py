@@ -19,8 +19,8 @@ def parts(tmp_path, **cfg):
 
 def test_the_table_keeps_the_runs_order_and_what_may_be_skipped():
     assert STAGES == ("inspect", "accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench",
-                      "adaptation", "report")
-    assert SKIPPABLE == ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench")
+                      "settings", "adaptation", "report")
+    assert SKIPPABLE == ("accuracy", "serve", "probes", "endpoint_accuracy", "layers", "eval", "bench", "settings")
     assert [s.name for s in TABLE if s.after_engine] == ["report"]  # the engine is stopped before it
     assert [s.name for s in TABLE if s.ends_the_run] == ["inspect"]
 
@@ -30,13 +30,16 @@ def test_each_rule_leaves_out_the_stages_it_names_and_no_other(tmp_path):
     left = {s.name: _left_out(cfg, state, s) for s in TABLE}
     assert left["eval"][0] == "skipped" and "--tasks" in left["eval"][1]  # opt-in, not asked
     assert left["layers"][0] == "skipped"  # an escalation with no endpoint verdict yet
-    assert {n for n, why in left.items() if why} == {"eval", "layers"}
+    assert left["settings"][0] == "skipped" and "--settings" in left["settings"][1]  # opt-in, not asked
+    assert {n for n, why in left.items() if why} == {"eval", "layers", "settings"}
 
     skipping, state = parts(tmp_path, skip=frozenset({"bench"}), tasks=("gsm8k",))
     assert _left_out(skipping, state, table_stage("bench"))[0] == "skipped"
     assert _left_out(skipping, state, table_stage("eval")) is None
 
-    dummy, state = parts(tmp_path, dummy=True, tasks=("gsm8k",))
+    from llm_adapt.run.settings import parse_settings
+
+    dummy, state = parts(tmp_path, dummy=True, tasks=("gsm8k",), settings=parse_settings("eager,tp2"))
     applicable = {s.name for s in TABLE if (_left_out(dummy, state, s) or ("",))[0] != "not applicable"}
     assert applicable == {"inspect", "serve", "probes", "layers", "bench", "adaptation", "report"}
 
@@ -74,7 +77,7 @@ def test_the_engine_is_kept_after_layers_only_for_a_later_stage_that_uses_it(tmp
 
 
 def test_the_dummy_weight_stage_leaves_out_what_is_not_its_job():
-    assert [s.name for s in TABLE if not s.in_dummy_stage] == ["bench"]
+    assert [s.name for s in TABLE if not s.in_dummy_stage] == ["bench", "settings"]
 
 
 def test_the_engine_slot_starts_restarts_and_always_stops(tmp_path, monkeypatch):

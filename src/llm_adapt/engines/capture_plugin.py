@@ -29,6 +29,11 @@ Parts: when the armed file names layers (`{"parts": [5]}`), those layers' attent
 can run the reference's same part on the engine's own input (accuracy/parts_served.py). The input is
 copied before the part runs: the fused add-norm that made it works in place.
 
+Routing: in a MoE layer whose parts are armed, the router's choice is recorded too (`layer 5:router:ids`
+and `layer 5:router:weights`, [T, k]): the experts and the weights the engine combined them with, as its
+router's select_experts returned them (accuracy/routing.served_routing compares them with the gold's).
+Only rank 0 records, like the rest: at tensor parallel every rank routes the same replicated tokens.
+
 Eager only: under torch.compile or CUDA graphs the hooks would be traced into a graph or skipped by
 a replay. The plugin then refuses (refused.json says why) and attaches nothing.
 """
@@ -255,6 +260,8 @@ def _part_hooks(recorder: Recorder, targets: list[tuple[str, Any]]) -> list:
         if not name.startswith("layer "):
             continue
         index = int(name.split()[1])
+        if (router := moe_router(layer)) is not None:
+            _router_hook(recorder, index, router)
         for part, attr in PARTS:
             module = getattr(layer, attr, None)
             if module is None or not hasattr(module, "register_forward_hook"):
@@ -265,6 +272,36 @@ def _part_hooks(recorder: Recorder, targets: list[tuple[str, Any]]) -> list:
             handles.append(module.register_forward_hook(
                 _part_hook(recorder, index, part_key(index, part, "out"), lambda a, kw, o: _main(o)), with_kwargs=True))
     return handles
+
+
+def moe_router(layer):
+    """The router object of a vLLM MoE layer (its MoE runner's `router`: select_experts gives each token's
+    weights and experts, through its _compute_routing), or None for a dense layer."""
+    runner = getattr(getattr(layer, "mlp", None), "experts", None)
+    router = getattr(runner, "router", None)
+    return router if callable(getattr(router, "_compute_routing", None)) else None
+
+
+def router_keys(layer: int) -> tuple[str, str]:
+    """The record's keys of a MoE layer's routing: its experts and their weights."""
+    return f"layer {layer}:router:ids", f"layer {layer}:router:weights"
+
+
+def _router_hook(recorder: Recorder, index: int, router) -> None:
+    """Wrap this router instance's select_experts: what it returns is recorded while the layer is armed."""
+    original = router.select_experts
+    ids_key, weights_key = router_keys(index)
+
+    def select_experts(*args, **kwargs):
+        weights, ids = original(*args, **kwargs)
+        try:
+            recorder.add_part(index, ids_key, ids)
+            recorder.add_part(index, weights_key, weights)
+        except Exception as exc:  # a capture bug must never take the served model down
+            _write_json(recorder.directory / ERROR, {"module": ids_key, "error": f"{type(exc).__name__}: {exc}"})
+        return weights, ids
+
+    router.select_experts = select_experts
 
 
 def _part_input(args: tuple, kwargs: dict):

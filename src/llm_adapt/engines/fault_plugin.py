@@ -19,6 +19,21 @@ Faults:
                        an eager engine (--enforce-eager) never does, as a fusion pass or a captured
                        graph's bug would; it must be named at start-up (a compiled graph does not
                        read the fault file again)
+  double-reduce:L      layer L's MLP output all-reduced once more over the tensor-parallel group, as
+                       vLLM-Ascend's MoE output reduced twice under TP>1 (#10466): N times the output
+                       at TP=N, nothing at TP=1 (an all-reduce over one rank is the identity)
+  moe-top-k:L:K        layer L's MoE router keeps the weights of its K heaviest experts only (the rest
+                       weigh 0; renormalized where the layer renormalizes): top-k changed
+  moe-no-renorm:L      layer L's MoE router leaves its chosen experts' weights unrenormalized (their
+                       softmax probabilities), on a layer that renormalizes them
+                       (both in the router's own routing computation, so the weights the experts are
+                       combined with, and the capture's record of them, carry the fault)
+
+Any fault may end in @tp, @ep or @graph: it then acts only in that setting (tensor parallel over two
+ranks or more; expert parallelism on; inside the compiled graph), as a bug in a path only that setting
+takes: 'moe-top-k:1:1@tp'. Every rank runs the plugin; at TP>1 switch a fault file only while the
+engine is idle (the ranks read it at their next forward, and a reduction one rank adds and another does
+not would hang them).
 
 A named fault turns vLLM's compile cache off in the engine: the cache's key does not see the fault,
 so a graph compiled with one would serve a clean run later, or the reverse.
@@ -37,8 +52,11 @@ from dataclasses import dataclass
 
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
-KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only")
+KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only",
+         "double-reduce", "moe-top-k", "moe-no-renorm")
 SCALED = ("scaled", "decode-only", "prefill-only", "graph-only")  # the faults that scale the MLP's output
+ROUTING = ("moe-top-k", "moe-no-renorm")  # the faults in a MoE layer's router
+ONLY = ("tp", "ep", "graph")  # the settings a fault may be confined to (its "@" suffix)
 ROPE_SHIFT = 16
 DECODE_RUN = 2  # runs of consecutive positions up to this long are decode tokens
 
@@ -48,30 +66,83 @@ class EngineFault:
     kind: str
     layer: int | None
     value: float
+    only: str | None = None  # "tp", "ep" or "graph": the setting it acts in (None: every setting)
 
     @property
     def label(self) -> str:
-        return f"{self.kind}:{self.layer}:{self.value:g}" if self.layer is not None else f"{self.kind}:{self.value:g}"
+        base = f"{self.kind}:{self.layer}" if self.layer is not None else self.kind
+        if self.kind not in ("double-reduce", "moe-no-renorm"):
+            base += f":{self.value:g}"
+        return base + (f"@{self.only}" if self.only else "")
+
+
+FORMS = {"rope-beyond": "rope-beyond:POSITION", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
+         "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K"}
+LAYER_ONLY = ("double-reduce", "moe-no-renorm")  # faults named by their layer alone
 
 
 def parse_fault(text: str) -> EngineFault:
-    """'decode-only:5:1.5' -> EngineFault; ValueError naming the expected form. Pure."""
-    parts = text.split(":")
+    """'decode-only:5:1.5' -> EngineFault, 'moe-top-k:1:1@tp' one confined to a setting; ValueError naming
+    the expected form. Pure."""
+    body, _, only = text.partition("@")
+    parts = body.split(":")
     kind = parts[0]
     if kind not in KINDS:
         raise ValueError(f"{ENV_FAULT}={text!r}: the kind must be one of {', '.join(KINDS)}")
+    if only and only not in ONLY:
+        raise ValueError(f"{ENV_FAULT}={text!r}: after '@' give one of {', '.join(ONLY)}")
+    fault = _parsed(kind, parts)
+    if fault is None:
+        raise ValueError(f"{ENV_FAULT}={text!r}: expected {FORMS.get(kind, f'{kind}:LAYER:FACTOR')}[@tp|@ep|@graph]")
+    return EngineFault(fault.kind, fault.layer, fault.value, only or None)
+
+
+def _parsed(kind: str, parts: list[str]) -> EngineFault | None:
     try:
         if kind == "rope-beyond" and len(parts) == 2:
             return EngineFault(kind, None, float(int(parts[1])))
-        if kind == "foreign-kv" and len(parts) == 3:
+        if kind in LAYER_ONLY and len(parts) == 2:
+            return EngineFault(kind, int(parts[1]), 0.0)
+        if kind in ("foreign-kv", "moe-top-k") and len(parts) == 3 and int(parts[2]) >= (1 if kind == "moe-top-k" else 0):
             return EngineFault(kind, int(parts[1]), float(int(parts[2])))
-        if kind not in ("rope-beyond", "foreign-kv") and len(parts) == 3:
+        if kind not in ("rope-beyond", "foreign-kv", "moe-top-k", *LAYER_ONLY) and len(parts) == 3:
             return EngineFault(kind, int(parts[1]), float(parts[2]))
     except ValueError:
         pass
-    form = {"rope-beyond": "rope-beyond:POSITION", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER"}.get(
-        kind, f"{kind}:LAYER:FACTOR")
-    raise ValueError(f"{ENV_FAULT}={text!r}: expected {form}")
+    return None
+
+
+def routing_fault(fault: EngineFault, weights, ids, logits, renormalize: bool):
+    """The routing weights [T, k] a MoE router's fault leaves (ids [T, k], logits [T, E] as it computed them):
+    moe-top-k keeps the fault.value heaviest experts' weights and zeroes the rest (an expert of weight 0
+    adds nothing: top-K routing), renormalized where the layer renormalizes; moe-no-renorm gives each chosen
+    expert its softmax probability over all experts. Pure."""
+    import torch
+
+    if fault.kind == "moe-no-renorm":
+        return torch.softmax(logits.float(), dim=-1).gather(-1, ids.long()).to(weights.dtype)
+    keep = min(int(fault.value), weights.shape[-1])
+    heaviest = weights.topk(keep, dim=-1).indices
+    mask = torch.zeros_like(weights, dtype=torch.bool).scatter(-1, heaviest, True)
+    kept = torch.where(mask, weights, torch.zeros_like(weights))
+    return kept / kept.sum(-1, keepdim=True).clamp_min(1e-30) if renormalize else kept
+
+
+def acts_here(fault: EngineFault | None, setting: dict) -> bool:
+    """Whether a fault confined to a setting acts in this engine now: @tp at TP>1, @ep with expert
+    parallelism, @graph while torch.compile traces (graph-only always is). `setting`: {"tp", "ep"}."""
+    if fault is None:
+        return False
+    only = "graph" if fault.kind == "graph-only" else fault.only
+    if only == "graph":
+        import torch
+
+        return bool(torch.compiler.is_compiling())
+    if only == "tp":
+        return setting.get("tp", 1) > 1
+    if only == "ep":
+        return bool(setting.get("ep"))
+    return True
 
 
 def decode_mask(positions):
@@ -98,8 +169,15 @@ def register() -> bool:
     source = FaultFile(path) if path else FixedFault(parse_fault(text))
     from llm_adapt.engines.capture_plugin import after_model_load
 
-    after_model_load("_llm_adapt_fault", lambda model, vllm_config: plant(model, source))
+    after_model_load("_llm_adapt_fault", lambda model, vllm_config: plant(model, source, engine_setting(vllm_config)))
     return True
+
+
+def engine_setting(vllm_config) -> dict:
+    """{"tp", "ep"}: the tensor-parallel size and whether expert parallelism is on, from vLLM's config."""
+    parallel = vllm_config.parallel_config
+    return {"tp": int(getattr(parallel, "tensor_parallel_size", 1) or 1),
+            "ep": bool(getattr(parallel, "enable_expert_parallel", False))}
 
 
 class FixedFault:
@@ -131,13 +209,14 @@ class FaultFile:
         return self.fault
 
 
-def plant(model, source) -> None:
+def plant(model, source, setting: dict | None = None) -> None:
     """Hooks on vLLM's own modules that make the source's current fault happen in every forward: the
-    fault is read once per forward, and each hook acts only where the fault names its layer."""
+    fault is read once per forward, and each hook acts only where the fault names its layer (and, for a
+    fault confined to a setting, only in that setting: `setting` is {"tp", "ep"} of this engine)."""
     import sys
 
     inner = model.model
-    state = {"fault": None}
+    state = {"fault": None, "setting": setting or {"tp": 1, "ep": False}}
 
     def refresh(module, args, kwargs):
         fault = source.current()
@@ -152,6 +231,7 @@ def plant(model, source) -> None:
     for index, layer in enumerate(inner.layers):
         _hook_layer(index, layer, state)
         _hook_kv_cache(index, layer.self_attn, attentions, state)
+        _hook_router(index, layer, state)
     refresh(None, (), {})  # a fixed fault is announced at load
 
 
@@ -160,7 +240,7 @@ def _hook_layer(index: int, layer, state: dict) -> None:
     base_scale = float(attn.attn.impl.scale)
 
     def before_attention(module, args, kwargs):
-        fault = state["fault"]
+        fault = state["fault"] if acts_here(state["fault"], state["setting"]) else None
         attn.attn.impl.scale = base_scale * (fault.value if fault and fault.kind == "attention-scale"
                                              and fault.layer == index else 1.0)
         if not (fault and fault.kind == "rope-beyond"):
@@ -178,13 +258,17 @@ def _hook_layer(index: int, layer, state: dict) -> None:
 
     def scale_output(module, args, kwargs, output):
         fault = state["fault"]
-        if not (fault and fault.layer == index and fault.kind in SCALED):
+        if not (fault and fault.layer == index and fault.kind in (*SCALED, "double-reduce")):
             return None
-        if fault.kind == "graph-only" and not torch.compiler.is_compiling():
+        if not acts_here(fault, state["setting"]):
             return None
         positions = state.get(("positions", index))
         hidden, residual = output if isinstance(output, tuple) else (output, None)
-        if fault.kind in ("scaled", "graph-only") or positions is None:
+        if fault.kind == "double-reduce":
+            from vllm.distributed import tensor_model_parallel_all_reduce
+
+            hidden = tensor_model_parallel_all_reduce(hidden)
+        elif fault.kind in ("scaled", "graph-only") or positions is None:
             hidden = hidden * fault.value
         else:
             rows = decode_mask(positions)
@@ -213,7 +297,7 @@ def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> Non
 
     def swap(module, args, kwargs):
         fault = state["fault"]
-        if fault and fault.kind == "foreign-kv" and fault.layer == index:
+        if fault and fault.kind == "foreign-kv" and fault.layer == index and acts_here(fault, state["setting"]):
             kept["cache"] = own.kv_cache
             own.kv_cache = attentions[int(fault.value)].kv_cache
 
@@ -223,6 +307,27 @@ def _hook_kv_cache(index: int, attn_block, attentions: list, state: dict) -> Non
 
     attn_block.register_forward_pre_hook(swap, with_kwargs=True)
     attn_block.register_forward_hook(restore, with_kwargs=True)
+
+
+def _hook_router(index: int, layer, state: dict) -> None:
+    """moe-top-k / moe-no-renorm: the router's own routing computation wrapped on this layer's router
+    instance (select_experts calls it), so the experts combine with the faulty weights."""
+    from llm_adapt.engines.capture_plugin import moe_router
+
+    router = moe_router(layer)
+    if router is None:
+        return
+    original = router._compute_routing
+    renormalize = bool(getattr(router, "renormalize", True))
+
+    def compute_routing(hidden_states, router_logits, *args, **kwargs):
+        weights, ids = original(hidden_states, router_logits, *args, **kwargs)
+        fault = state["fault"]
+        if fault and fault.kind in ROUTING and fault.layer == index and acts_here(fault, state["setting"]):
+            weights = routing_fault(fault, weights, ids, router_logits, renormalize)
+        return weights, ids
+
+    router._compute_routing = compute_routing
 
 
 def torch_where(rows, value: float, like):

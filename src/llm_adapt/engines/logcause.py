@@ -21,6 +21,11 @@ EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exce
 # Exceptions that only say "the cause is above / elsewhere".
 WRAPPERS = ("See root cause above", "Engine core initialization failed", "Engine process failed to start")
 MAX_CHARS = 600
+# A native crash (torch's fault handler, as vLLM's workers print it): the banner, then the C++ frames from
+# the signal handler down. The first frame past the handler is where it crashed.
+CRASH_BANNER = re.compile(r"!+ (?P<what>Segfault|Bus error|Illegal instruction|Aborted)\w* encountered !+")
+FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.*)$')
+HANDLER_FRAMES = ("sigaction", "signal", "<unknown>")
 
 
 def strip_prefixes(line: str) -> tuple[str, str | None]:
@@ -46,6 +51,8 @@ def exception_line(message: str) -> str | None:
 def root_cause(log_text: str) -> str | None:
     """The first exception line; else the last ERROR line; else the last line printed outside the
     logger (an engine without vLLM's log format); None when there is nothing of the kind."""
+    if crash := native_crash(log_text):  # a dead worker: the exceptions after it only say the engine stopped
+        return crash
     last_error = last_plain = None
     for raw in log_text.splitlines():
         message, level = strip_prefixes(raw)
@@ -59,6 +66,24 @@ def root_cause(log_text: str) -> str | None:
             last_plain = message
     found = last_error or last_plain
     return _clip(found) if found else None
+
+
+def native_crash(log_text: str) -> str | None:
+    """'a worker crashed (Segfault) in cpu_fused_moe.cpp line 242 (fused_moe_impl)': the first frame after a
+    native crash banner that is not the signal handler's own; None without a banner. Pure."""
+    lines = [strip_prefixes(raw)[0] for raw in log_text.splitlines()]
+    for i, line in enumerate(lines):
+        banner = CRASH_BANNER.search(line)
+        if not banner:
+            continue
+        for frame in lines[i + 1:i + 40]:
+            found = FRAME.match(frame)
+            if found and not any(h in found["file"] for h in HANDLER_FRAMES):
+                func = found["func"].split("<")[0].split("(")[0].strip()
+                where = f"{found['file'].rsplit('/', 1)[-1]} line {found['line']}"
+                return _clip(f"a worker crashed ({banner['what']}) in {where} ({func})")
+        return _clip(f"a worker crashed ({banner['what']})")
+    return None
 
 
 def _traceback_noise(message: str) -> bool:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlparse
 
 import httpx
 
-from llm_adapt.engines.client import auth_headers
+from llm_adapt.engines.client import EndpointClient, ServerGone, auth_headers
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.errors import AdaptError, UsageError
 
@@ -70,3 +71,52 @@ def resolve_model_name(endpoint: Endpoint, timeout_s: float = PRECHECK_TIMEOUT_S
     if endpoint.model not in names:
         raise UsageError(f"model {endpoint.model!r} is not served at {endpoint.base_url}; it serves {names}")
     return endpoint.model, {"listed": listed}
+
+
+ANSWER_TIMEOUT_S = 60.0  # one token of a short prompt: seconds even on a few CPU cores
+# The smallest requests a served model answers: a chat turn and, for a model without a chat template, a
+# plain completion. Either answering is enough.
+FIRST_REQUESTS = (("chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
+                                        "temperature": 0}),
+                  ("completions", {"prompt": "Hi", "max_tokens": 1, "temperature": 0}))
+
+
+def gist(text: str, limit: int = 80) -> str:
+    """An error answer in a few words: an HTML page's text without its tags, whitespace collapsed. Pure."""
+    plain = " ".join(re.sub(r"<[^>]*>", " ", text).split())
+    return (plain[:limit] + "...") if len(plain) > limit else plain or "no body"
+
+
+def refused_answers(answers: list[tuple[str, int, str]], base_url: str) -> str | None:
+    """One line when every first request was answered with an error: [(path, HTTP status, body)]; None when
+    one was answered 200. Pure."""
+    if not answers or any(status == 200 for _, status, _ in answers):
+        return None
+    said = " and ".join(f"POST /v1/{path} answered {status} ({gist(body)})" for path, status, body in answers)
+    return (f"{base_url} lists its models but serves no request: {said}; nothing was measured. Check the "
+            "server's log, or give the URL of a server that answers")
+
+
+def require_answers(endpoint: Endpoint, model: str | None = None, timeout_s: float = ANSWER_TIMEOUT_S) -> str:
+    """Before any measuring against an endpoint: one token from its model, by chat or by plain completion.
+    A server whose /v1/models answers while every POST fails is refused here, in one line (exit 2), before a
+    gold is computed or a result is written. A request that times out or drops proves nothing: the
+    measurement itself says what it sees. The served model's name."""
+    model = model or resolve_model_name(endpoint)[0]
+    client = EndpointClient(endpoint, model, timeout_s)
+    answers = []
+    try:
+        for path, payload in FIRST_REQUESTS:
+            try:
+                reply = client.post(path, payload)
+            except (ServerGone, httpx.HTTPError):
+                return model
+            if reply.status_code == 200:
+                return model
+            answers.append((path, reply.status_code, reply.text))
+    finally:
+        client.http.close()
+    problem = refused_answers(answers, endpoint.base_url)
+    if problem:
+        raise UsageError(problem)
+    return model

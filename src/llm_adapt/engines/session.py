@@ -146,10 +146,19 @@ def serve_result(server: ManagedServer, spec, plan: DeployPlan, mode: str) -> Se
     predicted = predicted_for(plan, _served_len(spec, plan))
     matches = None
     if facts.get("kv_cache_tokens") is not None:
-        matches = facts["kv_cache_tokens"] == predicted["kv_cache_tokens"]
+        matches = facts["kv_cache_tokens"] == predicted["kv_cache_tokens"] and ranks_match(facts, predicted)
     return ServeResult(engine=spec.engine, endpoint=server.endpoint.redacted(), host=spec.host, argv=spec.argv,
                        env=spec.env, mode=mode, startup_seconds=server.startup_seconds, log=str(server.log_path),
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
+
+
+def ranks_match(facts: dict[str, Any], predicted: dict[str, Any]) -> bool:
+    """Where the engine logged each rank's KV space (vLLM-CPU): one line per planned rank, each the planned
+    space; True where it logged none (other engines). Pure."""
+    logged = facts.get("kv_space_gib_by_rank") or []
+    if not logged or predicted.get("kv_space_gib_per_rank") is None:
+        return True
+    return len(logged) == predicted["ranks"] and all(abs(g - predicted["kv_space_gib_per_rank"]) < 0.01 for g in logged)
 
 
 def _served_len(spec: LaunchSpec, plan: DeployPlan) -> int:
@@ -164,7 +173,8 @@ def predicted_for(plan: DeployPlan, max_model_len: int) -> dict[str, Any]:
 
     concurrency = mem.max_concurrency(plan.kv_cache_blocks, max_model_len, plan.block_size)
     return {"kv_cache_tokens": int(concurrency * max_model_len), "max_concurrency": round(concurrency, 2),
-            "max_model_len": max_model_len, "exact": plan.kv_pool_exact}
+            "max_model_len": max_model_len, "exact": plan.kv_pool_exact, "ranks": plan.tensor_parallel,
+            "kv_space_gib_per_rank": round(plan.kv_pool_bytes / mem.GIB, 2) if plan.kv_pool_exact else None}
 
 
 class EngineSlot:

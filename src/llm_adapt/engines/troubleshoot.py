@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_adapt.engines.logcause import strip_prefixes
-from llm_adapt.inspect.caveats import CPU_HEAD_SIZES
+from llm_adapt.platforms.cpu import CPU_HEAD_SIZES
 
 ANY = "*"  # a row's words for every platform without words of its own
 MAX_EVIDENCE = 240  # characters of a raw log line shown as evidence

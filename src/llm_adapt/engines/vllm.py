@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from llm_adapt.command import Command
 from llm_adapt.engines.server import LaunchSpec
+from llm_adapt.engines.warm_start import API_SERVER_MODULE
 from llm_adapt.errors import AdaptError
 
 if TYPE_CHECKING:
@@ -18,6 +19,12 @@ if TYPE_CHECKING:
 KV_LINE = re.compile(r"(?P<pool>[\w +]+) KV cache size: (?P<tokens>[\d,]+) tokens, "
                      r"Maximum concurrency for (?P<mml>[\d,]+) tokens per request: (?P<conc>[\d.]+)x")
 VERSION_LINE = re.compile(r"\bversion (?P<version>\d+\.\d+\.\S+)")
+# vLLM-CPU's worker, once per tensor-parallel rank (vllm/v1/worker/cpu_worker.py)
+RANK_KV_LINE = re.compile(r"Explicitly set \((?P<gib>[\d.]+)/[\d.]+\) GiB for KV cache")
+# the engine's start-up after the weights: profile, KV cache and warm-up (where graph mode compiles)
+INIT_LINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<s>[\d.]+) s")
+# torch.compile's cache: vllm/compilation/decorators.py
+AOT_LOADED, AOT_SAVED = "Directly load AOT compilation from path", "saved AOT compiled function to"
 # vLLM's refusal of a max-model-len the KV pool cannot hold (vllm/v1/core/kv_cache_utils.py).
 ESTIMATED_LEN = re.compile(r"estimated maximum model length is (?P<len>\d+)")
 
@@ -27,14 +34,21 @@ def require_vllm() -> None:
         raise AdaptError("vLLM is not installed; `make setup` installs vllm-cpu (or use --engine transformers / --endpoint URL)")
 
 
+def launched(command: Command) -> Command:
+    """A plan's command (`vllm serve MODEL ...` or the module form) as this interpreter starts it: vLLM's API
+    server module, which takes `vllm serve`'s arguments (the model as --model) and runs under vllm-cpu, whose
+    `vllm` console script does not start (it looks up the distribution name `vllm`)."""
+    return command.as_module(sys.executable, API_SERVER_MODULE)
+
+
 def vllm_launch(plan: DeployPlan, *, port: int, mode: str = "eager", extra_args: list[str] | None = None,
                 startup_timeout_s: float = 900.0) -> LaunchSpec:
-    """A LaunchSpec from an InspectResult's plan: same argv, this interpreter, the chosen port."""
+    """A LaunchSpec from an InspectResult's plan: the same arguments, this interpreter, the chosen port."""
     require_vllm()
     command = plan.command(mode)
     for flag, value in Command.from_argv(list(extra_args or []), program_len=0).options:
         command = command.with_option(flag, value)
-    command = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
+    command = launched(command).with_option("--port", str(port))
     return LaunchSpec(engine="vllm", argv=command.argv(), env=dict(plan.env), host=command.get("--host"), port=port,
                       served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
                       startup_timeout_s=startup_timeout_s)
@@ -50,8 +64,22 @@ def parse_vllm_log(path: Path) -> dict:
                      max_model_len=int(match["mml"].replace(",", "")), kv_pool=match["pool"].strip())
     if match := VERSION_LINE.search(text):
         facts["version"] = match["version"]
+    last = last_start(text)  # a log that several starts appended to (a resumed run): the last one's
+    facts["kv_space_gib_by_rank"] = [float(m["gib"]) for m in RANK_KV_LINE.finditer(last)]
+    if match := INIT_LINE.search(last):
+        facts["engine_init_seconds"] = float(match["s"])
+    facts["compile_cache"] = "loaded" if AOT_LOADED in last else "saved" if AOT_SAVED in last else None
     facts["warnings"] = group_warnings(_strip_prefix(line) for line in text.splitlines() if " WARNING " in line)
     return facts
+
+
+ENGINE_START = "Initializing a V1 LLM engine"  # the engine core's first line (vllm/v1/engine/core.py)
+
+
+def last_start(text: str) -> str:
+    """The log from the last engine start on (the whole text where none is marked). Pure."""
+    at = text.rfind(ENGINE_START)
+    return text[text.rfind("\n", 0, at) + 1:] if at >= 0 else text
 
 
 def group_warnings(messages, limit: int = 30) -> list[dict]:

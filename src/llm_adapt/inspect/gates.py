@@ -7,10 +7,11 @@ gate already read.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from llm_adapt.inspect.capacity import NOT_APPLICABLE, capacity_baseline
 from llm_adapt.inspect.ascend_features import feature_rows, version_label
+from llm_adapt.results import StageResult
 
 
 def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: dict[str, Any],
@@ -43,7 +44,7 @@ def capacity_line(capacity: dict[str, Any]) -> str:
     if c["reasons"]:
         return f"{head}: {'; '.join(c['reasons'])}; {fits}"
     return (f"{head}: {c['needed_blocks']:,} KV blocks of {c['block_size']} needed, the planned pool holds "
-            f"{c['pool_blocks']:,}; {fits}")
+            f"{c['pool_blocks']:,} besides vLLM's null block; {fits}")
 
 
 def gate_lines(gates: dict[str, Any]) -> list[str]:
@@ -65,3 +66,20 @@ def gate_lines(gates: dict[str, Any]) -> list[str]:
 
 def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else "not known"
+
+
+class AdaptationResult(StageResult):
+    """adaptation.json: the run held against the adapter workflow (upstream/adaptation.build writes it)."""
+
+    KIND: ClassVar[str] = "adaptation"
+
+    model: str
+    platform: str
+    features: list[dict[str, Any]]
+    capacity: dict[str, Any]
+    operators: dict[str, Any]
+    false_ready: dict[str, Any] | None = None
+    max_model_len: dict[str, Any] = {}
+    stages: dict[str, Any] | None = None  # dummy-vs-real: {"dummy": {...}, "real": {...}, "rows": [...]}
+    # a differential run's checks of tensor parallel, expert parallel and graph mode (upstream/setting_checks.py)
+    setting_checks: dict[str, Any] = {}

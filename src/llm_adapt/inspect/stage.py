@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -14,9 +14,10 @@ from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
-from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, vllm_registry
+from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import gate_of_model
+from llm_adapt.models.provenance import Provenance, provenance_of, recorded
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, load_spec
@@ -42,6 +43,10 @@ class PlatformReport(BaseModel):
     cores: int | None = None
     avx512: bool | None = None
 
+    def graph_mode_in(self, lang: str) -> str:
+        """The graph mode's name in `lang` where the platform gives one, else its own."""
+        return (self.graph_mode_zh if lang == "zh" else None) or self.graph_mode
+
 
 class InspectResult(StageResult):
     KIND: ClassVar[str] = "inspect"
@@ -65,6 +70,14 @@ class InspectResult(StageResult):
     # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
     # applicability with evidence, operator gate, max-model-len), for this plan's platform
     gates: dict[str, Any] = {}
+    # models/provenance.py: what was measured (checkpoint, revision, format, quantization as loaded, the dtype it
+    # was converted to); None in an inspect.json written before it was recorded (provenance.recorded rebuilds it)
+    provenance: dict[str, Any] | None = None
+
+    @property
+    def measured(self) -> Provenance | None:
+        """What the run measured: the provenance recorded, or what an older file's model entry still tells."""
+        return recorded(self.provenance, self.model, self.parameters, self.config)
 
 
 def config_summary(spec: ModelSpec) -> dict[str, Any]:
@@ -125,8 +138,24 @@ def available_host_memory_gib() -> float:
     return min(available, cap)
 
 
-def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:
-    """Everything `llm-adapt inspect` prints, as one typed result."""
+@dataclass(frozen=True)
+class PlanInputs:
+    """What the planner takes for one model and platform, read once: the spec, its parameters, the
+    platform, the options completed from this host and the checkpoint, the support level, the tensors."""
+
+    spec: ModelSpec
+    params: dict[str, Any]
+    target: Any  # platforms.Platform
+    options: PlanOptions
+    support: dict[str, Any]
+    tensors: dict[str, Any] | None
+
+
+def plan_inputs(source: ModelSource, options: PlanOptions, platform: str | None = None) -> PlanInputs:
+    """The planner's inputs for `source` on `platform` (this host's by default): the options completed with
+    this host's cores and memory where the host is the device, the weights' sizes from the safetensors
+    headers, the Transformers backend where vLLM has no native implementation, the chat template's
+    tool-call parser."""
     spec = load_spec(source.path)
     detected = platforms.detect_platform()
     target = platforms.get_platform(platform or detected)
@@ -140,11 +169,20 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
     if tensors:  # weights sized from the headers' dtypes (a quantized checkpoint is not parameters x dtype)
         options = replace(options, weights=mem.weight_sizing(tensors, spec.tie_word_embeddings))
         params["weight_sizing"] = options.weights.to_dict()
-    support = classify(spec, vllm_registry()).to_dict()
+    support = classify(spec, registry_for(target.name)).to_dict()
     if support["vllm"] == TRANSFORMERS_BACKEND:  # say so on the command line rather than rely on vLLM's fallback
         options = replace(options, model_impl="transformers")
     if options.tool_calling is None:  # enabled where the chat template declares tools in a format vLLM parses
         options = replace(options, tool_calling=tool_calling(read_chat_template(source.path)))
+    return PlanInputs(spec, params, target, options, support, tensors)
+
+
+def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:
+    """Everything `llm-adapt inspect` prints, as one typed result."""
+    inputs = plan_inputs(source, options, platform)
+    spec, params, target, options, support, tensors = (inputs.spec, inputs.params, inputs.target, inputs.options,
+                                                       inputs.support, inputs.tensors)
+    detected = platforms.detect_platform()
     plan = make_plan(spec, params["from_config"], target, options)
     facts = read_facts(source.path, spec, options.trust_remote_code)
     operator_gate = gate_of_model(source.path)
@@ -162,4 +200,6 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         plan=plan, operator_gate=operator_gate,
         gates=planning_gates(load_config(source.path), sorted(tensors or {}), plan.to_dict(),
                              spec.max_position_embeddings, operator_gate, planned=True),
+        provenance=provenance_of(source, params.get("weights_by_dtype"),
+                                 f"{spec.quant.method} {spec.quant.scheme}" if spec.quant else None).to_dict(),
     )

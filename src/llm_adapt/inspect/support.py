@@ -41,7 +41,11 @@ class Support:
         return asdict(self)
 
 
-SOURCE_KEYS = {"installed vLLM": "sup_installed", "list shipped with llm-adapt": "sup_shipped"}
+SOURCE_KEYS = {"installed vLLM": "sup_installed", "list shipped with llm-adapt": "sup_shipped",
+               "the release vLLM-Ascend pins": "sup_pinned"}
+# vLLM v0.23.0's registry, the release vLLM-Ascend 0.23.0.post1 pins: what an NPU plan made away from an NPU
+# host is judged against (written by tests/upstream/vllm_release.py from that release's own source)
+PINNED_FILE = "vllm_architectures-0.23.0.json"
 
 
 def installed_vllm_version() -> str | None:
@@ -107,6 +111,31 @@ def shipped_registry() -> Registry:
     text = importlib.resources.files("llm_adapt.data").joinpath("vllm_architectures.json").read_text()
     data = json.loads(text)
     return Registry(frozenset(data["architectures"]), data["vllm_version"], "list shipped with llm-adapt")
+
+
+def pinned_registry() -> Registry:
+    """The architectures of the vLLM release vLLM-Ascend pins (PINNED_FILE), for a plan on an NPU where the
+    installed vLLM is not the one vLLM-Ascend runs on."""
+    text = importlib.resources.files("llm_adapt.data").joinpath(PINNED_FILE).read_text()
+    data = json.loads(text)
+    return Registry(frozenset(data["architectures"]), data["vllm_version"], "the release vLLM-Ascend pins")
+
+
+def registry_for(platform: str) -> Registry:
+    """The registry a plan for `platform` is judged against: on an NPU, the vLLM under the installed
+    vLLM-Ascend, or where there is none (a plan made elsewhere) the release vLLM-Ascend pins; else the
+    installed vLLM (or the shipped list)."""
+    if platform == "npu" and not _installed("vllm-ascend"):
+        return pinned_registry()
+    return vllm_registry()
+
+
+def _installed(dist: str) -> bool:
+    try:
+        importlib.metadata.version(dist)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def transformers_knows(architecture: str) -> bool:

@@ -24,8 +24,8 @@ from llm_adapt.platforms.cpu import (  # noqa: F401  the CPU facts other package
 )
 
 __all__ = ["DEVICE_KV_MARGIN", "PLATFORMS", "Platform", "default_serving_dtype", "detect_platform", "get_platform",
-           "local_device_count", "local_device_memory_gib", "quant_warnings", "register", "unregister",
-           "vllm_quantization_flag"]
+           "local_device_count", "local_device_memory_gib", "quant_warnings", "register", "require_engine_host",
+           "unregister", "vllm_quantization_flag"]
 
 # Detection order: the first whose device this machine has; cpu (no `detect`) is the fallback.
 BUILT_IN = (npu.PLATFORM, cuda.PLATFORM, cpu.PLATFORM)
@@ -58,6 +58,19 @@ def detect_platform() -> str:
         if platform.detect is not None and platform.detect():
             return platform.name
     return FALLBACK
+
+
+def require_engine_host(name: str | None, model: str) -> None:
+    """Before a command starts `name`'s engine on this host: one line (exit 2) naming what the host lacks, and
+    the two ways on without it (a server elsewhere, or the plan alone). A platform left to detection is here."""
+    if name is None:
+        return
+    platform = get_platform(name)
+    missing = platform.missing_here() if platform.missing_here else []
+    if missing:
+        raise UsageError(f"--platform {name} starts {platform.engine} on this host, which has {' and '.join(missing)}; "
+                         f"judge a server running on another host with --endpoint URL, or see the plan without starting "
+                         f"anything with `llm-adapt inspect {model} --platform {name}`")
 
 
 def with_device_tool() -> list[Platform]:

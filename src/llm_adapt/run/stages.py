@@ -186,11 +186,14 @@ def endpoint_of(cfg: RunConfig, state: RunState):
 
 
 def probes(cfg: RunConfig, state: RunState) -> None:
+    from llm_adapt.accuracy.flatness import is_flat
     from llm_adapt.probes.run import run_probes
 
     engine = state.server.spec.engine if state.server else None
     planned = engine == "vllm" and cfg.endpoint is None and state.inspect is not None  # started with the plan's flags
-    facts = {"tool_calling": state.inspect.plan.tool_calling} if planned else None
+    facts = {"tool_calling": state.inspect.plan.tool_calling} if planned else {}
+    if state.gold is not None:  # a random or untrained model's own choices are not the engine's
+        facts["flat_logits"] = is_flat(state.gold.sharpness(compare_options(cfg).tie_margin))
     result = run_probes(endpoint_of(cfg, state), cfg.out, engine=engine, progress=cfg.progress, dummy=cfg.dummy,
                         facts=facts)
     if not result.complete:
@@ -282,6 +285,13 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     HardwareResult(platform=platform.name, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
                    workload={"input_len": s.input_len, "output_len": s.output_len},
                    host_load=load.summary() if platform.host_memory else None).save(cfg.out / rundir.HARDWARE)
+
+
+def settings(cfg: RunConfig, state: RunState) -> None:
+    """The differential run: each setting after the run's own served and judged in turn (run/differential.py)."""
+    from llm_adapt.run.differential import run_settings
+
+    run_settings(cfg, state)
 
 
 def adaptation(cfg: RunConfig, state: RunState) -> None:

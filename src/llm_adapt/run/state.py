@@ -27,6 +27,9 @@ class RunStatus(StageResult):
     tool_version: str | None = None  # the llm-adapt that ran it
     # the run's verdict as the report shows it ({status, reasons}), written once the report is drawn
     verdict: dict[str, Any] | None = None
+    # the signal that stopped the run ("SIGINT": Ctrl-C, or "SIGTERM"); such a run is not judged, and
+    # `--resume` finishes it
+    stopped_by: str | None = None
 
 
 def _empty_slot() -> "EngineSlot":
