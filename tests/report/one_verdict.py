@@ -8,8 +8,9 @@ from llm_adapt.commands.run_cmds import run_exit_code
 from llm_adapt.report.data import load_run
 from llm_adapt.report.findings import main_target, overall_verdict
 
-VERDICT_LINE = re.compile(r"^\*\*Verdict: (PASS|WARN|FAIL)\*\*", re.M)
-BANNER = re.compile(r'class="banner (pass|warn|fail)"')
+VERDICT_LINE = re.compile(r"^\*\*Verdict: (PASS|WARN|FAIL|interrupted: not judged)\*\*", re.M)
+BANNER = re.compile(r'class="banner (pass|warn|fail|interrupted)"')
+SHOWN = {"interrupted: not judged": "INTERRUPTED"}  # the verdict as the report writes it -> its status
 
 
 def verdicts_of(out: Path) -> dict[str, str]:
@@ -17,7 +18,7 @@ def verdicts_of(out: Path) -> dict[str, str]:
     report gives that stage."""
     status = json.loads((out / "status.json").read_text())
     found = {"status.json": (status.get("verdict") or {}).get("status"),
-             "report.md": VERDICT_LINE.search((out / "report.md").read_text())[1],
+             "report.md": SHOWN.get(line := VERDICT_LINE.search((out / "report.md").read_text())[1], line),
              "report.html": BANNER.search((out / "report.html").read_text())[1].upper(),
              "computed": overall_verdict(load_run(out))["status"]}
     return found
@@ -29,6 +30,6 @@ def assert_one_verdict(out: Path, code: int, expected: str) -> None:
     failed = [s for s, b in json.loads((out / "status.json").read_text())["stages"].items() if b["status"] == "failed"]
     assert code == run_exit_code(expected, failed), (code, expected)
     run = load_run(out)
-    target = main_target(run.get("accuracy"))
+    target = main_target(run.accuracy)
     if target:  # accuracy.json's own verdict is its judged target's, as the report states it
-        assert run.get("accuracy")["verdict"]["status"] == target["verdict"]["status"]
+        assert run.accuracy.verdict["status"] == target.verdict["status"]

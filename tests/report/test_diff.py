@@ -4,7 +4,9 @@ import json
 
 
 from llm_adapt.report.diff import Metric, compare_metric, diff_runs, diff_verdict, feature_changes, write_diff
-from llm_adapt.report.data import RunData
+from llm_adapt.bench.modes import BenchResult
+from llm_adapt.run.state import RunStatus
+from tests.records import record, run_data
 
 
 def test_a_change_within_the_spread_is_the_same():
@@ -61,18 +63,38 @@ def test_verdict():
 
 
 def test_feature_changes():
-    a = RunData(dir=None, parts={"probes": {"rows": [{"name": "x", "status": "supported"}, {"name": "y", "status": "unsupported"}]}})
-    b = RunData(dir=None, parts={"probes": {"rows": [{"name": "x", "status": "unsupported"}, {"name": "y", "status": "supported"}]}})
+    a = run_data(**{"probes": {"rows": [{"name": "x", "status": "supported"}, {"name": "y", "status": "unsupported"}]}})
+    b = run_data(**{"probes": {"rows": [{"name": "x", "status": "unsupported"}, {"name": "y", "status": "supported"}]}})
     changes = {c["name"]: c["change"] for c in feature_changes(a, b)}
     assert changes == {"x": "lost", "y": "gained"}
+
+
+def test_a_feature_one_run_did_not_measure_is_not_lost():
+    """An interrupted run B never reached its probes: A's supported features are "not measured in B", a WARN,
+    not "lost" and a FAIL; a row not run is not measured either, and a real loss beside them still FAILs."""
+    a = run_data(**{"probes": {"rows": [{"name": "x", "status": "supported"},
+                                                     {"name": "y", "status": "supported"},
+                                                     {"name": "z", "status": "not run"}]}})
+    interrupted = run_data()
+    changes = feature_changes(a, interrupted)
+    assert {c["name"]: c["change"] for c in changes} == {"x": "not measured in B", "y": "not measured in B"}
+    verdict = diff_verdict([], changes, ("PASS", "INTERRUPTED"))
+    assert verdict["status"] == "WARN" and not any("lost" in r or "went from" in r for r in verdict["reasons"])
+    assert any("run B was interrupted: not judged" in r for r in verdict["reasons"])
+    b = run_data(**{"probes": {"rows": [{"name": "x", "status": "unsupported"},
+                                                     {"name": "z", "status": "supported"}]}})
+    changes = {c["name"]: c["change"] for c in feature_changes(a, b)}
+    assert changes == {"x": "lost", "y": "not measured in B", "z": "not measured in A"}
+    assert diff_verdict([], feature_changes(a, b), ("PASS", "PASS"))["status"] == "FAIL"  # x is lost
+    assert diff_verdict([], feature_changes(b, a), ("PASS", "PASS"))["status"] == "WARN"  # x gained; y, z unmeasured
 
 
 def _run_dir(path, tput, ttft):
     path.mkdir()
     metrics = {"output_throughput": tput, "mean_ttft_ms": ttft, "std_ttft_ms": 5.0, "mean_tpot_ms": 20.0,
                "std_tpot_ms": 1.0, "mean_e2el_ms": 1000.0, "std_e2el_ms": 50.0, "completed": 32}
-    (path / "bench-throughput.json").write_text(json.dumps({"schema_version": 1, "runs": [{"metrics": metrics}]}))
-    (path / "status.json").write_text(json.dumps({"schema_version": 1, "stages": {}}))
+    record(BenchResult, mode="throughput", runs=[{"metrics": metrics}]).save(path / "bench-throughput.json")
+    record(RunStatus, stages={}).save(path / "status.json")
     return path
 
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from llm_adapt.report.data import RunData
+from llm_adapt.run.state import RunStatus
+from tests.records import record, run_data
 from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
 from llm_adapt.report.first_screen import deciding_checks, first_screen, key_figures
 from llm_adapt.report.page import collapse_long_tables, header_html, section_ids
@@ -13,7 +14,7 @@ PLAN = {"commands": {"eager": "vllm serve m --enforce-eager", "graph": "vllm ser
 
 
 def run_with(**parts):
-    return RunData(dir=None, parts=parts)
+    return run_data(**parts)
 
 
 def endpoint(status):
@@ -50,8 +51,8 @@ def test_overall_verdict_fails_on_a_failed_endpoint_and_warns_on_missing_stages(
 
 
 def test_an_unreadable_result_file_keeps_the_verdict_from_pass_and_is_named():
-    unreadable = RunData(dir=None, parts={"endpoint_accuracy": endpoint("PASS")},
-                         unreadable={"accuracy": "accuracy.json: schema version 99 is not 2; rerun the stage"})
+    unreadable = run_data(endpoint_accuracy=endpoint("PASS"),
+                          unreadable={"accuracy": "accuracy.json: schema version 99 is not 2; rerun the stage"})
     verdict = overall_verdict(unreadable)
     assert verdict["status"] == "WARN"
     assert [r.key for r in verdict["reasons"]] == ["result_unreadable"]
@@ -60,7 +61,7 @@ def test_an_unreadable_result_file_keeps_the_verdict_from_pass_and_is_named():
 
 
 def test_an_unreadable_result_does_not_soften_a_failure():
-    unreadable = RunData(dir=None, parts={"endpoint_accuracy": endpoint("FAIL")}, unreadable={"probes": "x"})
+    unreadable = run_data(endpoint_accuracy=endpoint("FAIL"), unreadable={"probes": "x"})
     assert overall_verdict(unreadable)["status"] == "FAIL"
 
 
@@ -127,10 +128,9 @@ def test_section_ids_and_folded_tables():
 
 
 def test_a_client_server_disagreement_becomes_a_note():
-    run = run_with()
-    run.bench = {"serve": {"runs": [{"label": "serve", "metrics": {}, "server_metrics": {"comparison": [
+    run = run_data(bench={"serve": {"runs": [{"label": "serve", "metrics": {}, "server_metrics": {"comparison": [
         {"metric": "ttft", "client_mean_ms": 90.0, "server_mean_ms": 40.0, "agree": False},
-        {"metric": "itl", "client_mean_ms": 20.0, "server_mean_ms": 20.0, "agree": True}]}}]}}
+        {"metric": "itl", "client_mean_ms": 20.0, "server_mean_ms": 20.0, "agree": True}]}}]}})
     text = notes(run)
     assert len(text) == 1 and "disagree on mean TTFT" in text[0]
 
@@ -161,26 +161,29 @@ def test_a_run_that_judged_no_accuracy_is_never_a_pass_and_a_misbehaving_probe_w
 
 
 def test_metrics_that_were_not_measured_do_not_break_the_report():
-    run = run_with()
-    run.bench = {"throughput": {"runs": [{"label": "throughput", "sent": 4, "metrics": {
-        "output_throughput": 10.0, "median_ttft_ms": None, "median_tpot_ms": None}}]}}
+    run = run_data(bench={"throughput": {"runs": [{"label": "throughput", "sent": 4, "metrics": {
+        "output_throughput": 10.0, "median_ttft_ms": None, "median_tpot_ms": None}}]}})
     labels = [c.label for c in key_figures(run)]
     assert labels == ["output throughput at concurrency 4"]
     assert not any("TTFT" in f for f in findings(run))
 
 
 def test_a_server_that_answers_wrongly_is_false_ready():
+    from llm_adapt.accuracy.result import EndpointAccuracyResult
+    from llm_adapt.probes.run import ProbesResult
     from llm_adapt.report.findings import false_ready, overall_verdict
 
     probes = {"rows": [{"name": "chat completion", "status": "supported", "evidence": "answer: 'gibberish'"},
                        {"name": "streaming", "status": "supported", "evidence": ""}]}
     wrong = {"verdict": {"status": "FAIL", "reasons": ["top-k KL / noise floor: 31.2"]}}
     right = {"verdict": {"status": "PASS", "reasons": []}}
-    assert false_ready(probes, wrong)["false_ready"] is True
-    assert false_ready(probes, right)["false_ready"] is False
-    silent = {"rows": [{"name": "chat completion", "status": "error", "evidence": "500"}]}
-    assert false_ready(silent, wrong)["false_ready"] is False  # it does not answer: a plain failure, not false-ready
-    assert false_ready(probes, wrong, dummy=True) is None and false_ready(None, wrong) is None
+    judged = {name: record(EndpointAccuracyResult, **ep) for name, ep in (("wrong", wrong), ("right", right))}
+    answered = record(ProbesResult, **probes)
+    assert false_ready(answered, judged["wrong"])["false_ready"] is True
+    assert false_ready(answered, judged["right"])["false_ready"] is False
+    silent = record(ProbesResult, rows=[{"name": "chat completion", "status": "error", "evidence": "500"}])
+    assert false_ready(silent, judged["wrong"])["false_ready"] is False  # it does not answer: a plain failure
+    assert false_ready(answered, judged["wrong"], dummy=True) is None and false_ready(None, judged["wrong"]) is None
     verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=wrong))
     assert verdict["status"] == "FAIL" and verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
     clean = overall_verdict(run_with(probes=probes, endpoint_accuracy=right))
@@ -198,3 +201,26 @@ def test_the_stages_an_engine_that_did_not_start_blocked_are_known_by_their_reas
         said = notes(run_with(status={"stages": stages}), lang)
         assert "probes, bench" in said[0] and "eval" not in said[0], said
         assert sum("eval" in n for n in said) == 1
+
+
+def test_an_interrupted_run_is_not_judged_whatever_finished():
+    """status.json's stopped_by (or, written before it existed, a stage marked interrupted) makes the verdict
+    INTERRUPTED, shown "interrupted: not judged", even beside a failed or a passed endpoint."""
+    from llm_adapt.report.findings import interrupted_by
+    from llm_adapt.report.first_screen import verdict_shown
+
+    for stopped_by, shown in (("SIGINT", "Ctrl-C"), ("SIGTERM", "SIGTERM")):
+        for served in ("PASS", "FAIL"):
+            verdict = overall_verdict(run_with(endpoint_accuracy=endpoint(served),
+                                               status={"stopped_by": stopped_by, "stages": {}}))
+            assert verdict["status"] == "INTERRUPTED" and verdict["judged"] == [] and not verdict["false_ready"]
+            assert f"interrupted ({shown})" in str(verdict["reasons"][0])
+    older = record(RunStatus, stages={"bench": {"status": "interrupted"}, "report": {"status": "done"}})
+    assert interrupted_by(older) == "Ctrl-C"
+    assert interrupted_by(record(RunStatus, stages={"bench": {"status": "failed"}})) is None
+    assert verdict_shown("INTERRUPTED") == "interrupted: not judged" and verdict_shown("INTERRUPTED", "zh") == "已中断：未评判"
+    assert verdict_shown("PASS", "zh") == "PASS"
+    screen = first_screen(run_with(status={"stopped_by": "SIGINT", "stages": {}}), "en")
+    assert screen.status == "INTERRUPTED" and screen.shown == "interrupted: not judged"
+    assert 'class="banner interrupted"' in header_html(screen, "en", {}) and "interrupted: not judged</span>" in header_html(
+        screen, "en", {})

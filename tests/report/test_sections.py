@@ -5,7 +5,7 @@ import json
 
 import jinja2
 
-from llm_adapt.report import page, render
+from llm_adapt.report import context, page, render
 
 STATUS = {"kind": "status", "schema_version": 1, "model": "m", "platform": "cpu", "stages": {}, "finished": True,
           "dummy": False, "workload": {"prompts": "quick", "max_new_tokens": 16, "latency_iterations": 3,
@@ -28,7 +28,7 @@ def test_a_new_section_needs_its_template_and_its_name_only(tmp_path, monkeypatc
         return env
 
     monkeypatch.setattr(render, "environment", with_power)
-    monkeypatch.setattr(render, "SECTIONS", (*page.SECTIONS, "power"))
+    monkeypatch.setattr(context, "SECTIONS", (*page.SECTIONS, "power"))
     (tmp_path / "status.json").write_text(json.dumps(STATUS))
     render.render_report(tmp_path, "en")
     render.render_report(tmp_path, "zh")

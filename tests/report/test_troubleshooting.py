@@ -7,7 +7,7 @@ import re
 
 from llm_adapt.engines.session import ServeResult
 from llm_adapt.report import page, render
-from llm_adapt.report.data import RunData
+from tests.records import run_data
 from llm_adapt.report.findings import notes, troubleshooting
 from llm_adapt.results import SCHEMA_VERSION
 from tests.engines.test_troubleshoot import SAMPLES
@@ -80,17 +80,17 @@ def test_a_failed_start_and_a_failed_feature_are_explained_without_quoting_them(
     cause = ("vllm exited with code 1 during start-up: " + SAMPLES["kv_cache_too_small"][0].split("] ", 1)[1]
              + " (full log: /runs/x/engine.log)")
     stages = {"serve": {"status": "failed", "reason": cause}}
-    run = RunData(None, parts={"status": {"platform": "cpu", "stages": stages}})
+    run = run_data(status={"platform": "cpu", "stages": stages})
     found = troubleshooting(run)
     assert [m.key for m in found.matched] == ["kv_cache_too_small"]
     assert [s.where for s in found.matched[0].seen] == ["start_failure"] and found.matched[0].evidence == ()
     assert not any("37248" in n for n in notes(run))  # the cause is said once, in the summary
     chat = {"name": "chat completion", "status": "error", "evidence": SAMPLES["chat_template_missing"][0]}
-    found = troubleshooting(RunData(None, parts={"probes": {"rows": [chat]}}), "zh")
+    found = troubleshooting(run_data(probes={"rows": [chat]}), "zh")
     assert found.matched[0].key == "chat_template_missing" and "--chat-template" in found.matched[0].fix
     assert found.matched[0].seen[0].name == "chat completion"
 
 
 def test_a_run_without_engine_warnings_has_no_troubleshooting():
-    found = troubleshooting(RunData(None, parts={"serve": {"engine_facts": {"warnings": []}}}))
+    found = troubleshooting(run_data(serve={"engine_facts": {"warnings": []}}))
     assert found.matched == () and found.unmatched == ()

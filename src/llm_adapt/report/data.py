@@ -1,4 +1,5 @@
-"""Everything the report shows, read from a run directory's JSON files and nothing else."""
+"""Everything the report shows, read from a run directory's JSON files and nothing else: each file as the
+record its stage wrote (results.read_checked), one typed attribute per result."""
 
 from __future__ import annotations
 
@@ -6,20 +7,99 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, LayersResult
+from llm_adapt.bench.hardware import HardwareResult
+from llm_adapt.bench.modes import BenchResult
+from llm_adapt.engines.session import ServeResult
+from llm_adapt.environment import EnvironmentResult
 from llm_adapt.errors import UsageError
+from llm_adapt.evaluation.stage import EvalResult
+from llm_adapt.inspect.gates import AdaptationResult
+from llm_adapt.inspect.stage import InspectResult
+from llm_adapt.probes.run import ProbesResult
 from llm_adapt import rundir
-from llm_adapt.results import UnreadableResult, read_checked
+from llm_adapt.results import StageResult, UnreadableResult, read_checked
+from llm_adapt.run.differential import SettingsResult
+from llm_adapt.run.state import RunStatus
+from llm_adapt.tune.run import TuneResult
+
+# result name (rundir.RESULTS) -> the record its file is read as
+MODELS: dict[str, type[StageResult]] = {
+    "status": RunStatus, "environment": EnvironmentResult, "inspect": InspectResult, "accuracy": AccuracyResult,
+    "serve": ServeResult, "probes": ProbesResult, "endpoint_accuracy": EndpointAccuracyResult, "tune": TuneResult,
+    "hardware": HardwareResult, "eval": EvalResult, "layers": LayersResult, "adaptation": AdaptationResult,
+    "settings": SettingsResult}
 
 
 @dataclass
 class RunData:
-    dir: Path
-    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    bench: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """A run's results by name (`parts`, the templates' `p`), each also a typed attribute (None where the run
+    has no such file, or it could not be read: `unreadable` says why)."""
+
+    dir: Path | None
+    parts: dict[str, StageResult] = field(default_factory=dict)
+    bench: dict[str, BenchResult] = field(default_factory=dict)
     unreadable: dict[str, str] = field(default_factory=dict)
 
-    def get(self, name: str) -> dict[str, Any] | None:
+    def get(self, name: str) -> Any:
         return self.parts.get(name)
+
+    @property
+    def status(self) -> RunStatus | None:
+        return self.parts.get("status")  # type: ignore[return-value]
+
+    @property
+    def environment(self) -> EnvironmentResult | None:
+        return self.parts.get("environment")  # type: ignore[return-value]
+
+    @property
+    def inspect(self) -> InspectResult | None:
+        return self.parts.get("inspect")  # type: ignore[return-value]
+
+    @property
+    def accuracy(self) -> AccuracyResult | None:
+        return self.parts.get("accuracy")  # type: ignore[return-value]
+
+    @property
+    def serve(self) -> ServeResult | None:
+        return self.parts.get("serve")  # type: ignore[return-value]
+
+    @property
+    def probes(self) -> ProbesResult | None:
+        return self.parts.get("probes")  # type: ignore[return-value]
+
+    @property
+    def endpoint_accuracy(self) -> EndpointAccuracyResult | None:
+        return self.parts.get("endpoint_accuracy")  # type: ignore[return-value]
+
+    @property
+    def tune(self) -> TuneResult | None:
+        return self.parts.get("tune")  # type: ignore[return-value]
+
+    @property
+    def hardware(self) -> HardwareResult | None:
+        return self.parts.get("hardware")  # type: ignore[return-value]
+
+    @property
+    def eval(self) -> EvalResult | None:
+        return self.parts.get("eval")  # type: ignore[return-value]
+
+    @property
+    def layers(self) -> LayersResult | None:
+        return self.parts.get("layers")  # type: ignore[return-value]
+
+    @property
+    def adaptation(self) -> AdaptationResult | None:
+        return self.parts.get("adaptation")  # type: ignore[return-value]
+
+    @property
+    def settings(self) -> SettingsResult | None:
+        return self.parts.get("settings")  # type: ignore[return-value]
+
+    @property
+    def stages(self) -> dict[str, dict[str, Any]]:
+        """status.json's stages by name (none without a status.json)."""
+        return self.status.stages if self.status else {}
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -28,22 +108,22 @@ def load_run(run_dir: Path) -> RunData:
         raise UsageError(f"{run_dir}: no such run directory")
     data = RunData(run_dir)
     for name, file in rundir.RESULTS.items():
-        _read(data, name, run_dir / file, data.parts)
+        _read(data, name, run_dir / file, data.parts, MODELS[name])
     for mode in rundir.BENCH_MODES:
-        _read(data, mode, run_dir / rundir.bench(mode), data.bench)
+        _read(data, mode, run_dir / rundir.bench(mode), data.bench, BenchResult)
     if "bench" not in data.bench and (run_dir / rundir.bench()).exists():
-        _read(data, "bench", run_dir / rundir.bench(), data.bench)
-        if (data.bench.get("bench") or {}).get("mode") == "sla":  # `bench --mode sla --out RUN_DIR`: beside the sweep
+        _read(data, "bench", run_dir / rundir.bench(), data.bench, BenchResult)
+        if "bench" in data.bench and data.bench["bench"].mode == "sla":  # `bench --mode sla --out RUN_DIR`: beside the sweep
             data.bench.setdefault("sla", data.bench.pop("bench"))
-    if not data.parts.get("inspect") and not data.parts.get("status"):
+    if not data.inspect and not data.status:
         raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
     return data
 
 
-def _read(data: RunData, name: str, path: Path, into: dict) -> None:
+def _read(data: RunData, name: str, path: Path, into: dict, model: type[StageResult]) -> None:
     if not path.exists():
         return
     try:
-        into[name] = read_checked(path)
+        into[name] = read_checked(path, model)
     except UnreadableResult as exc:  # named in the report's notes, never misread
         data.unreadable[name] = str(exc)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport
+from llm_adapt.bench.modes import BenchResult
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt import rundir
-from llm_adapt.status import worse as status_worse, worst
+from llm_adapt.status import INTERRUPTED, worse as status_worse, worst
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -42,46 +44,48 @@ class DiffResult(StageResult):
     metrics: list[dict[str, Any]]
     features: list[dict[str, Any]]
     verdict: dict[str, Any]
+    # two runs served in different deployment settings: each one's, and the one that moved accuracy
+    settings: dict[str, Any] | None = None
 
 
 def metrics_of(run: RunData) -> dict[str, Metric]:
     """Every comparable figure of a run, keyed by name."""
     found: list[Metric] = []
-    found += _endpoint_metrics(run.get("endpoint_accuracy"))
-    found += _inprocess_metrics(main_target(run.get("accuracy")))
+    found += _endpoint_metrics(run.endpoint_accuracy)
+    found += _inprocess_metrics(main_target(run.accuracy))
     found += _bench_metrics(run.bench)
     found += _resource_metrics(run)
     return {m.name: m for m in found if isinstance(m.value, (int, float))}  # a figure not measured is not compared
 
 
-def _endpoint_metrics(ep: dict | None) -> list[Metric]:
-    if not ep or ep["sections"]["teacher_forced"].get("status") != "done":
+def _endpoint_metrics(ep: EndpointAccuracyResult | None) -> list[Metric]:
+    if not ep or ep.sections["teacher_forced"].get("status") != "done":
         return []
-    s = ep["sections"]["teacher_forced"]["server"]
+    s = ep.sections["teacher_forced"]["server"]
     out = [Metric("accuracy", "served top-k KL", s["kl_lb_mean"], s.get("kl_lb_sem"), False),
            Metric("accuracy", "served same top-1", s["same_top1"], s.get("same_top1_err"), True)]
-    ppl = ep["sections"]["perplexity"]
+    ppl = ep.sections["perplexity"]
     if ppl.get("status") == "done":
         out.append(Metric("accuracy", "served ln PPL ratio", ppl["ln_ratio"], ppl.get("ln_ratio_sem"), False))
     return out
 
 
-def _inprocess_metrics(target: dict | None) -> list[Metric]:
+def _inprocess_metrics(target: RunnerReport | None) -> list[Metric]:
     if not target:
         return []
-    lg = target["logits"]
-    return [Metric("accuracy", f"in-process {target['label']} KL", lg["kl_mean"], lg.get("kl_sem"), False),
-            Metric("accuracy", f"in-process {target['label']} same top-1", lg["same_top1"], lg.get("same_top1_err"), True)]
+    lg = target.logits
+    return [Metric("accuracy", f"in-process {target.label} KL", lg["kl_mean"], lg.get("kl_sem"), False),
+            Metric("accuracy", f"in-process {target.label} same top-1", lg["same_top1"], lg.get("same_top1_err"), True)]
 
 
-def _bench_metrics(bench: dict[str, dict]) -> list[Metric]:
+def _bench_metrics(bench: dict[str, BenchResult]) -> list[Metric]:
     out = []
     for mode in ("throughput", "latency", "serve"):
-        runs = (bench.get(mode) or {}).get("runs") or []
+        runs = bench[mode].runs if mode in bench else []
         if not runs:
             continue
         m = runs[0]["metrics"]
-        busy = bool(((runs[0].get("server") or {}).get("cpu") or {}).get("busy"))
+        busy = bool(runs[0].get("server") and runs[0]["server"].get("cpu") and runs[0]["server"]["cpu"].get("busy"))
         n = max(m.get("completed") or 0, 1)
         # throughput moves with the mean request latency at a fixed load: its relative se
         rel = (_se(m.get("std_e2el_ms"), n) or 0) / m["mean_e2el_ms"] if m.get("mean_e2el_ms") else None
@@ -101,13 +105,13 @@ def _se(std: float | None, n: int) -> float | None:
 
 def _resource_metrics(run: RunData) -> list[Metric]:
     out = []
-    serve = run.get("serve") or {}
-    if serve.get("startup_seconds") is not None:
-        out.append(Metric("resources", "engine start-up", serve["startup_seconds"], None, False, "s"))
-    kv = (serve.get("engine_facts") or {}).get("kv_cache_tokens")
+    serve = run.serve
+    if serve and serve.startup_seconds is not None:
+        out.append(Metric("resources", "engine start-up", serve.startup_seconds, None, False, "s"))
+    kv = serve.engine_facts.get("kv_cache_tokens") if serve else None
     if kv is not None:
         out.append(Metric("resources", "KV-cache tokens", float(kv), 0.0, True))
-    rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
+    rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.runs if r.get("server")]
     rss = [x for x in rss if x]
     if rss:
         out.append(Metric("resources", "peak server RSS", max(rss) / 1024**3, None, False, "GiB"))
@@ -132,19 +136,36 @@ def compare_metric(a: Metric, b: Metric) -> dict[str, Any]:
             "busy": [a.busy, b.busy]}
 
 
+# A probe row that measured nothing: no row at all (the run stopped before its probes), or one not run or
+# not applicable. Such a feature is "not measured" in that run, never lost or gained.
+NOT_MEASURED = (None, "not run", "not applicable")
+
+
+def feature_change(a: str | None, b: str | None) -> str:
+    """What became of one feature from run A's probe status to run B's. Pure."""
+    if a in NOT_MEASURED or b in NOT_MEASURED:
+        return "not measured in A" if a in NOT_MEASURED else "not measured in B"
+    return "lost" if a == "supported" else "gained" if b == "supported" else "changed"
+
+
 def feature_changes(run_a: RunData, run_b: RunData) -> list[dict[str, Any]]:
-    rows_a = {r["name"]: r["status"] for r in (run_a.get("probes") or {}).get("rows", [])}
-    rows_b = {r["name"]: r["status"] for r in (run_b.get("probes") or {}).get("rows", [])}
-    return [{"name": n, "a": rows_a.get(n), "b": rows_b.get(n),
-             "change": "lost" if rows_a.get(n) == "supported" else "gained" if rows_b.get(n) == "supported" else "changed"}
-            for n in sorted(set(rows_a) | set(rows_b)) if rows_a.get(n) != rows_b.get(n)]
+    rows_a = {r["name"]: r["status"] for r in (run_a.probes.rows if run_a.probes else [])}
+    rows_b = {r["name"]: r["status"] for r in (run_b.probes.rows if run_b.probes else [])}
+    return [{"name": n, "a": rows_a.get(n), "b": rows_b.get(n), "change": feature_change(rows_a.get(n), rows_b.get(n))}
+            for n in sorted(set(rows_a) | set(rows_b))
+            if rows_a.get(n) != rows_b.get(n) and not {rows_a.get(n), rows_b.get(n)} <= set(NOT_MEASURED)]
 
 
 def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], verdicts: tuple[str, str]) -> dict[str, Any]:
     """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
-    WARN: a performance or resource regression; else PASS."""
+    WARN: a performance or resource regression, a run that was interrupted (not judged), or features one run
+    did not measure; else PASS."""
     reasons, status = [], "PASS"
-    if status_worse(verdicts[0], verdicts[1]):
+    for name, verdict in zip("AB", verdicts):
+        if verdict == INTERRUPTED:  # its verdict is not worse or better: there is none
+            status = "WARN"
+            reasons.append(f"run {name} was interrupted: not judged; what it did not measure is not compared")
+    if INTERRUPTED not in verdicts and status_worse(verdicts[0], verdicts[1]):
         status = "FAIL"
         reasons.append(f"the run's verdict went from {verdicts[0]} to {verdicts[1]}")
     for m in metrics:
@@ -156,6 +177,11 @@ def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], 
         if f["change"] == "lost":
             status = "FAIL"
             reasons.append(f"feature '{f['name']}': {f['a']} -> {f['b']}")
+    unmeasured = {side: sum(f["change"] == f"not measured in {side}" for f in features) for side in "AB"}
+    for side, count in unmeasured.items():
+        if count:
+            status = worst([status, "WARN"])
+            reasons.append(f"{count} feature(s) not measured in run {side}: not compared")
     return {"status": status, "reasons": reasons, "k_se": K_SE, "min_relative": MIN_RELATIVE}
 
 
@@ -168,7 +194,32 @@ def diff_runs(dir_a: Path, dir_b: Path) -> DiffResult:
     features = feature_changes(run_a, run_b)
     verdicts = (overall_verdict(run_a)["status"], overall_verdict(run_b)["status"])
     return DiffResult(run_a=str(dir_a), run_b=str(dir_b), metrics=metrics, features=features,
-                      verdict=diff_verdict(metrics, features, verdicts) | {"run_verdicts": list(verdicts)})
+                      verdict=diff_verdict(metrics, features, verdicts) | {"run_verdicts": list(verdicts)},
+                      settings=settings_moved(run_a, run_b))
+
+
+def settings_moved(run_a: RunData, run_b: RunData) -> dict[str, Any] | None:
+    """Where the two runs served the same weights in different settings (eager against TP=2, say): each
+    one's setting and endpoint verdict, and the setting that moved accuracy, judged as a differential run
+    judges its settings (accuracy/setting_cause.py, A the baseline); None where the settings are the same."""
+    from llm_adapt.accuracy.setting_cause import setting_cause
+    from llm_adapt.run.differential import located_reason
+    from llm_adapt.run.settings import served_setting
+
+    rows = []
+    for run in (run_a, run_b):
+        setting = served_setting(run.serve.argv if run.serve else None)
+        if setting is None:
+            return None
+        where = run.layers.first_local_excess if run.layers else None
+        ep = run.endpoint_accuracy
+        routing = where.get("routing") if where else None
+        rows.append({"label": setting.label, "features": sorted(setting.features),
+                     "status": ep.verdict["status"] if ep and ep.verdict else None,
+                     "located": located_reason(where), "routing": routing.get("verdict") if routing else None})
+    if rows[0]["label"] == rows[1]["label"]:
+        return None
+    return {"a": rows[0]["label"], "b": rows[1]["label"], "cause": setting_cause(rows)}
 
 
 def diff_markdown(result: DiffResult) -> str:
@@ -183,6 +234,11 @@ def diff_markdown(result: DiffResult) -> str:
     for m in result.metrics:
         lines.append(f"| {m['group']} | {cell(m['name'])} {m['unit']} | {num(m['a'])} | {num(m['b'])} | "
                      f"{num(m['delta'])} | {num(m['se'])} | {m['change']} |")
+    if result.settings:
+        from llm_adapt.messages import message
+
+        s = result.settings
+        lines[6:6] = [f"Settings: A {s['a']}, B {s['b']}: {cell(str(message(s['cause']['summary'], 'en')))}", ""]
     lines += ["", "| feature | A | B | change |", "|---|---|---|---|"]
     lines += [f"| {cell(f['name'])} | {f['a']} | {f['b']} | {f['change']} |" for f in result.features] or ["| - | - | - | none |"]
     return "\n".join(lines) + "\n"

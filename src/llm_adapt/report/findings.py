@@ -1,44 +1,49 @@
 """The report's judgement: overall verdict, the findings that matter, notes and troubleshooting.
-Pure functions of RunData's dictionaries."""
+Pure functions of RunData's records."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport
 from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.report.data import RunData
-from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, messages, probe_words, reason
+from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe_words, reason
+from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
+from llm_adapt.probes.run import ProbesResult
+from llm_adapt.run.differential import SettingsResult
+from llm_adapt.run.state import RunStatus
+from llm_adapt.status import INTERRUPTED, JUDGED, worst
 
-from llm_adapt.status import JUDGED, worst
-CORE_FEATURES = ("chat completion", "streaming")
-JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict")  # the verdicts the run's verdict is made of
+JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
 
 
-def main_target(acc: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not acc or not acc.get("targets"):
+def main_target(acc: AccuracyResult | None) -> RunnerReport | None:
+    if not acc or not acc.targets:
         return None
-    return next((t for t in acc["targets"] if not t.get("quant")), acc["targets"][0])
+    return next((t for t in acc.targets if not t.quant), acc.targets[0])
 
 
-def quant_targets(acc: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return [t for t in (acc or {}).get("targets", []) if t.get("quant")]
+def quant_targets(acc: AccuracyResult | None) -> list[RunnerReport]:
+    return [t for t in acc.targets if t.quant] if acc else []
 
 
-def false_ready(probes: dict[str, Any] | None, endpoint_accuracy: dict[str, Any] | None,
+def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracyResult | None,
                 dummy: bool = False) -> dict[str, Any] | None:
     """vLLM-Ascend's "false-ready": the server starts and answers (its chat completion returns 200 with
     text), but what it answers is wrong (served accuracy against the gold is FAIL). A failure, never a
     pass. None when it does not apply (dummy weights, no probes or no endpoint verdict). Pure."""
-    verdict = (endpoint_accuracy or {}).get("verdict") or {}
-    rows = {r["name"]: r for r in (probes or {}).get("rows", [])}
+    verdict = endpoint_accuracy.verdict if endpoint_accuracy else None
+    rows = {r["name"]: r for r in probes.rows} if probes else {}
     if dummy or not rows or not verdict:
         return None
-    answered = rows.get("chat completion", {}).get("status") == "supported"
+    first = core_features(rows)[0]  # chat completion, or the completions API of a base model
+    answered = rows.get(first, {}).get("status") == "supported"
     wrong = verdict.get("status") == "FAIL"
     return {"false_ready": answered and wrong, "answered": answered, "accuracy": verdict.get("status"),
-            "evidence": (rows.get("chat completion", {}).get("evidence") or "")[:200],
+            "evidence": (rows.get(first, {}).get("evidence") or "")[:200],
             "reasons": list(verdict.get("reasons", []))[:3],
             "source": "vLLM-Ascend model-adapter skill, troubleshooting.md 'False-ready'; the Gemma4-E4B-it "
                       "adaptation report widens it to answers with HTTP 200 and wrong output"}
@@ -56,31 +61,36 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     """Worst of: the engine started, core features work, the main in-process target, the endpoint;
     a server that answers wrongly is named false-ready. Never a PASS with a stage incomplete or a result
     file unreadable."""
+    stopped = interrupted_by(run.status)
+    if stopped:  # a run a signal stopped judges nothing, whatever finished before it
+        return {"status": INTERRUPTED, "reasons": [reason("interrupted_not_judged", signal=stopped)],
+                "false_ready": False, "judged": []}
     parts: list[tuple[str, str]] = []
-    stages = (run.get("status") or {}).get("stages", {})
+    stages = run.stages
     if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
         cause = (stages["serve"].get("reason") or "").strip().splitlines()
         parts.append(("FAIL", reason("engine_not_started", cause=cause[0] if cause else "no cause recorded")))
-    probes = run.get("probes")
+    probes = run.probes
     if probes:
-        rows = {r["name"]: r for r in probes["rows"]}
-        broken = [n for n in CORE_FEATURES if rows.get(n, {}).get("status") != "supported"]
+        rows = {r["name"]: r for r in probes.rows}
+        broken = core_broken(rows)
         if broken:
             parts.append(("FAIL", reason("core_broken", names=", ".join(broken))))
         errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
         if errors:  # the server misbehaved (a timeout, a crash, a wrong answer to a request it accepted)
             parts.append(("WARN", reason("probes_misbehaving", names=", ".join(errors))))
-    target = main_target(run.get("accuracy"))
+    target = main_target(run.accuracy)
     if target:
-        parts.append((target["verdict"]["status"], reason("in_process_verdict", label=target["label"],
-                                                          status=target["verdict"]["status"])))
-    ep = run.get("endpoint_accuracy")
-    if ep and ep.get("verdict"):
-        parts.append((ep["verdict"]["status"], reason("served_verdict", status=ep["verdict"]["status"])))
-    fr = false_ready(probes, ep, bool((run.get("status") or {}).get("dummy")))
+        parts.append((target.verdict["status"], reason("in_process_verdict", label=target.label,
+                                                       status=target.verdict["status"])))
+    ep = run.endpoint_accuracy
+    if ep and ep.verdict:
+        parts.append((ep.verdict["status"], reason("served_verdict", status=ep.verdict["status"])))
+    parts += settings_parts(run.settings)
+    fr = false_ready(probes, ep, bool(run.status and run.status.dummy))
     if fr and fr["false_ready"]:
         parts.insert(0, ("FAIL", reason("false_ready")))
-    ev = (run.get("eval") or {}).get("verdict") or {}
+    ev = run.eval.verdict if run.eval else {}
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], reason("task_verdict", status=ev["status"], detail=_task_detail(ev))))
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
@@ -96,6 +106,32 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
         status = "WARN"
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),
             "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}
+
+
+def interrupted_by(status: RunStatus | None) -> str | None:
+    """What stopped an interrupted run ("Ctrl-C", "SIGTERM"), from status.json; None for a run that was not.
+    A status.json written before `stopped_by` existed says so by a stage marked interrupted. Pure."""
+    if status is None:
+        return None
+    if status.stopped_by:
+        return "Ctrl-C" if status.stopped_by == "SIGINT" else status.stopped_by
+    stages = status.stages.values()
+    if not any(body.get("status") == "interrupted" for body in stages):
+        return None
+    return "SIGTERM" if any("SIGTERM" in str(body.get("reason") or "") for body in stages) else "Ctrl-C"
+
+
+def settings_parts(settings: SettingsResult | None) -> list[tuple[str, Any]]:
+    """A differential run's share of the verdict: the worst setting's status with the sentence that names
+    the setting that moved accuracy (the first setting is the run's own, judged above already); a setting
+    the engine refused is WARN: the run cannot vouch for it."""
+    if not settings or not settings.cause:
+        return []
+    rows = settings.rows
+    statuses = [r["status"] for r in rows[1:] if r.get("status")]
+    out = [(worst(statuses), reason("settings_verdict", summary=settings.cause["summary"]))] if statuses else []
+    return out + [("WARN", reason("setting_not_judged", label=r["label"], error=r.get("error") or "-"))
+                  for r in rows[1:] if not r.get("status")]
 
 
 def stage_status(body: dict, lang: str) -> str:
@@ -118,48 +154,48 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     """Up to five sentences a reader needs first, each built from a measurement; problems first."""
     T = REPORT_TEXT[lang]
     out: list[tuple[int, str]] = []
-    insp, serve, ep, acc = run.get("inspect"), run.get("serve"), run.get("endpoint_accuracy"), run.get("accuracy")
+    insp, serve, ep, acc = run.inspect, run.serve, run.endpoint_accuracy, run.accuracy
     if insp:
-        sup = insp["support"]
-        out.append((3, T["support"].format(arch=insp["architecture"], support=sup["vllm"],
+        sup = insp.support
+        out.append((3, T["support"].format(arch=insp.architecture, support=sup["vllm"],
                                            registry=message(sup["registry"], lang),
                                            strategy=sup["strategy"].lower() if lang == "en" else
                                            message(sup["strategy"], lang))))
-    if serve and serve.get("engine_facts", {}).get("kv_cache_tokens") is not None:
-        logged, predicted = serve["engine_facts"]["kv_cache_tokens"], serve["predicted"]["kv_cache_tokens"]
-        engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve["engine"], serve["engine"])
+    if serve and serve.engine_facts.get("kv_cache_tokens") is not None:
+        logged, predicted = serve.engine_facts["kv_cache_tokens"], serve.predicted["kv_cache_tokens"]
+        engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve.engine, serve.engine)
         same = T["same"] if logged == predicted else T["predicted"].format(predicted=predicted)
-        out.append((2, T["started"].format(engine=engine, seconds=serve["startup_seconds"], logged=logged, same=same)))
-    if ep and ep["sections"]["teacher_forced"].get("status") == "done":
-        s, f = ep["sections"]["teacher_forced"]["server"], ep["sections"]["teacher_forced"].get("floor")
-        greedy, div = ep["sections"]["greedy"], ""
+        out.append((2, T["started"].format(engine=engine, seconds=serve.startup_seconds, logged=logged, same=same)))
+    if ep and ep.sections["teacher_forced"].get("status") == "done":
+        s, f = ep.sections["teacher_forced"]["server"], ep.sections["teacher_forced"].get("floor")
+        greedy, div = ep.sections["greedy"], ""
         if greedy.get("status") == "done":
             rows = greedy["rows"]
             div = T["div"].format(exact=sum(r["exact"] for r in rows), n=len(rows),
                                   ties=sum(r["divergence"] == "near-tie" for r in rows),
                                   genuine=sum(r["divergence"] == "genuine" for r in rows))
-        floor = T["floor"].format(label=ep["floor"], kl=f["kl_lb_mean"]) if f else ""
-        out.append((1 if ep["verdict"]["status"] != "PASS" else 2,
+        floor = T["floor"].format(label=ep.floor, kl=f["kl_lb_mean"]) if f else ""
+        out.append((1 if ep.verdict["status"] != "PASS" else 2,
                     T["served"].format(kl=s["kl_lb_mean"], floor=floor, top1=s["same_top1"], div=div)))
     target = main_target(acc)
     if target:
-        where = target.get("first_local_excess")
-        basis = T["floor_basis"] if target.get("floor") else target_basis(target).words(lang)
+        where = target.first_local_excess
+        basis = T["floor_basis"] if target.floor else target_basis(target).words(lang)
         loc = T["loc"].format(name=_located(where, T)) if where else T["noloc"].format(basis=basis)
-        out.append((1 if target["verdict"]["status"] != "PASS" else 3,
-                    T["inproc"].format(label=target["label"], rel=target["layers"][-1]["rel_l2"],
-                                       kl=target["logits"]["kl_mean"], loc=loc)))
+        out.append((1 if target.verdict["status"] != "PASS" else 3,
+                    T["inproc"].format(label=target.label, rel=target.layers[-1]["rel_l2"],
+                                       kl=target.logits["kl_mean"], loc=loc)))
     for q in quant_targets(acc):
-        ratio = next((c["value"] for c in q["verdict"]["checks"] if c.get("key") in ("kl_ratio", "kl_absolute")), None)
-        ratio_text = T["ratio"].format(ratio=ratio, floor=q["floor"]) if isinstance(ratio, (int, float)) else ""
-        where = T["where"].format(name=_located(q["first_local_excess"], T)) if q.get("first_local_excess") else ""
-        out.append((2, T["quant"].format(quant=q["quant"], kl=q["logits"]["kl_mean"], ratio=ratio_text, where=where,
-                                         status=q["verdict"]["status"])))
+        ratio = next((c["value"] for c in q.verdict["checks"] if c.get("key") in ("kl_ratio", "kl_absolute")), None)
+        ratio_text = T["ratio"].format(ratio=ratio, floor=q.floor) if isinstance(ratio, (int, float)) else ""
+        where = T["where"].format(name=_located(q.first_local_excess, T)) if q.first_local_excess else ""
+        out.append((2, T["quant"].format(quant=q.quant, kl=q.logits["kl_mean"], ratio=ratio_text, where=where,
+                                         status=q.verdict["status"])))
     out += [(1, text) for text in _stop_findings(run, T)]
     thr = run.bench.get("throughput")
-    m = thr["runs"][0]["metrics"] if thr and thr.get("runs") else {}
+    m = thr.runs[0]["metrics"] if thr and thr.runs else {}
     if all(isinstance(m.get(k), (int, float)) for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms")):
-        out.append((3, T["tput"].format(n=thr["runs"][0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
+        out.append((3, T["tput"].format(n=thr.runs[0]["sent"], tps=m["output_throughput"], ttft=m["median_ttft_ms"],
                                         tpot=m["median_tpot_ms"])))
     return [text for _, text in sorted(out, key=lambda x: x[0])][:4]
 
@@ -167,18 +203,18 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
 def _stop_findings(run: RunData, T: dict[str, str]) -> list[str]:
     """"Answers end early/late" wherever a stop divergence was genuine; skipped prompts."""
     out = []
-    ep, target = run.get("endpoint_accuracy"), main_target(run.get("accuracy"))
+    ep, target = run.endpoint_accuracy, main_target(run.accuracy)
     sources = []
-    if ep and ep["sections"]["greedy"].get("status") == "done":
-        sources.append(("served", ep["sections"]["greedy"]["rows"]))
+    if ep and ep.sections["greedy"].get("status") == "done":
+        sources.append(("served", ep.sections["greedy"]["rows"]))
     if target:
-        sources.append((target["label"], target["greedy"]))
+        sources.append((target.label, target.greedy))
     for where, rows in sources:
         early = sum(1 for r in rows if r.get("stop") == "early" and r.get("divergence") == "genuine")
         late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
         if early or late:
             out.append(T["stops"].format(early=early, late=late, n=len(rows), where=where))
-    skipped = (ep or {}).get("verdict", {}).get("skipped_prompts") or []
+    skipped = (ep.verdict.get("skipped_prompts") if ep and ep.verdict else None) or []
     if skipped:
         out.append(T["skipped"].format(n=len(skipped), ids=", ".join(skipped)))
     return out
@@ -190,16 +226,16 @@ def recommendation(run: RunData) -> dict[str, Any] | None:
     Verified: the plan's command for the mode vLLM was started in, with the served model judged
     against the gold (not with dummy weights). A tune recommendation is faster, not verified for
     accuracy unless its own check says so."""
-    insp = run.get("inspect")
+    insp = run.inspect
     if not insp:
         return None
-    commands = insp["plan"]["commands"]
-    serve, ep = run.get("serve") or {}, run.get("endpoint_accuracy") or {}
-    served_ok = serve.get("engine") == "vllm" and not serve.get("dummy_weights") and (ep.get("verdict") or {}).get("status")
-    verified = {"mode": serve["mode"], "command": commands[serve["mode"]]} if served_ok and serve.get("mode") in commands else None
+    commands = insp.plan.commands
+    serve, ep = run.serve, run.endpoint_accuracy
+    served_ok = serve and serve.engine == "vllm" and not serve.dummy_weights and ep and ep.verdict
+    verified = {"mode": serve.mode, "command": commands[serve.mode]} if served_ok and serve.mode in commands else None
     unverified = [{"label": mode, "command": cmd} for mode, cmd in commands.items()
                   if not verified or mode != verified["mode"]]
-    tuned = (run.get("tune") or {}).get("recommendation")
+    tuned = run.tune.recommendation if run.tune else None
     if tuned and tuned.get("significant"):
         label = "tune" + ("" if tuned.get("accuracy_verified") else ": faster, accuracy not checked")
         unverified.insert(0, {"label": label, "command": tuned["command"]})
@@ -211,7 +247,7 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     quoted from servers stays as the server wrote it)."""
     N = REPORT_NOTES[lang]
     out: list[str] = []
-    stages = (run.get("status") or {}).get("stages", {})
+    stages = run.stages
     engine_failed = stages.get("serve", {}).get("status") == "failed"
     blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run" and _no_endpoint(b)]
     if engine_failed:  # the cause is in the summary's verdict: say it once, there
@@ -221,32 +257,31 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
         if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
             shown = N.get("statuses", {}).get(body["status"], body["status"])
             out.append(N["stage"].format(name=name, status=shown, reason=message(body.get("reason") or "", lang) or N["interrupted"]))
-    serve = run.get("serve") or {}
-    open_host = serve.get("host") in ("0.0.0.0", "::")
-    remote_code = Command.from_argv(serve.get("argv", [])).has("--trust-remote-code")
-    plan = (run.get("inspect") or {}).get("plan", {})
-    for warning in plan.get("warnings") or []:
+    serve = run.serve
+    open_host = bool(serve) and serve.host in ("0.0.0.0", "::")
+    remote_code = bool(serve) and Command.from_argv(serve.argv).has("--trust-remote-code")
+    for warning in run.inspect.plan.warnings if run.inspect else []:
         if not _said_by_serve(getattr(warning, "key", None), open_host, remote_code):
             out.append(N["plan"].format(warning=message(warning, lang)))
-    for row in (run.get("probes") or {}).get("rows", []):
+    for row in run.probes.rows if run.probes else []:
         if row["status"] != "supported":
             out.append(N["feature"].format(name=probe_words(row["name"], lang), status=probe_words(row["status"], lang),
                                            evidence=message(row["evidence"], lang)))
-    out += _endpoint_notes(run.get("endpoint_accuracy"), N, lang)
+    out += _endpoint_notes(run.endpoint_accuracy, N, lang)
     if serve:
         if open_host:
             out.append(N["open"])
         if remote_code:
             out.append(N["remote_code"])
     for name, bench in run.bench.items():
-        for r in bench.get("runs", []):
+        for r in bench.runs:
             acc = r.get("token_accounting") or {}
             if acc and not acc.get("fixed_length_honoured", True):
                 out.append(N["fixed_length"].format(name=name, label=r["label"], n=acc["wrong_length"]))
             if r["metrics"].get("failed"):
                 out.append(N["bench_failed"].format(name=name, label=r["label"], n=r["metrics"]["failed"],
                                                     errors=r["metrics"]["errors"]))
-            for c in (r.get("server_metrics") or {}).get("comparison") or []:
+            for c in r["server_metrics"].get("comparison") or [] if r.get("server_metrics") else []:
                 if not c["agree"]:
                     out.append(N["disagree"].format(name=name, label=r["label"], metric=c["metric"].upper(),
                                                     client=c["client_mean_ms"], server=c["server_mean_ms"]))
@@ -259,16 +294,15 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
     """The engine's warnings (serve.json) and the causes seen elsewhere in the run (a failed or refused start,
     a feature's error) explained by engines/troubleshoot.py's table: symptom, cause and fix for each match;
     the warnings it does not explain. Pure."""
-    serve, stages = run.get("serve") or {}, (run.get("status") or {}).get("stages", {})
-    seen = [Seen(a["cause"], "refused_start") for a in serve.get("attempts", [])
+    serve, stages = run.serve, run.stages
+    seen = [Seen(a["cause"], "refused_start") for a in (serve.attempts if serve else [])
             if a.get("outcome") != "started" and a.get("cause")]
     if stages.get("serve", {}).get("status") == "failed" and stages["serve"].get("reason"):
         seen.append(Seen(stages["serve"]["reason"], "start_failure"))
-    seen += [Seen(str(r.get("evidence") or ""), "probe", r["name"]) for r in (run.get("probes") or {}).get("rows", [])
+    seen += [Seen(str(r.get("evidence") or ""), "probe", r["name"]) for r in (run.probes.rows if run.probes else [])
              if r.get("status") in ("error", "unsupported")]
-    plan = (run.get("inspect") or {}).get("plan") or {}
-    platform = plan.get("platform") or (run.get("status") or {}).get("platform")
-    return diagnose((serve.get("engine_facts") or {}).get("warnings") or [], seen, platform, lang)
+    platform = (run.inspect.plan.platform if run.inspect else None) or (run.status.platform if run.status else None)
+    return diagnose((serve.engine_facts.get("warnings") if serve else None) or [], seen, platform, lang)
 
 
 def _no_endpoint(stage: dict[str, Any]) -> bool:
@@ -286,16 +320,16 @@ def _said_by_serve(key: str | None, open_host: bool, remote_code: bool) -> bool:
     return (remote_code and key == "remote_code_set") or (open_host and key == "open_host")
 
 
-def _endpoint_notes(ep: dict[str, Any] | None, N: dict[str, str], lang: str = "en") -> list[str]:
+def _endpoint_notes(ep: EndpointAccuracyResult | None, N: dict[str, str], lang: str = "en") -> list[str]:
     if not ep:
         return []
     out = []
-    for name, sec in ep["sections"].items():
+    for name, sec in ep.sections.items():
         if sec.get("status") in ("unsupported", "not run"):
             out.append(N["section"].format(name=N.get("sections", {}).get(name, name),
                                            status=probe_words(sec["status"], lang),
                                            reason=message(sec.get("reason") or "", lang)))
-    tok = ep["sections"]["tokenization"]
+    tok = ep.sections["tokenization"]
     for mm in tok.get("mismatches", []) if tok.get("status") == "done" else []:
         out.append(N["tokens"].format(id=mm["id"], server=mm["server_tokens"], ours=mm["ours_tokens"]))
     return out

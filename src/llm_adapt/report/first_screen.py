@@ -9,9 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_adapt.accuracy.flatness import is_flat
+from llm_adapt.accuracy.result import LogitStats, Verdict
+from llm_adapt.bench.modes import BenchResult
+from llm_adapt.environment import EnvironmentResult
 from llm_adapt.messages import FIRST_SCREEN as WORDS, FIRST_SCREEN_MODES as MODES, LIST_SEP, message, probe_words, rendered_check
 from llm_adapt.report.data import RunData
-from llm_adapt.report.findings import CORE_FEATURES, main_target, overall_verdict, quant_targets
+from llm_adapt.probes.context import core_broken, core_features
+from llm_adapt.report.findings import main_target, overall_verdict, quant_targets
 
 MAX_CHECKS = 8
 
@@ -38,43 +43,92 @@ class Check:
 class FirstScreen:
     title: str
     facts: str
-    status: str
+    status: str  # PASS / WARN / FAIL / INTERRUPTED
     why: str
     verified: list[str]
     planned: list[str]
     figures: list[Figure] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     informational: list[Check] = field(default_factory=list)
+    cautions: list[str] = field(default_factory=list)  # what weakens the checks shown (flat logits)
+    weights: str | None = None  # what the figures were measured on (models/provenance.py), one sentence
+    shown: str = ""  # the verdict as the report writes it: the status, or "interrupted: not judged"
 
 
-def first_screen(run: RunData, lang: str = "en", section_number: dict[str, int] | None = None) -> FirstScreen:
+def first_screen(run: RunData, lang: str = "en", section_number: dict[str, int] | None = None,
+                 verdict: dict[str, Any] | None = None) -> FirstScreen:
+    """`verdict`: the run's overall_verdict where the caller has it already."""
     W, numbers = WORDS[lang], section_number or {}
-    verdict = overall_verdict(run)
+    verdict = verdict or overall_verdict(run)
     return FirstScreen(title=_title(run, W), facts=_facts(run, W), status=verdict["status"],
-                       why=_why(run, verdict, lang), verified=_verified(run, W), planned=_planned(run, W, lang, numbers),
+                       why=_why(run, verdict, lang), verified=_verified(run, W) + task_seen(run, lang),
+                       planned=_planned(run, W, lang, numbers) + task_not_run(run, lang),
                        figures=key_figures(run, lang, numbers), checks=deciding_checks(run, lang),
-                       informational=informational_checks(run, lang))
+                       informational=informational_checks(run, lang), cautions=cautions(run, lang),
+                       weights=weights(run, lang), shown=verdict_shown(verdict["status"], lang))
+
+
+def gold_sharpness(run: RunData) -> LogitStats | None:
+    """How decisive the gold's logits were (metrics.logit_sharpness): from the in-process comparison's
+    reference, else from the endpoint accuracy's gold."""
+    if run.accuracy and run.accuracy.reference.logits.get("positions"):
+        return run.accuracy.reference.logits
+    return run.endpoint_accuracy.gold_logits if run.endpoint_accuracy else None
+
+
+def cautions(run: RunData, lang: str = "en") -> list[str]:
+    """What weakens the checks the first screen shows: flat logits (accuracy.flatness)."""
+    sharp = gold_sharpness(run)
+    if not is_flat(sharp):
+        return []
+    entropy = sharp.get("entropy_ratio")
+    return [WORDS[lang]["flat_logits"].format(decisive=f"{sharp['decisive_positions']:,}",
+                                              positions=f"{sharp['positions']:,}",
+                                              entropy=f"{entropy:.0%}" if isinstance(entropy, float) else "?")]
+
+
+def verdict_shown(status: str, lang: str = "en") -> str:
+    """A verdict as the report and the console write it: PASS, WARN or FAIL as they are, an interrupted run's
+    in words ("interrupted: not judged"). Pure."""
+    return WORDS[lang]["statuses"].get(status, status)
 
 
 def _title(run: RunData, W: dict[str, str]) -> str:
-    insp = run.get("inspect") or {}
-    model = (insp.get("model") or {}).get("name") or (run.get("status") or {}).get("model") or "model"
-    return W["title"].format(model=model, platform=(insp.get("platform") or {}).get("display") or "?")
+    insp = run.inspect
+    model = (insp.model.get("name") if insp else None) or (run.status.model if run.status else None) or "model"
+    return W["title"].format(model=model, platform=(insp.platform.display if insp else None) or "?")
 
 
 def _facts(run: RunData, W: dict[str, str]) -> str:
-    env = run.get("environment") or {}
-    return W["facts"].format(hardware=hardware(env, W), date=(env.get("collected_at") or "")[:10] or W["no_date"],
-                             version=env.get("llm_adapt") or W["no_version"])
+    env = run.environment
+    if env is None:
+        return W["facts"].format(hardware="?", date=W["no_date"], version=W["no_version"])
+    return W["facts"].format(hardware=hardware(env, W), date=(env.collected_at or "")[:10] or W["no_date"],
+                             version=env.llm_adapt or W["no_version"])
 
 
-def hardware(env: dict[str, Any], W: dict[str, str]) -> str:
+def weights(run: RunData, lang: str) -> str | None:
+    """The first screen's line on what the figures were measured on ("Weights: measured on the Q4_1 GGUF ...,
+    dequantized to fp32: the figures describe that conversion."); None without inspect.json."""
+    clause = weights_clause(run, lang)
+    return WORDS[lang]["weights"].format(what=clause) if clause else None
+
+
+def weights_clause(run: RunData, lang: str) -> str | None:
+    """What the run measured, as one clause in `lang` (models/provenance.describe), from inspect.json."""
+    from llm_adapt.models.provenance import describe
+
+    prov = run.inspect.measured if run.inspect else None
+    return str(message(describe(prov), lang)) if prov else None
+
+
+def hardware(env: EnvironmentResult, W: dict[str, str]) -> str:
     """The accelerators where there are any, else the CPU, as the environment recorded them."""
-    devices = [a.get("name") or a.get("kind") for a in env.get("accelerators") or []]
+    devices = [a.get("name") or a.get("kind") for a in env.accelerators]
     if devices:
         names = sorted(set(devices))
         return ", ".join(f"{devices.count(n)} x {n}" for n in names)
-    cpu = env.get("cpu") or {}
+    cpu = env.cpu
     return f"{cpu.get('model') or 'CPU'}, " + W["cores"].format(cores=cpu.get("cores", "?")) if cpu else "?"
 
 
@@ -83,43 +137,61 @@ def _why(run: RunData, verdict: dict[str, Any], lang: str) -> str:
     if verdict["status"] != "PASS":
         return LIST_SEP[lang].join(str(message(r, lang)) for r in verdict["reasons"][:3])
     parts = [str(message(p, lang)) for p in verdict.get("judged", [])]
-    if (run.get("probes") or {}).get("rows"):
-        parts.append(WORDS[lang]["core_ok"])
+    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
+    if rows:
+        and_ = " and " if lang == "en" else "与"
+        parts.append(WORDS[lang]["core_ok"].format(names=and_.join(probe_words(n, lang) for n in core_features(rows))))
     return WORDS[lang]["why_pass"].format(parts=LIST_SEP[lang].join(parts))
 
 
 def _engine_name(run: RunData) -> str:
-    serve = run.get("serve") or {}
-    builds = (run.get("environment") or {}).get("builds") or {}
-    if serve.get("engine") == "vllm":
-        version = (builds.get("vllm") or {}).get("version")
+    engine = run.serve.engine if run.serve else None
+    if engine == "vllm":
+        build = run.environment.builds.get("vllm") if run.environment else None
+        version = build.get("version") if build else None
         return "vLLM" + (f" {version}" if version else "")
-    return {"transformers": "transformers serve"}.get(serve.get("engine"), serve.get("engine") or "?")
+    return {"transformers": "transformers serve"}.get(engine, engine or "?")
 
 
 def _verified(run: RunData, W: dict[str, str]) -> list[str]:
-    out, serve = [], run.get("serve")
-    platform = ((run.get("inspect") or {}).get("platform") or {}).get("display", "?")
-    ep = run.get("endpoint_accuracy") or {}
+    out, serve, ep = [], run.serve, run.endpoint_accuracy
+    platform = run.inspect.platform.display if run.inspect else "?"
     if serve:
-        key = "served_dummy" if serve.get("dummy_weights") else "served_here"
-        out.append(W[key].format(engine=_engine_name(run), platform=platform, mode=serve.get("mode", "?")))
-    elif ep.get("endpoint"):
-        out.append(W["served_external"].format(url=(ep.get("endpoint") or {}).get("base_url", "?")))
-    target = main_target(run.get("accuracy"))
+        key = "served_dummy" if serve.dummy_weights else "served_here"
+        out.append(W[key].format(engine=_engine_name(run), platform=platform, mode=serve.mode))
+    elif ep and ep.endpoint:
+        out.append(W["served_external"].format(url=ep.endpoint.get("base_url", "?")))
+    target = main_target(run.accuracy)
     if target:
-        reference = ((run.get("accuracy") or {}).get("settings") or {}).get("reference", "fp32")
-        out.append(W["in_process"].format(label=target["label"], reference=reference))
+        out.append(W["in_process"].format(label=target.label, reference=run.accuracy.settings.get("reference", "fp32")))
     return out or [W["served_none"]]
 
 
+def task_seen(run: RunData, lang: str) -> list[str]:
+    """Per task metric, what its items could see: "with N items, a drop smaller than D points would go unseen"
+    (evaluation/power.py), or that they were enough."""
+    rows = run.eval.paired if run.eval else []
+    return [WORDS[lang]["task_seen"].format(line=message(r["seen"], lang)) for r in rows if r.get("seen")]
+
+
+def task_not_run(run: RunData, lang: str) -> list[str]:
+    """Tasks that did not run here, upstream's gate among them, each with why: eval.json's skipped lines, or
+    the eval stage's reason where it did not run (the gate's dataset is not here)."""
+    lines = list(run.eval.skipped) if run.eval else []
+    stage = run.stages.get("eval") or {}
+    if not run.eval and getattr(stage.get("reason"), "key", None) == "eval_opt_in":
+        lines.append(stage["reason"])
+    return [WORDS[lang]["task_not_run"].format(line=message(line, lang)) for line in lines]
+
+
 def _planned(run: RunData, W: dict[str, str], lang: str, numbers: dict[str, int]) -> list[str]:
-    insp = run.get("inspect") or {}
-    platform = insp.get("platform") or {}
-    if platform and not platform.get("local", True):
-        return [W["planned_other"].format(platform=platform.get("display", "?"))]
-    ran = (run.get("serve") or {}).get("mode")
-    modes = [m for m in ((insp.get("plan") or {}).get("commands") or {}) if m != ran]
+    insp = run.inspect
+    if insp and not insp.platform.local:
+        return [W["planned_other"].format(platform=insp.platform.display)]
+    ran = {run.serve.mode if run.serve else None} | {  # a differential run's settings served their modes too
+        "graph" if r.get("setting", {}).get("graph") else "eager"
+        for r in (run.settings.rows if run.settings else []) if r.get("status")}
+    modes = [m for m in (insp.plan.commands if insp else {}) if m not in ran]
     if not modes:
         return [W["nothing_planned"]]
     shown = [MODES.get(lang, MODES["en"]).get(m, m) for m in modes]
@@ -136,36 +208,35 @@ def key_figures(run: RunData, lang: str = "en", numbers: dict[str, int] | None =
 
 
 def _accuracy_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> Figure | None:
-    ep, acc = run.get("endpoint_accuracy") or {}, run.get("accuracy") or {}
-    reference = ep.get("reference") or (acc.get("settings") or {}).get("reference") or "fp32"
-    if ep.get("verdict"):
-        ratio = next((c["value"] for c in ep["verdict"]["checks"] if c.get("key") == "served_kl_ratio"), None)
-        kl = ((ep.get("sections") or {}).get("teacher_forced") or {}).get("server", {}).get("kl_lb_mean")
+    ep, acc = run.endpoint_accuracy, run.accuracy
+    reference = (ep.reference if ep else None) or (acc.settings.get("reference") if acc else None) or "fp32"
+    if ep and ep.verdict:
+        ratio = next((c["value"] for c in ep.verdict["checks"] if c.get("key") == "served_kl_ratio"), None)
+        kl = ep.sections["teacher_forced"].get("server", {}).get("kl_lb_mean")
         value = (W["kl_ratio"].format(ratio=ratio) if isinstance(ratio, (int, float))
-                 else W["kl_abs"].format(kl=kl) if isinstance(kl, (int, float)) else ep["verdict"]["status"])
-        prompts = len(((ep.get("sections") or {}).get("greedy") or {}).get("rows") or []) or "?"
-        source = W["from_served"].format(prompts=prompts, reference=reference, floor=ep.get("floor") or "-",
+                 else W["kl_abs"].format(kl=kl) if isinstance(kl, (int, float)) else ep.verdict["status"])
+        prompts = len(ep.sections["greedy"].get("rows") or []) or "?"
+        source = W["from_served"].format(prompts=prompts, reference=reference, floor=ep.floor or "-",
                                          section=numbers.get("accuracy", "?"))
-        return Figure(W["served_accuracy"], value, source, "accuracy", ep["verdict"]["status"])
+        return Figure(W["served_accuracy"], value, source, "accuracy", ep.verdict["status"])
     target = main_target(acc)
     if not target:
         return None
-    ratio = (target.get("vs_floor") or {}).get("kl_ratio")
+    ratio = target.vs_floor["kl_ratio"] if target.vs_floor else None
     value = (W["kl_ratio"].format(ratio=ratio) if isinstance(ratio, (int, float))
-             else W["kl_abs"].format(kl=target["logits"]["kl_mean"]))
-    source = W["from_in_process"].format(prompts=(acc.get("prompts") or {}).get("count", "?"), reference=reference,
+             else W["kl_abs"].format(kl=target.logits["kl_mean"]))
+    source = W["from_in_process"].format(prompts=acc.prompts.get("count", "?"), reference=reference,
                                          section=numbers.get("accuracy", "?"))
-    return Figure(W["in_process_accuracy"], value, source, "accuracy", target["verdict"]["status"])
+    return Figure(W["in_process_accuracy"], value, source, "accuracy", target.verdict["status"])
 
 
-def _bench_run(run: RunData, mode: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    bench = run.bench.get(mode) or {}
-    runs = bench.get("runs") or []
-    return (bench, runs[0]) if runs else None
+def _bench_run(run: RunData, mode: str) -> tuple[BenchResult, dict[str, Any]] | None:
+    bench = run.bench.get(mode)
+    return (bench, bench.runs[0]) if bench and bench.runs else None
 
 
 def _client_bound(r: dict[str, Any]) -> bool:
-    return bool(((r.get("server") or {}).get("cpu") or {}).get("client_bound"))
+    return bool(r.get("server") and r["server"].get("cpu") and r["server"]["cpu"].get("client_bound"))
 
 
 def _latency_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> Figure | None:
@@ -173,7 +244,7 @@ def _latency_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) ->
     if not found:
         return None
     bench, r = found
-    m, settings = r.get("metrics") or {}, bench.get("settings") or {}
+    m, settings = r.get("metrics") or {}, bench.settings
     if not all(isinstance(m.get(k), (int, float)) for k in ("median_ttft_ms", "median_tpot_ms")):
         return None
     source = W["from_latency"].format(n=r.get("sent", "?"), inp=settings.get("input_len", "?"),
@@ -187,7 +258,7 @@ def _throughput_figure(run: RunData, W: dict[str, str], numbers: dict[str, int])
     if not found:
         return None
     bench, r = found
-    m, settings = r.get("metrics") or {}, bench.get("settings") or {}
+    m, settings = r.get("metrics") or {}, bench.settings
     if not isinstance(m.get("output_throughput"), (int, float)):
         return None
     n = r.get("sent", "?")
@@ -198,7 +269,7 @@ def _throughput_figure(run: RunData, W: dict[str, str], numbers: dict[str, int])
 
 
 def _memory_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> Figure | None:
-    rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
+    rss = [r["server"].get("rss_bytes_max") for b in run.bench.values() for r in b.runs if r.get("server")]
     rss = [x for x in rss if x]
     if not rss:
         return None
@@ -206,7 +277,7 @@ def _memory_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> 
                   W["from_memory"].format(section=numbers.get("resources", "?")), "resources")
 
 
-ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2}
+ORDER = {"FAIL": 0, "WARN": 1, "UNJUDGED": 2, "PASS": 3}  # an unjudged check is shown before the passing ones
 HEADLINE = ("kl", "top1", "nonfinite", "greedy")  # a passing source shows these of its checks first
 PER_SOURCE = 2  # passing checks shown per judged source; every failed or warned one is shown
 
@@ -217,9 +288,9 @@ def _rank(check: dict[str, Any]) -> tuple[int, int]:
     return ORDER.get(str(check["status"]).upper(), 3), headline
 
 
-def _checks_of(verdict: dict[str, Any] | None, where: str, lang: str) -> list[Check]:
+def _checks_of(verdict: Verdict | None, where: str, lang: str) -> list[Check]:
     """A judged verdict's out-of-line checks, and its headline passing ones."""
-    ranked = sorted((verdict or {}).get("checks", []), key=_rank)
+    ranked = sorted(verdict.get("checks", []) if verdict else [], key=_rank)
     kept = [c for i, c in enumerate(ranked) if str(c["status"]).upper() != "PASS" or i < PER_SOURCE]
     return [Check(where, str(c["name"]), str(c["value"]), str(c.get("threshold") or "-"), str(c["status"]).upper())
             for c in (rendered_check(c, lang) for c in kept)]
@@ -229,14 +300,14 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
     """The checks of the judged verdicts (the served model, the main in-process target, the core probes),
     out-of-line ones first; never an informational target's."""
     W = WORDS[lang]
-    found = _checks_of((run.get("endpoint_accuracy") or {}).get("verdict"), W["served"], lang)
-    target = main_target(run.get("accuracy"))
+    found = _checks_of(run.endpoint_accuracy.verdict if run.endpoint_accuracy else None, W["served"], lang)
+    target = main_target(run.accuracy)
     if target:
-        found += _checks_of(target.get("verdict"), W["in_process_at"].format(label=target["label"]), lang)
-    rows = {r["name"]: r for r in (run.get("probes") or {}).get("rows", [])}
+        found += _checks_of(target.verdict, W["in_process_at"].format(label=target.label), lang)
+    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
     if rows:
-        broken = [n for n in CORE_FEATURES if rows.get(n, {}).get("status") != "supported"]
-        names = [probe_words(n, lang) for n in CORE_FEATURES]
+        core, broken = core_features(rows), core_broken(rows)
+        names = [probe_words(n, lang) for n in core]
         value = W["broken"] + ": " + W["and"].join(probe_words(n, lang) for n in broken) if broken else W["works"]
         found.append(Check(W["probes"], W["and"].join(names), value, "-", "FAIL" if broken else "PASS"))
     return sorted(found, key=lambda c: ORDER.get(c.status, 3))[:MAX_CHECKS]
@@ -244,9 +315,9 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
 
 def informational_checks(run: RunData, lang: str = "en") -> list[Check]:
     """Informational targets (accuracy.json's verdict "informational"): one row each, never judged."""
-    acc = run.get("accuracy") or {}
-    shown = (acc.get("verdict") or {}).get("informational")
-    targets = [t for t in quant_targets(acc) if shown is None or t["label"] in shown]
+    acc = run.accuracy
+    shown = acc.verdict.get("informational") if acc else None
+    targets = [t for t in quant_targets(acc) if shown is None or t.label in shown]
     W = WORDS[lang]
-    return [Check(W["in_process_at"].format(label=t["label"]), t.get("quant") or "", f"KL {t['logits']['kl_mean']:.2e}",
-                  "-", t["verdict"]["status"]) for t in targets if t.get("verdict")]
+    return [Check(W["in_process_at"].format(label=t.label), t.quant or "", f"KL {t.logits['kl_mean']:.2e}",
+                  "-", t.verdict["status"]) for t in targets if t.verdict]

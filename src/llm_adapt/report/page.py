@@ -21,15 +21,23 @@ def header_html(screen: FirstScreen, lang: str, section_ids: dict[int, str]) -> 
     """The first screen above the report: title, verdict banner with its why, what was verified and what
     only planned, figure cards with their provenance, the deciding checks and, apart, the informational
     results. Every text escaped."""
-    W, e = FIRST_WORDS[lang], html.escape
+    W, e = FIRST_WORDS[lang], _with_code
     status = screen.status
     cards = "".join(_card(f, section_ids) for f in screen.figures)
     scope = (f'<ul class="scope"><li><strong>{e(W["verified"])}</strong>: {e(W["sep"].join(screen.verified))}</li>'
-             f'<li><strong>{e(W["planned"])}</strong>: {e(W["sep"].join(screen.planned))}</li></ul>')
+             f'<li><strong>{e(W["planned"])}</strong>: {e(W["sep"].join(screen.planned))}</li>'
+             + "".join(f'<li class="caution"><strong>{e(W["caution"])}</strong>: {e(c)}</li>' for c in screen.cautions)
+             + '</ul>')
     return (f'<header class="first-screen"><h1>{e(screen.title)}</h1><p class="facts">{e(screen.facts)}</p>'
-            f'<div class="banner {status.lower()}" id="verdict"><span class="status">{status}</span>'
+            + (f'<p class="weights">{e(screen.weights)}</p>' if screen.weights else "") +
+            f'<div class="banner {status.lower()}" id="verdict"><span class="status">{e(screen.shown or status)}</span>'
             f'<span class="why">{e(screen.why)}</span></div>{scope}<div class="cards">{cards}</div>'
             f'{_checks_table(W["deciding"], screen.checks, "deciding")}{_informational(W, screen)}</header>')
+
+
+def _with_code(text: str) -> str:
+    """Escaped, with the Markdown's `code` spans (a file name, a command) drawn as code, as the Markdown shows them."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _checks_table(title: str, checks: list[Check], css: str) -> str:

@@ -1,33 +1,33 @@
-"""Report figures (matplotlib, Agg). Each function reads result dictionaries and writes one PNG."""
+"""Report figures (matplotlib, Agg). Each function reads result records and writes one PNG."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from llm_adapt.accuracy.result import AccuracyResult  # noqa: E402
 from llm_adapt.report.data import RunData  # noqa: E402
 from llm_adapt import rundir
 
 
-def error_growth(acc: dict[str, Any], out: Path) -> Path | None:
-    targets = acc.get("targets") or []
+def error_growth(acc: AccuracyResult | None, out: Path) -> Path | None:
+    targets = acc.targets if acc else []
     if not targets:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for t in targets:
-        xs = list(range(len(t["layers"])))
-        ax.plot(xs, [max(r["rel_l2"], 1e-9) for r in t["layers"]], marker=".", label=f"{t['label']} (full)")
-        ax.plot(xs, [max(r["local_rel_l2"], 1e-9) for r in t["layers"]], linestyle="--", alpha=0.7,
-                label=f"{t['label']} (local)")
-    for f in acc.get("floors") or []:
-        ax.plot(range(len(f["layers"])), [max(r["rel_l2"], 1e-9) for r in f["layers"]], color="grey", linestyle=":",
-                label=f"noise floor {f['label']}")
-    names = [r["name"] for r in targets[0]["layers"]]
+        xs = list(range(len(t.layers)))
+        ax.plot(xs, [max(r["rel_l2"], 1e-9) for r in t.layers], marker=".", label=f"{t.label} (full)")
+        ax.plot(xs, [max(r["local_rel_l2"], 1e-9) for r in t.layers], linestyle="--", alpha=0.7,
+                label=f"{t.label} (local)")
+    for f in acc.floors:
+        ax.plot(range(len(f.layers)), [max(r["rel_l2"], 1e-9) for r in f.layers], color="grey", linestyle=":",
+                label=f"noise floor {f.label}")
+    names = [r["name"] for r in targets[0].layers]
     step = max(1, len(names) // 12)
     ax.set_xticks(range(0, len(names), step), [names[i].replace("layer ", "L") for i in range(0, len(names), step)],
                   rotation=45, fontsize=8)
@@ -39,8 +39,8 @@ def error_growth(acc: dict[str, Any], out: Path) -> Path | None:
     return _save(fig, out / "accuracy_depth.png")
 
 
-def kl_percentiles(acc: dict[str, Any], out: Path) -> Path | None:
-    targets = (acc.get("floors") or []) + (acc.get("targets") or [])
+def kl_percentiles(acc: AccuracyResult | None, out: Path) -> Path | None:
+    targets = acc.floors + acc.targets if acc else []
     if not targets:
         return None
     keys = ["kl_p50", "kl_p95", "kl_p99", "kl_p99_9", "kl_max"]
@@ -48,10 +48,10 @@ def kl_percentiles(acc: dict[str, Any], out: Path) -> Path | None:
     width = 0.8 / len(targets)
     seen = set()
     for i, t in enumerate(targets):
-        if t["label"] in seen:
+        if t.label in seen:
             continue
-        seen.add(t["label"])
-        ax.bar([k + i * width for k in range(len(keys))], [max(t["logits"][k], 1e-9) for k in keys], width, label=t["label"])
+        seen.add(t.label)
+        ax.bar([k + i * width for k in range(len(keys))], [max(t.logits[k], 1e-9) for k in keys], width, label=t.label)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], ["p50", "p95", "p99", "p99.9", "max"])
     ax.set_yscale("log")
     ax.set_xlabel("percentile over token positions")
@@ -62,7 +62,7 @@ def kl_percentiles(acc: dict[str, Any], out: Path) -> Path | None:
 
 
 def latency_percentiles(run: RunData, out: Path) -> Path | None:
-    rows = [(name, b["runs"][0]["metrics"]) for name, b in run.bench.items() if b.get("runs") and name != "sweep"]
+    rows = [(name, b.runs[0]["metrics"]) for name, b in run.bench.items() if b.runs and name != "sweep"]
     if not rows:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -80,15 +80,15 @@ def latency_percentiles(run: RunData, out: Path) -> Path | None:
 
 def sweep_curve(run: RunData, out: Path) -> Path | None:
     sweep = run.bench.get("sweep")
-    if not sweep or not sweep.get("runs"):
+    if not sweep or not sweep.runs:
         return None
-    loads = [r["load"] for r in sweep["runs"]]
+    loads = [r["load"] for r in sweep.runs]
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ax.plot(loads, [_value(r["metrics"].get("output_throughput")) for r in sweep["runs"]], marker="o", label="output tok/s")
+    ax.plot(loads, [_value(r["metrics"].get("output_throughput")) for r in sweep.runs], marker="o", label="output tok/s")
     ax.set_xlabel("concurrent requests")
     ax.set_ylabel("output tokens/s")
     ax2 = ax.twinx()
-    ax2.plot(loads, [_value(r["metrics"].get("median_ttft_ms")) for r in sweep["runs"]], marker="s", color="tab:red",
+    ax2.plot(loads, [_value(r["metrics"].get("median_ttft_ms")) for r in sweep.runs], marker="s", color="tab:red",
              label="TTFT p50")
     ax2.set_ylabel("TTFT p50 (ms)")
     ax.set_title("Throughput and latency versus concurrency")
@@ -110,10 +110,10 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def draw_all(run: RunData) -> dict[str, str]:
-    """Every figure the data allows; name -> path relative to the run directory."""
-    out = run.dir / rundir.PLOTS
-    acc = run.get("accuracy") or {}
-    made = {"depth": error_growth(acc, out), "kl": kl_percentiles(acc, out),
+def draw_all(run: RunData, into: Path | None = None) -> dict[str, str]:
+    """Every figure the data allows, under `into` (default: the run directory); name -> path relative to it."""
+    into = Path(into) if into is not None else run.dir
+    out = into / rundir.PLOTS
+    made = {"depth": error_growth(run.accuracy, out), "kl": kl_percentiles(run.accuracy, out),
             "latency": latency_percentiles(run, out), "sweep": sweep_curve(run, out)}
-    return {name: str(path.relative_to(run.dir)) for name, path in made.items() if path}
+    return {name: str(path.relative_to(into)) for name, path in made.items() if path}

@@ -6,22 +6,20 @@ import base64
 import html
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import jinja2
 
-from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.errors import UsageError
-from llm_adapt.report.data import RunData, load_run
-from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
-                                      recommendation, stage_status, troubleshooting)
-from llm_adapt.report.first_screen import WORDS as FIRST_WORDS, first_screen
-from llm_adapt.report.page import SECTION, SECTIONS, collapse_long_tables, header_html, nav_html, section_ids
+from llm_adapt.report.context import report_context
+from llm_adapt.report.data import load_run
+from llm_adapt.report.first_screen import FirstScreen
+from llm_adapt.report.page import collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message, messages, operator_name, probe_words,
-                                rendered_check, verdict_reasons)
+from llm_adapt.messages import message, messages
 from llm_adapt import rundir
 
 LANGS = ("en", "zh")
@@ -68,75 +66,24 @@ def environment(lang: str) -> jinja2.Environment:
     return env
 
 
-def context(run: RunData, plots: dict[str, str], lang: str, page: bool = False) -> dict:
-    """Everything the templates read; `page`: the HTML page's Markdown, whose first screen (title, verdict,
-    figures, deciding checks) the page draws itself above it."""
-    return {"S": SECTION_WORDS[lang], "run": run, "p": run.parts, "bench": run.bench, "plots": plots, "verdict": overall_verdict(run),
-            "fs": first_screen(run, lang, SECTION), "first_words": FIRST_WORDS[lang], "page": page,
-            "findings": findings(run, lang), "notes": notes(run, lang), "trouble": troubleshooting(run, lang),
-            "main": main_target(run.get("accuracy")),
-            "quants": quant_targets(run.get("accuracy")), "logit_rows": logit_rows(run.get("accuracy"), lang),
-            "stages": {k: v for k, v in ((run.get("status") or {}).get("stages", {})).items() if k != "report"},
-            "peak_rss": peak_server(run), "rec": recommendation(run), "sections": SECTIONS,
-            "why": lambda stage: _why(run, stage, lang), "part_name": lambda part: part_name(part, lang),
-            "stage_reason": lambda body: message(body.get("reason") or "", lang),
-            "stage_status": lambda body: stage_status(body, lang),
-            "check_in": lambda check: rendered_check(check, lang),
-            "reasons_in": lambda verdict: verdict_reasons(verdict, lang),
-            "basis_in": lambda row: basis_text(row, lang),
-            "target_basis_in": lambda target: target_basis(target).words(lang),
-            "op_name": lambda name: operator_name(name, lang),
-            "probe_in": lambda text: probe_words(text, lang), "has_value": has_value}
-
-
-def has_value(rows: list[dict], key: str) -> bool:
-    """Whether any row has a value under `key` (a table leaves out a column none has). Pure."""
-    return any(r.get(key) not in (None, "-", "n/a") for r in rows)
-
-
-def logit_rows(acc: dict | None, lang: str = "en") -> list[tuple[str, dict]]:
-    """Each distinct runner once: floors first, then targets not already shown as a floor."""
-    if not acc:
-        return []
-    rows = [(FLOOR_LABEL[lang].format(label=f["label"]), f) for f in acc.get("floors", [])]
-    shown = {f["label"] for f in acc.get("floors", [])}
-    return rows + [(t["label"], t) for t in acc.get("targets", []) if t["label"] not in shown]
-
-
-def peak_server(run: RunData) -> dict | None:
-    """The highest server RSS and KV-cache usage seen over all benchmark runs."""
-    samples = [r["server"] for b in run.bench.values() for r in b.get("runs", []) if r.get("server")]
-    rss = [s["rss_bytes_max"] for s in samples if s.get("rss_bytes_max")]
-    kv = [s["kv_cache_usage_max"] for s in samples if s.get("kv_cache_usage_max") is not None]
-    device = [s["device_memory_bytes_max"] for s in samples if s.get("device_memory_bytes_max")]
-    if not rss and not kv:
-        return None
-    return {"rss": max(rss) if rss else None, "kv": max(kv) if kv else None, "device": max(device) if device else None}
-
-
-def _why(run: RunData, stage: str, lang: str = "en") -> str:
-    body = ((run.get("status") or {}).get("stages") or {}).get(stage)
-    if not body:
-        return "not part of this run" if lang == "en" else "不属于本次运行"
-    reason = message(body.get("reason") or "", lang)
-    return stage_status(body, lang) + (f": {reason}" if reason else "")
-
-
-def render_report(run_dir: Path, lang: str = "en", warn: Callable[[str], None] | None = None) -> list[Path]:
-    """report.md and report.html of a run directory; `warn` hears of each result file that cannot be read
-    (the report names it in its notes and judges without it)."""
+def render_report(run_dir: Path, lang: str = "en", warn: Callable[[str], None] | None = None,
+                  out: Path | None = None) -> list[Path]:
+    """report.md and report.html of a run directory, written into it or into `out` (with their plots); `warn`
+    hears of each result file that cannot be read (the report names it in its notes and judges without it)."""
     if lang not in LANGS:
         raise UsageError(f"--lang {lang!r}: use one of {', '.join(LANGS)}")
     run = load_run(run_dir)
+    target = rundir.ensure_writable(Path(out) if out is not None else run.dir)  # refused in one line, before drawing
     for why in run.unreadable.values() if warn else ():
         warn(why)
-    plots = draw_all(run)
+    plots = draw_all(run, target)
     template = environment(lang).get_template("report.md.j2")
-    markdown_text = renumbered(template.render(**context(run, plots, lang)))
-    md_path, html_path = run.dir / rundir.report(lang, "md"), run.dir / rundir.report(lang, "html")
+    ctx = report_context(run, plots, lang)  # once: the Markdown and the page read the same record
+    markdown_text = renumbered(template.render(ctx.names()))
+    md_path, html_path = target / rundir.report(lang, "md"), target / rundir.report(lang, "html")
     write_text_atomic(md_path, markdown_text)
-    page_text = renumbered(template.render(**context(run, plots, lang, page=True)))
-    write_text_atomic(html_path, to_html(page_text, run.dir, lang, run))
+    page_text = renumbered(template.render(replace(ctx, page=True).names()))
+    write_text_atomic(html_path, to_html(page_text, target, lang, ctx.screen))
     return [md_path, html_path]
 
 
@@ -167,7 +114,7 @@ def inert(markdown_text: str) -> str:
     return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
-def to_html(markdown_text: str, run_dir: Path, lang: str, run: RunData | None = None) -> str:
+def to_html(markdown_text: str, run_dir: Path, lang: str, screen: FirstScreen | None = None) -> str:
     """One self-contained page: a verdict banner, key figures and the failed checks first, a sticky
     section index, then the Markdown converted with long tables folded and every plot embedded."""
     import markdown
@@ -185,7 +132,6 @@ def to_html(markdown_text: str, run_dir: Path, lang: str, run: RunData | None = 
 
     body = re.sub(r'src="(plots/[^"]+\.png)"', embed, body)
     page = environment(lang).get_template("page.html.j2")
-    screen = first_screen(run, lang, SECTION) if run is not None else None
     header = header_html(screen, lang, section_ids(tokens)) if screen is not None else ""
     title = html.escape(screen.title if screen is not None else _title(markdown_text))
     return page.render(body=body, lang=lang, title=title, header=header, nav=nav_html(tokens, lang))
