@@ -56,7 +56,7 @@ def test_hub_offline_variable_is_honoured(hf_cache, monkeypatch):
 
 
 def test_unknown_id_offline_is_one_clear_line(hf_cache):
-    with pytest.raises(AdaptError, match="not in the local cache and offline mode is on"):
+    with pytest.raises(UsageError, match="not in the local cache and offline mode is on"):  # exit 2
         resolve_model("hf:org/absent", weights=False, offline=True)
 
 
@@ -84,5 +84,5 @@ def test_inspect_a_hub_id_from_the_cache(capsys, hf_cache):
 
 
 def test_compare_on_config_only_model_says_what_is_missing(capsys, hf_cache):
-    assert main(["compare", "hf:org/tiny", "--offline"]) == 1
+    assert main(["compare", "hf:org/tiny", "--offline"]) == 2  # offline, a miss is the user's to fix
     assert "weights are not in the local cache" in capsys.readouterr().err

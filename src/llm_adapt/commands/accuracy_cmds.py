@@ -52,7 +52,7 @@ def add_compare_parser(sub) -> None:
                    help="with --endpoint: the dtype the server computes in, for its noise floor (default bf16)")
     p.add_argument("--reference-streaming", action="store_true", default=None,
                    help="compute the reference one layer at a time from the shards (automatic when fp32 does not fit in RAM)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write accuracy.json here (default: a new directory under runs/)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write accuracy.json (endpoint_accuracy.json with --endpoint) here (default: not kept, only the summary is printed)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
     p.set_defaults(handler=cmd_compare)
 
@@ -97,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import open_run_dir
+    from llm_adapt.rundir import ensure_writable
 
     load_prompts(args.prompts)  # bad prompts fail before any model loads
     options = compare_options_from(args, detect_platform())
@@ -108,11 +108,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.target_model:
         check_same_family(source.path, args.target_model)
     options = placed_reference(args, options, source)
-    out = open_run_dir(args.out, source.name, "compare")
+    out = ensure_writable(args.out) if args.out else None  # an --out that refuses writes: refused before the work
     with progress_bar() as report:
         result = compare(source, options, report)
-    path = result.save(out / rundir.ACCURACY)
-    show_result(result, args.json, print_accuracy, path)
+    path = result.save(out / rundir.ACCURACY) if out else Path(rundir.ACCURACY)
+    show_result(result, args.json, print_accuracy, path, kept=out is not None)
     return 0
 
 
@@ -123,17 +123,18 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     from llm_adapt.accuracy.runner import parse_runner
     from llm_adapt.models.source import resolve_model
     from llm_adapt.progress import progress_bar
-    from llm_adapt.rundir import open_run_dir
+    from llm_adapt.rundir import kept_or_scratch
 
     endpoint = endpoint_from_args(args)
     source = resolve_model(args.model, offline=args.offline)
     source.require_weights("compare")
     from llm_adapt.cli_common import require_served_gold
+    from llm_adapt.engines.preflight import require_answers
 
-    require_served_gold(endpoint, source)  # a server of another model is refused before the gold is measured
+    model = require_served_gold(endpoint, source)  # a server of another model is refused before the gold is measured
+    require_answers(endpoint, model)  # and one whose every request fails (its /v1/models answering)
     floor = served_floor(options.reference, args.served_dtype, parse_runner(args.baseline) if args.baseline else None)
-    out = open_run_dir(args.out, source.name, "compare-endpoint")
-    with progress_bar() as report:
+    with kept_or_scratch(args.out) as out, progress_bar() as report:
         result = compare_endpoint(source, endpoint, options, floor, out, report)
-    show_result(result, args.json, print_endpoint_accuracy, out / rundir.ENDPOINT_ACCURACY)
+    show_result(result, args.json, print_endpoint_accuracy, out / rundir.ENDPOINT_ACCURACY, kept=args.out is not None)
     return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1

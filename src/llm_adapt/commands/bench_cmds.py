@@ -94,7 +94,7 @@ def add_bench_parser(sub) -> None:
     p.add_argument("--client-processes", type=client_processes, default=None, metavar="N|auto",
                    help="client processes the streams are spread over (default auto: one, more when one passes half a "
                         "core; a client that is busy itself measures itself)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write bench.json and raw records here (default: not kept, only the summary is printed)")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     add_vllm_aliases(p)
     p.set_defaults(handler=cmd_bench)
@@ -179,7 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from llm_adapt.prompts import load_prompts
 
         load_prompts(options.suite)
-    with engine_or_endpoint(args, f"bench-{options.mode}") as target:
+    with engine_or_endpoint(args) as target:
         out = target.out
         model, _ = resolve_model_name(target.endpoint, precheck_timeout(args.timeout))
         tokenizer, note = bench_tokenizer(args, target.model_dir)
@@ -188,7 +188,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         options = replace(options, tokenizer_id=options.tokenizer_id or str(tokenizer.name_or_path))
         with progress_bar() as report:
             result = run_bench(target.endpoint, model, work, options, out, pid=target.pid, progress=report)
-    show_result(result, args.json, print_bench, out / rundir.bench())
+    show_result(result, args.json, print_bench, out / rundir.bench(), kept=args.out is not None)
     return 0
 
 

@@ -53,6 +53,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from llm_adapt.inspect.summary import print_inspect, unsupported_verdict
     from llm_adapt.models.source import resolve_model
 
+    if args.out:
+        from llm_adapt.rundir import ensure_writable
+
+        ensure_writable(args.out)  # an --out that refuses writes: one line before any work
     source = resolve_model(args.model, weights=False, offline=args.offline)
     result = run_inspect(source, plan_options_from(args, source), args.platform)
     if args.tuned:

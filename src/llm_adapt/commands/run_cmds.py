@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from llm_adapt.cli_common import (
@@ -24,12 +25,14 @@ EPILOG_RUN = """examples:
   llm-adapt run ./Llama-3.2-3B-Instruct --endpoint http://npu-host:8000/v1 --skip bench   # MODEL: the checkpoint that server serves
   llm-adapt run default --quick --max-new-tokens 16
   llm-adapt run default --out runs/x --resume
+  llm-adapt run ./Qwen3-30B-A3B --settings eager,graph,tp2   # each setting served and judged against one gold
 """
 
 
 EPILOG_REPORT = """examples:
   llm-adapt report runs/SmolLM2-135M-Instruct-cpu-20261130-120000
   llm-adapt report runs/x --lang zh
+  llm-adapt report runs/x --out reports/x    # a run directory you cannot write into
 """
 
 
@@ -52,8 +55,10 @@ def add_run_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="with --out: keep the stages that finished in an earlier run")
     p.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
     add_accuracy_workload_options(p, quick=quick_sizes())
-    p.add_argument("--tasks", type=task_list, default=(), metavar="LIST",
-                   help="opt-in task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith")
+    p.add_argument("--tasks", type=task_list, default=None, metavar="LIST",
+                   help="task accuracy through lm-eval on the served model and the gold, e.g. builtin-mc,builtin-arith "
+                        "(default: gsm8k, vLLM-Ascend's e2e gate, where its dataset is in the local Hugging Face "
+                        "datasets cache and the run is not --quick; else none)")
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
     p.add_argument("--layers", action="store_true",
                    help="capture every layer inside the started vLLM engine (eager) and compare with the gold; "
@@ -61,6 +66,11 @@ def add_run_parser(sub) -> None:
                         "restarted with the capture plugin)")
     p.add_argument("--no-escalate", action="store_true",
                    help="never capture inside the engine on a FAIL or WARN")
+    p.add_argument("--settings", type=settings_list, metavar="LIST",
+                   help="a differential run: serve the model in each deployment setting in turn (eager, graph, tpN, "
+                        "epN, or two joined by '+', e.g. eager,graph,tp2), each judged against the same gold and "
+                        "floor; the first is the run's own deployment, and the report names the setting that moved "
+                        "accuracy (instead of --tp, --ep and --graph)")
     p.add_argument("--stages", type=stage_list, default=("real",), metavar="LIST",
                    help="weight stages in order: real (default), dummy, or dummy,real: vLLM-Ascend's two-stage gate, a "
                         "dummy-weight smoke (start, first request, content-free probes) into OUT/dummy, then the real run")
@@ -74,6 +84,15 @@ def stage_list(text: str) -> tuple[str, ...]:
     if names == ("real", "dummy"):
         raise argparse.ArgumentTypeError("the dummy stage comes first: dummy,real")
     return names
+
+
+def settings_list(text: str):
+    from llm_adapt.run.settings import parse_settings
+
+    try:
+        return parse_settings(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def task_list(text: str) -> tuple[str, ...]:
@@ -112,8 +131,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.run.config import QUICK, RunConfig, RunSizes
     from llm_adapt.run.pipeline import new_status, run_pipeline
     from llm_adapt.run.state import RunState
+    from llm_adapt.run.table import ENGINE_STAGE
     from llm_adapt.rundir import open_run_dir
 
+    if not args.endpoint and ENGINE_STAGE not in args.skip:  # this run starts the plan's engine here
+        from llm_adapt.platforms import require_engine_host
+
+        require_engine_host(args.platform, args.model)
     sizes = QUICK if args.quick else RunSizes()
     if args.prompts:
         from llm_adapt.prompts import load_prompts
@@ -126,6 +150,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sizes = replace(sizes, quants=tuple(dict.fromkeys(args.quant)))
     if args.resume and not (args.out and (args.out / rundir.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
+    if args.tasks is None:
+        from llm_adapt.evaluation.tasks import default_run_tasks
+
+        args.tasks = default_run_tasks(args.quick)
     if args.tasks:
         from llm_adapt.evaluation.tasks import validate
 
@@ -139,6 +167,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = resolve_model(args.model, weights=not dummy, offline=args.offline)  # fail before making a run dir
     if not dummy:
         source.require_weights("run (use --dummy for a dummy-weight check)")
+    settings = settings_of(args, endpoint)
+    require_parallel(source, settings or [(args.tp, args.ep)], args.platform)  # refused before a run directory
     two_stage = args.stages == ("dummy", "real")
     if two_stage and endpoint is not None:
         raise UsageError("--stages dummy,real starts its own engines (dummy weights, then the checkpoint's); drop --endpoint")
@@ -146,12 +176,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from llm_adapt.cli_common import require_served_gold
 
         require_served_gold(endpoint, source)  # a server of another model is refused before anything is measured
+    if endpoint is not None:
+        from llm_adapt.engines.preflight import require_answers
+
+        require_answers(endpoint)  # and one that lists its model but answers no request
     out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
-    with progress_bar() as report:
+    with progress_bar() as report, said_when_stopped(out, args):
         cfg = RunConfig(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
-                        graph=args.graph, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
+                        graph=args.graph, settings=settings, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
                         tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=layers_mode(args),
                         dummy_first=two_stage, progress=report, log=lambda m: print(m, file=sys.stderr))
@@ -161,6 +195,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     why = "; ".join(verdict["reasons"][:3])
     print(f"verdict: {verdict['status']}" + (f" ({why})" if why else ""))
     return run_exit_code(verdict["status"], [s for s, b in status.stages.items() if b.get("status") == "failed"])
+
+
+@contextmanager
+def said_when_stopped(out: Path, args: argparse.Namespace):
+    """A run stopped by Ctrl-C or SIGTERM ends, on the console as in status.json and the report, with the
+    verdict "interrupted: not judged" and how to finish it; the stop then goes on (exit 130 or 143)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        from llm_adapt.report.first_screen import verdict_shown
+        from llm_adapt.status import INTERRUPTED
+
+        print(f"verdict: {verdict_shown(INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")
+        raise
+
+
+def settings_of(args: argparse.Namespace, endpoint) -> tuple:
+    """--settings, checked against the options it replaces; the first setting becomes the run's own
+    deployment (args.tp, args.ep, args.graph)."""
+    if not args.settings:
+        return ()
+    if args.tp or args.ep or args.graph:
+        raise UsageError("--settings names each deployment (its first is the run's own); drop --tp, --ep and --graph")
+    if endpoint is not None:
+        raise UsageError("--settings starts an engine per setting; drop --endpoint")
+    if args.engine == "transformers" or args.dummy:
+        raise UsageError("--settings judges vLLM engines against the gold; drop --engine transformers and --dummy")
+    first = args.settings[0]
+    args.tp, args.ep, args.graph = (first.tp if first.tp > 1 else None), first.ep, first.graph
+    return args.settings
+
+
+def require_parallel(source, wanted, platform: str | None) -> None:
+    """Every (tp, ep) the run will plan (a setting has .tp and .ep), checked against the model and this host
+    before anything is made: one line and exit 2 (inspect/plan.parallel_problem)."""
+    from llm_adapt.inspect.plan import cpu_rank_problem, parallel_problem
+    from llm_adapt.models.spec import load_spec
+    from llm_adapt.platforms import cpu_cores, detect_platform, get_platform
+
+    pairs = [(w.tp, w.ep) if hasattr(w, "tp") else w for w in wanted]
+    pairs = [(tp or 1, bool(ep)) for tp, ep in pairs if (tp or 1) > 1 or ep]
+    if not pairs:
+        return
+    spec = load_spec(source.path)
+    host = get_platform(platform or detect_platform()).host_memory
+    for tp, ep in pairs:
+        if problem := parallel_problem(spec, tp, ep) or (cpu_rank_problem(tp, cpu_cores()) if host else None):
+            raise UsageError(problem)
 
 
 def run_exit_code(verdict: str, failed_stages: list[str]) -> int:
@@ -175,13 +257,16 @@ def add_report_parser(sub) -> None:
                        epilog=EPILOG_REPORT, formatter_class=help_formatter)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory (from run, or a command's --out)")
     p.add_argument("--lang", choices=["en", "zh"], default="en", help="report language (default en)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="write the report (and its plots) here instead of into RUN_DIR, e.g. for a read-only run directory")
     p.set_defaults(handler=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from llm_adapt.report.render import render_report
 
-    for path in render_report(args.run_dir, args.lang, warn=lambda line: print(f"warning: {line}", file=sys.stderr)):
+    for path in render_report(args.run_dir, args.lang, warn=lambda line: print(f"warning: {line}", file=sys.stderr),
+                              out=args.out):
         print(path)
     return 0
 

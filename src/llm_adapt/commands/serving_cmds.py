@@ -24,6 +24,7 @@ EPILOG_SERVE = """examples:
   llm-adapt serve default
   llm-adapt serve ./Llama-3.1-8B-Instruct --platform npu --graph --port 8000
   llm-adapt serve default --engine transformers
+  llm-adapt serve ./Qwen3-30B-A3B --tp 2 --graph       # two tensor-parallel ranks, torch.compile on CPU
 """
 
 
@@ -62,7 +63,7 @@ def add_probe_parser(sub) -> None:
     add_plan_options(p)
     add_engine_options(p)
     p.add_argument("--only", action="append", metavar="NAME", help="run only this probe (repeatable)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write probes.json here (default: a new directory under runs/)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write probes.json here (default: not kept, only the table is printed)")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     p.set_defaults(handler=cmd_probe)
 
@@ -76,7 +77,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         facts = started.engine_facts
         print(f"ready in {started.startup_seconds:.1f} s: {server.endpoint.base_url}  model: {server.endpoint.model}")
         if facts.get("kv_cache_tokens") is not None:
-            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted['kv_cache_tokens']:,} predicted")
+            ranks = facts.get("kv_space_gib_by_rank") or []
+            per_rank = f" ({len(ranks)} ranks, {', '.join(f'{g:g}' for g in ranks)} GiB each logged)" if len(ranks) > 1 else ""
+            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted['kv_cache_tokens']:,} "
+                  f"predicted{per_rank}")
         print("Ctrl-C stops the server.", file=sys.stderr)
         while server.alive():
             time.sleep(1)
@@ -91,14 +95,29 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if bool(args.endpoint) == bool(args.model):
         raise UsageError("give either MODEL (an engine is started) or --endpoint URL, not both or neither")
-    with engine_or_endpoint(args, "probe") as target:
+    if args.endpoint:
+        from llm_adapt.cli_common import endpoint_from_args
+        from llm_adapt.engines.preflight import require_answers
+
+        require_answers(endpoint_from_args(args))  # a server that answers no request: one line, nothing written
+    with engine_or_endpoint(args) as target:
         out = target.out
         with progress_bar() as report:
             result = run_probes(target.endpoint, out, engine=target.engine, only=args.only, progress=report,
                                 dummy=bool(getattr(args, "dummy", False) and args.model),
                                 facts={"tool_calling": target.tool_calling} if target.tool_calling else None)
-    show_result(result, args.json, print_probes, out / rundir.PROBES)
-    return 0 if result.complete else 1
+    show_result(result, args.json, print_probes, out / rundir.PROBES, kept=args.out is not None)
+    return probe_exit_code(result.complete, {r["name"]: r for r in result.rows})
+
+
+def probe_exit_code(complete: bool, rows: dict[str, dict]) -> int:
+    """1 when the server stopped answering or a core feature probed does not work (chat and streaming, or a
+    base model's completions: probes.context.core_features), as the run's verdict fails it; 0 otherwise (an
+    unsupported optional feature is a finding, not a failure). rows: probe name -> its row. Pure."""
+    from llm_adapt.probes.context import core_broken
+
+    broken = [n for n in core_broken(rows) if n in rows]  # --only may leave the core rows out
+    return 0 if complete and not broken else 1
 
 
 def add_mock_server_parser(sub) -> None:

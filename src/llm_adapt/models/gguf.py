@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
+import struct
+from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from llm_adapt.errors import UsageError
@@ -133,3 +137,98 @@ def _convert(gguf_path: Path, out: Path) -> None:
     tokenizer.save_pretrained(out)
     marker = {"source": str(gguf_path), "fingerprint": fingerprint(gguf_path), "dtype": "float32"}
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+
+
+# ---- what the file holds, from its header alone (no tensor is read) ----
+
+@dataclass(frozen=True)
+class GgufFacts:
+    """What a GGUF's header says about its weights: the quantization they are stored in."""
+
+    file_type: str | None  # general.file_type as llama.cpp names it ("Q4_1"); None: the header has none
+    tensor_types: dict[str, int] = field(default_factory=dict)  # tensors by stored type ("Q4_1": 210, "F32": 61)
+    name: str | None = None  # general.name
+    organization: str | None = None  # general.organization
+
+
+# GGUF value types (gguf's GGUFValueType): their struct formats; 8 is a string, 9 an array
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+_WANTED = ("general.file_type", "general.name", "general.organization")
+
+
+def header_facts(path: Path) -> GgufFacts:
+    """The quantization a GGUF file stores its weights in, read from its header (memory-mapped)."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
+        return parse_header(buffer)
+
+
+def parse_header(buffer) -> GgufFacts:
+    """GgufFacts from a GGUF's bytes (version 2 or 3): the metadata keys named in _WANTED and every
+    tensor's stored type. Pure; raises ValueError on a file of another shape."""
+    if bytes(buffer[:4]) != GGUF_MAGIC:
+        raise ValueError("no GGUF magic bytes")
+    version, tensors, kvs = struct.unpack_from("<IQQ", buffer, 4)
+    if version < 2:
+        raise ValueError(f"GGUF version {version} is not read (2 or later)")
+    offset, found = 24, {}
+    for _ in range(kvs):
+        key, offset = _string(buffer, offset)
+        (kind,), offset = struct.unpack_from("<I", buffer, offset), offset + 4
+        value, offset = _value(buffer, offset, kind)
+        if key in _WANTED:
+            found[key] = value
+    types: Counter[str] = Counter()
+    for _ in range(tensors):
+        _, offset = _string(buffer, offset)
+        (dims,) = struct.unpack_from("<I", buffer, offset)
+        offset += 4 + 8 * dims
+        (kind,) = struct.unpack_from("<I", buffer, offset)
+        offset += 4 + 8  # the type, then the data offset
+        types[tensor_type_name(kind)] += 1
+    file_type = found.get("general.file_type")
+    return GgufFacts(file_type=file_type_name(file_type) if isinstance(file_type, int) else None,
+                     tensor_types=dict(types.most_common()), name=found.get("general.name"),
+                     organization=found.get("general.organization"))
+
+
+def _string(buffer, offset: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from("<Q", buffer, offset)
+    start = offset + 8
+    return bytes(buffer[start:start + length]).decode("utf-8", "replace"), start + length
+
+
+def _value(buffer, offset: int, kind: int):
+    if kind == _STRING:
+        return _string(buffer, offset)
+    if kind == _ARRAY:  # skipped: no array is wanted (the tokenizer's are most of the header)
+        item, count = struct.unpack_from("<IQ", buffer, offset)
+        offset += 12
+        if item in _SCALARS:
+            return None, offset + struct.calcsize(_SCALARS[item]) * count
+        for _ in range(count):
+            _, offset = _value(buffer, offset, item)
+        return None, offset
+    if kind not in _SCALARS:
+        raise ValueError(f"unknown GGUF value type {kind}")
+    return struct.unpack_from(_SCALARS[kind], buffer, offset)[0], offset + struct.calcsize(_SCALARS[kind])
+
+
+def file_type_name(value: int) -> str:
+    """llama.cpp's name of a general.file_type ("Q4_1" for 3, "F32" for 0), from the gguf package's table."""
+    try:
+        from gguf import LlamaFileType
+
+        return LlamaFileType(value).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    except (ImportError, ValueError):
+        return f"file type {value}"
+
+
+def tensor_type_name(value: int) -> str:
+    """ggml's name of a tensor type ("Q4_1" for 3), from the gguf package's table."""
+    try:
+        from gguf import GGMLQuantizationType
+
+        return GGMLQuantizationType(value).name
+    except (ImportError, ValueError):
+        return f"type {value}"

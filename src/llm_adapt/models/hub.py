@@ -54,8 +54,9 @@ def resolve_hub(hub_id: HubId, *, weights: bool, offline: bool = False) -> Path:
     except Exception as exc:  # each hub library raises its own family of errors
         raise _explain(hub_id, exc, what, offline_requested(offline)) from None
     if weights and not any(path.glob("*.safetensors")):
-        raise AdaptError(f"{hub_id.hub}:{hub_id.repo}: the weights are not in the local cache yet (only config and "
-                         "tokenizer); run without --offline where the hub is reachable, or use --dummy")
+        miss = UsageError if offline_requested(offline) else AdaptError  # offline, a miss is the user's to fix
+        raise miss(f"{hub_id.hub}:{hub_id.repo}: the weights are not in the local cache yet (only config and "
+                   "tokenizer); run without --offline where the hub is reachable, or use --dummy")
     return path
 
 
@@ -84,7 +85,8 @@ def _explain(hub_id: HubId, exc: Exception, what: str, offline: bool) -> AdaptEr
     if name in ("RepositoryNotFoundError", "RevisionNotFoundError"):
         return UsageError(f"{where}: no such model or revision on the hub; check the id")
     if name in ("LocalEntryNotFoundError", "CachedRepoTreeNotFoundError", "IncompleteSnapshotError") or offline:
-        return AdaptError(f"{where}: its {what} are not in the local cache"
+        miss = UsageError if offline else AdaptError  # offline, a model the cache lacks is the user's to fix (exit 2)
+        return miss(f"{where}: its {what} are not in the local cache"
                           + (" and offline mode is on; run once with network" if offline else
                              " and the hub cannot be reached; download it where there is network or pass a local directory"))
     if "Connect" in name or "Timeout" in name or "HTTPError" in name:

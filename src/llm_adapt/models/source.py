@@ -35,6 +35,10 @@ class ModelSource:
         if not self.has_weights:
             raise UsageError(f"{self.given}: no weights (config only); {what} needs them. Use --dummy with serve/run "
                              "for a dummy-weight check, or give a model with safetensors weights")
+        from llm_adapt.models.weights import read_header, safetensors_files
+
+        for shard in safetensors_files(self.path):  # a truncated shard: one line now, not a loader's traceback later
+            read_header(shard)
 
     @property
     def has_tokenizer(self) -> bool:

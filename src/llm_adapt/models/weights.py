@@ -15,7 +15,9 @@ SAFETENSORS_DTYPES = {"F32": "fp32", "BF16": "bf16", "F16": "fp16", "I8": "int8"
 
 
 def read_header(path: Path) -> dict:
-    """The JSON header of one .safetensors file: {name: {dtype, shape, data_offsets}}."""
+    """The JSON header of one .safetensors file: {name: {dtype, shape, data_offsets}}, once the file is seen
+    to hold every byte the header's offsets point to (a truncated download is refused here, in one line,
+    before anything loads it)."""
     with open(path, "rb") as handle:
         raw = handle.read(8)
         if len(raw) != 8:
@@ -28,7 +30,30 @@ def read_header(path: Path) -> dict:
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise UsageError(f"{path}: corrupt safetensors header; re-download it") from None
     header.pop("__metadata__", None)
+    if not isinstance(header, dict):
+        raise UsageError(f"{path}: corrupt safetensors header; re-download it")
+    problem = data_problem(header, Path(path).stat().st_size - 8 - length)
+    if problem:
+        raise UsageError(f"{path}: {problem}; re-download it")
     return header
+
+
+def data_problem(header: dict, data_bytes: int) -> str | None:
+    """Why a safetensors file with `data_bytes` after its header cannot hold what its header's data_offsets
+    (each tensor's [begin, end) in that buffer) say; None when every tensor is there. Pure."""
+    try:
+        spans = {name: (int(entry["data_offsets"][0]), int(entry["data_offsets"][1])) for name, entry in header.items()}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return "corrupt safetensors header (a tensor without data_offsets)"
+    if not spans:
+        return None
+    if any(b > e for b, e in spans.values()):
+        return "corrupt safetensors header (a tensor's data_offsets run backwards)"
+    name, (begin, end) = max(spans.items(), key=lambda item: item[1][1])
+    if end > data_bytes:
+        return (f"truncated: its header places the last tensor ({name}) at data bytes {begin:,}-{end:,} and the file holds "
+                f"{max(data_bytes, 0):,} data bytes")
+    return None
 
 
 def safetensors_files(model_dir: Path) -> list[Path]:

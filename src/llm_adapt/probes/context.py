@@ -14,6 +14,26 @@ from llm_adapt.engines.endpoint import Endpoint
 SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN = "supported", "unsupported", "error", "not run"
 NOT_APPLICABLE = "not applicable"
 NOT_ENABLED = "not enabled"  # off by the server's start flags (the plan's choice), with the flag that turns it on
+NOT_JUDGED = "not judged"  # the model's own output decided the row, not the engine (a stop string never written)
+# The probes a server must pass to be of use: chat and streamed chat, or for a base model (no chat template,
+# so the server refuses chat) the completions API and streamed completions.
+CORE_CHAT = ("chat completion", "streaming")
+CORE_BASE = ("legacy completions", "streamed completions")
+NO_CHAT_TEMPLATE = "pe_no_chat_template"  # the evidence key of a chat row refused for want of a template
+
+
+def core_broken(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The core features (core_features) the engine failed: every status but supported and not judged (the model
+    ended its answer at once: accuracy judges the model, not this row). Pure."""
+    return [n for n in core_features(rows) if (rows.get(n) or {}).get("status") not in (SUPPORTED, NOT_JUDGED)]
+
+
+def core_features(rows: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    """The probes that decide whether the server works: CORE_BASE where the chat row was not applicable for
+    want of a chat template (a base model), else CORE_CHAT. rows: probe name -> its row. Pure."""
+    chat = rows.get("chat completion") or {}
+    key = getattr(chat.get("evidence"), "key", None)  # a Reason, as written and as results.read_checked reads it
+    return CORE_BASE if chat.get("status") == NOT_APPLICABLE and key == NO_CHAT_TEMPLATE else CORE_CHAT
 
 
 @dataclass

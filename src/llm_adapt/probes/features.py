@@ -8,18 +8,30 @@ from __future__ import annotations
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 from llm_adapt.messages import reason
-from llm_adapt.probes.context import (ERROR, NOT_ENABLED, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome, ProbeContext, Timer,
-                                      snippet)
+from llm_adapt.probes.context import (ERROR, NOT_ENABLED, NOT_JUDGED, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome,
+                                      ProbeContext, Timer, snippet)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HELLO = [{"role": "user", "content": "What is 2+2? Answer briefly."}]
+CHAT_MAX_TOKENS = 24  # the chat probe's request: HELLO, greedy, this many tokens (the export quotes its answer)
 
 
 def _chat(ctx: ProbeContext, messages=HELLO, **kw):
     return ctx.client.chat.completions.create(model=ctx.model, messages=messages, **kw)
+
+
+def _ask(ctx: ProbeContext, messages=HELLO, **kw) -> tuple[list[tuple[str, str | None]], Any]:
+    """A chat request, or for a base model (the server refused chat for want of a chat template) the
+    completions API on the messages' text: what is probed is the engine's handling of the request, not the
+    chat format. Returns each choice's (text, finish_reason) and the response (its usage)."""
+    if ctx.facts.get("no_chat_template"):
+        r = ctx.client.completions.create(model=ctx.model, prompt="\n".join(m["content"] for m in messages), **kw)
+        return [(c.text or "", c.finish_reason) for c in r.choices], r
+    r = _chat(ctx, messages, **kw)
+    return [(c.message.content or "", c.finish_reason) for c in r.choices], r
 
 
 def health(ctx: ProbeContext) -> Outcome:
@@ -40,19 +52,42 @@ def models(ctx: ProbeContext) -> Outcome:
 
 
 def chat(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, max_tokens=24, temperature=0)
+    r = _chat(ctx, max_tokens=CHAT_MAX_TOKENS, temperature=0)
     text = r.choices[0].message.content or ""
-    return Outcome(SUPPORTED if text.strip() else ERROR, reason("pe_answer", text=snippet(text)), {"text": text})
+    request = {"messages": HELLO, "max_tokens": CHAT_MAX_TOKENS, "temperature": 0}  # kept beside its answer
+    return Outcome(answered(text, r.usage.completion_tokens if r.usage else None), reason("pe_answer", text=snippet(text)),
+                   {"text": text, "request": request})
+
+
+def answered(text: str, tokens: int | None) -> str:
+    """An answer's row: the engine answered where it generated tokens, whatever the model wrote with them
+    (a random model writes newlines); no token at all is the model's own choice (it ended at once), not
+    judged; no usage and no text is an engine error. Pure."""
+    if text.strip() or (tokens or 0) > 0:
+        return SUPPORTED
+    return NOT_JUDGED if tokens == 0 else ERROR
 
 
 def streaming(ctx: ProbeContext) -> Outcome:
+    stream = _chat(ctx, max_tokens=16, temperature=0, stream=True, stream_options={"include_usage": True})
+    return _streamed(stream, lambda choice: choice.delta.content)
+
+
+def streamed_completions(ctx: ProbeContext) -> Outcome:
+    """The completions API streamed: with chat, what a base model (no chat template) is served through."""
+    stream = ctx.client.completions.create(model=ctx.model, prompt="The capital of France is", max_tokens=16,
+                                           temperature=0, stream=True, stream_options={"include_usage": True})
+    return _streamed(stream, lambda choice: choice.text)
+
+
+def _streamed(stream, text_of: Callable[[Any], str | None]) -> Outcome:
+    """A stream's row: content arrived (when, in how many chunks) and whether a usage chunk closed it."""
     import time
 
     start, first, usage, chunks = time.monotonic(), None, None, 0
-    stream = _chat(ctx, max_tokens=16, temperature=0, stream=True, stream_options={"include_usage": True})
     for chunk in stream:
         chunks += 1
-        if chunk.choices and chunk.choices[0].delta.content and first is None:
+        if chunk.choices and text_of(chunk.choices[0]) and first is None:
             first = time.monotonic() - start
         if chunk.usage is not None:
             usage = chunk.usage.model_dump()
@@ -63,42 +98,74 @@ def streaming(ctx: ProbeContext) -> Outcome:
 
 
 def completions(ctx: ProbeContext) -> Outcome:
-    r = ctx.client.completions.create(model=ctx.model, prompt="The capital of France is", max_tokens=8, temperature=0)
-    return Outcome(SUPPORTED, reason("pe_text", text=snippet(r.choices[0].text)))
+    request = {"prompt": "The capital of France is", "max_tokens": 8, "temperature": 0}
+    r = ctx.client.completions.create(model=ctx.model, **request)
+    return Outcome(SUPPORTED, reason("pe_text", text=snippet(r.choices[0].text)),
+                   {"text": r.choices[0].text, "request": request})
+
+
+STOP_PROMPT = "1, 2, 3, 4, 5, 6,"
+
+
+def stop_string(text: str, width: int = 3) -> str | None:
+    """A stop string the model is known to write: the first `width` characters of its own greedy text, from
+    the second character on, that are not only spaces and first occur there (so a stop on them cuts the text
+    at that point); else its first `width` characters (the answer is then empty, cut at its start). None where
+    the text has none (too short, or only spaces). Pure."""
+    for k in range(1, len(text) - width + 1):
+        candidate = text[k:k + width]
+        if candidate.strip() and text.find(candidate) == k:
+            return candidate
+    first = text[:width]  # a text that only repeats itself: stopping on its start still shows the stop works
+    return first if len(first) == width and first.strip() else None
 
 
 def stop_sequences(ctx: ProbeContext) -> Outcome:
-    r = ctx.client.completions.create(model=ctx.model, prompt="1, 2, 3, 4, 5, 6,", max_tokens=24, temperature=0,
-                                      stop=[" 9"])
+    """The engine stops at a stop string: one taken from the model's own greedy text (stop_string), so the
+    row judges the engine whatever the model writes (a fixed " 9" is never written by a random model)."""
+    free = ctx.client.completions.create(model=ctx.model, prompt=STOP_PROMPT, max_tokens=24, temperature=0)
+    own = free.choices[0].text
+    stop = stop_string(own)
+    if stop is None:
+        return Outcome(NOT_JUDGED, reason("pe_stop_nothing", text=repr(snippet(own))))
+    r = ctx.client.completions.create(model=ctx.model, prompt=STOP_PROMPT, max_tokens=24, temperature=0, stop=[stop])
     text, finish = r.choices[0].text, r.choices[0].finish_reason
-    ok = " 9" not in text and finish == "stop"
-    return Outcome(SUPPORTED if ok else UNSUPPORTED, reason("pe_stop", text=repr(snippet(text)), finish=finish))
+    ok = stop not in text and finish == "stop"
+    return Outcome(SUPPORTED if ok else UNSUPPORTED,
+                   reason("pe_stop", stop=repr(stop), own=repr(snippet(own, 60)), text=repr(snippet(text)), finish=finish))
 
 
 def n_choices(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, max_tokens=12, temperature=0.8, n=2)
-    return Outcome(SUPPORTED if len(r.choices) == 2 else UNSUPPORTED, reason("pe_choices", n=len(r.choices)))
+    choices, _ = _ask(ctx, max_tokens=12, temperature=0.8, n=2)
+    return Outcome(SUPPORTED if len(choices) == 2 else UNSUPPORTED, reason("pe_choices", n=len(choices)))
 
 
 def seed(ctx: ProbeContext) -> Outcome:
     prompt = [{"role": "user", "content": "Write a random word."}]
-    texts = [_chat(ctx, prompt, max_tokens=16, temperature=1.0, seed=1234).choices[0].message.content for _ in range(2)]
+    texts = [_ask(ctx, prompt, max_tokens=16, temperature=1.0, seed=1234)[0][0][0] for _ in range(2)]
     return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
                    reason("pe_seed_same" if texts[0] == texts[1] else "pe_seed_different", text=repr(snippet(texts[0], 60))))
 
 
 def greedy_determinism(ctx: ProbeContext) -> Outcome:
-    texts = [_chat(ctx, max_tokens=24, temperature=0).choices[0].message.content for _ in range(2)]
+    texts = [_ask(ctx, max_tokens=24, temperature=0)[0][0][0] for _ in range(2)]
     return Outcome(SUPPORTED if texts[0] == texts[1] else UNSUPPORTED,
                    reason("pe_greedy_same" if texts[0] == texts[1] else "pe_greedy_different"))
 
 
 def logprobs(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, max_tokens=4, temperature=0, logprobs=True, top_logprobs=3)
-    content = (r.choices[0].logprobs.content if r.choices[0].logprobs else None) or []
+    if ctx.facts.get("no_chat_template"):  # the completions API's form: logprobs=k
+        r = ctx.client.completions.create(model=ctx.model, prompt=HELLO[0]["content"], max_tokens=4, temperature=0,
+                                          logprobs=3)
+        lp = r.choices[0].logprobs
+        content, tops_of = (lp.tokens if lp else None) or [], lambda: len((lp.top_logprobs or [{}])[0] or {})
+    else:
+        r = _chat(ctx, max_tokens=4, temperature=0, logprobs=True, top_logprobs=3)
+        content = (r.choices[0].logprobs.content if r.choices[0].logprobs else None) or []
+        tops_of = lambda: len(content[0].top_logprobs or [])  # noqa: E731
     if not content:
         return Outcome(UNSUPPORTED, reason("pe_logprobs_ignored"))
-    tops = len(content[0].top_logprobs or [])
+    tops = tops_of()
     return Outcome(SUPPORTED if tops == 3 else UNSUPPORTED, reason("pe_logprobs", tokens=len(content), tops=tops))
 
 
@@ -132,10 +199,11 @@ def fixed_length(ctx: ProbeContext) -> Outcome:
 
 
 def max_tokens(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, [{"role": "user", "content": "Tell me a long story about a dragon."}], max_tokens=5, temperature=0)
+    choices, r = _ask(ctx, [{"role": "user", "content": "Tell me a long story about a dragon."}], max_tokens=5,
+                      temperature=0)
     got = r.usage.completion_tokens if r.usage else None
     ok = got is not None and got <= 5
-    return Outcome(SUPPORTED if ok else UNSUPPORTED, reason("pe_max_tokens", got=got, finish=r.choices[0].finish_reason))
+    return Outcome(SUPPORTED if ok else UNSUPPORTED, reason("pe_max_tokens", got=got, finish=choices[0][1]))
 
 
 WEATHER_TOOL = {"type": "function", "function": {
@@ -159,6 +227,8 @@ def _tool_outcome(r) -> Outcome:
 
 # vLLM's refusal of a tool_choice when it was started without a tool-call parser (vllm/renderers/online_renderer.py)
 PARSER_MISSING = re.compile(r"--tool-call-parser|--enable-auto-tool-choice")
+# vLLM's refusal of a chat request when the tokenizer has no chat template (vllm/renderers/hf.py)
+CHAT_TEMPLATE_MISSING = re.compile(r"must provide a chat template|chat template", re.IGNORECASE)
 ENABLE_TOOLS = "--enable-auto-tool-choice --tool-call-parser NAME"
 
 
@@ -184,6 +254,8 @@ def _tool_call(ctx: ProbeContext, tool_choice) -> Outcome:
     try:
         r = _chat(ctx, WEATHER_ASK, tools=[WEATHER_TOOL], max_tokens=64, temperature=0, tool_choice=tool_choice)
     except openai.BadRequestError as exc:
+        if CHAT_TEMPLATE_MISSING.search(exc.message or ""):
+            raise  # a base model: the runner says so (probes/run.py)
         if PARSER_MISSING.search(exc.message or ""):
             return tool_not_enabled(ctx.facts.get("tool_calling"), snippet(exc.message))
         return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=snippet(exc.message)))
@@ -208,10 +280,12 @@ def structured_output(ctx: ProbeContext) -> Outcome:
     r = _chat(ctx, [{"role": "user", "content": "Invent a person and give their name and age as JSON."}],
               max_tokens=64, temperature=0,
               response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON_SCHEMA}})
-    text = r.choices[0].message.content or ""
+    text, finish = r.choices[0].message.content or "", r.choices[0].finish_reason
     try:
         jsonschema.validate(json.loads(text), PERSON_SCHEMA)
     except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+        if finish == "length":  # guided decoding kept it on the schema; the model never closed it in time
+            return Outcome(NOT_JUDGED, reason("pe_schema_length", text=snippet(text)))
         return Outcome(UNSUPPORTED, reason("pe_schema_bad", error=type(exc).__name__, text=snippet(text)))
     return Outcome(SUPPORTED, reason("pe_schema_ok", text=snippet(text)))
 
@@ -251,12 +325,14 @@ def judge_chinese(answer: str, question: str) -> tuple[bool, dict]:
 
 
 def chinese(ctx: ProbeContext) -> Outcome:
-    r = _chat(ctx, [{"role": "user", "content": CHINESE_QUESTION}], max_tokens=32, temperature=0)
+    messages = [{"role": "user", "content": CHINESE_QUESTION}]
+    r = _chat(ctx, messages, max_tokens=32, temperature=0)
     text = r.choices[0].message.content or ""
     ok, seen = judge_chinese(text, CHINESE_QUESTION)
     return Outcome(SUPPORTED if ok else UNSUPPORTED,
                    reason("pe_cjk_answer", share=f"{seen['share']:.0%}", cjk=seen["cjk"], kept=seen["kept"],
-                          echoed=seen["echoed"], text=snippet(text)), seen)
+                          echoed=seen["echoed"], text=snippet(text)),
+                   {**seen, "text": text, "request": {"messages": messages, "max_tokens": 32, "temperature": 0}})
 
 
 def _count_tokens(ctx: ProbeContext, text: str) -> int | None:
@@ -345,9 +421,9 @@ def concurrent(ctx: ProbeContext) -> Outcome:
 
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(lambda _: _chat(ctx, max_tokens=16, temperature=0), range(8)))
+        results = list(pool.map(lambda _: _ask(ctx, max_tokens=16, temperature=0)[0], range(8)))
     wall = time.monotonic() - start
-    ok = all(r.choices[0].message.content for r in results)
+    ok = all(choices[0][0] for choices in results)
     return Outcome(SUPPORTED if ok else ERROR, reason("pe_concurrent", seconds=f"{wall:.2f}"))
 
 
@@ -369,7 +445,7 @@ def metrics(ctx: ProbeContext) -> Outcome:
 
 PROBES: dict[str, Callable[[ProbeContext], Outcome]] = {
     "health": health, "models": models, "chat completion": chat, "streaming": streaming,
-    "legacy completions": completions, "stop sequences": stop_sequences, "n > 1": n_choices,
+    "legacy completions": completions, "streamed completions": streamed_completions, "stop sequences": stop_sequences, "n > 1": n_choices,
     "seed reproducibility": seed, "greedy determinism": greedy_determinism, "logprobs / top_logprobs": logprobs,
     "prompt_logprobs": prompt_logprobs, "echo": echo, "fixed output length (ignore_eos / min_tokens)": fixed_length,
     "max_tokens honoured": max_tokens, "tool calling (named tool_choice)": tool_calling_named,

@@ -10,8 +10,9 @@ import httpx
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
-from llm_adapt.probes.context import ERROR, NOT_APPLICABLE, NOT_RUN, UNSUPPORTED, Outcome, Timer, make_context, snippet
-from llm_adapt.probes.features import PROBES
+from llm_adapt.probes.context import (ERROR, NO_CHAT_TEMPLATE, NOT_APPLICABLE, NOT_JUDGED, NOT_RUN, UNSUPPORTED, Outcome,
+                                      Timer, make_context, snippet)
+from llm_adapt.probes.features import CHAT_TEMPLATE_MISSING, PROBES
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
 
@@ -28,13 +29,17 @@ class ProbesResult(StageResult):
 
 
 # Probes whose verdict reads the model's words: meaningless with random (dummy) weights.
-JUDGE_CONTENT = ("stop sequences", "Chinese prompt answered in Chinese")
+JUDGE_CONTENT = ("Chinese prompt answered in Chinese",)
+# ... and, where the gold's logits are flat (a random or untrained model: `facts["flat_logits"]`), the rows
+# whose failure is the model's own choice (to answer in Chinese, to call a tool): not judged, not unsupported.
+MODEL_CHOICE = ("Chinese prompt answered in Chinese", "tool calling (tool_choice auto)")
 
 
 def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None = None,
                only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
                dummy: bool = False, facts: dict[str, Any] | None = None) -> ProbesResult:
-    """`facts`: what the run knows of the server beyond its answers (its plan's "tool_calling")."""
+    """`facts`: what the run knows of the server beyond its answers (its plan's "tool_calling", whether the
+    gold's logits are flat: "flat_logits")."""
     model, _ = resolve_model_name(endpoint)
     ctx = make_context(endpoint, model)
     ctx.facts.update(facts or {})
@@ -51,7 +56,7 @@ def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None =
             rows.append(_row(name, Outcome(NOT_APPLICABLE, reason("pe_dummy")), None))
             continue
         outcome, ms = _run_one(PROBES[name], ctx)
-        rows.append(_row(name, outcome, ms))
+        rows.append(_row(name, model_choice(name, outcome, bool(ctx.facts.get("flat_logits"))), ms))
         if outcome.status == ERROR and not _alive(ctx):
             stopped = reason("pe_stopped_during", name=name)
         result = _result(endpoint, model, engine, rows, complete=False)
@@ -72,6 +77,8 @@ def _run_one(probe, ctx) -> tuple[Outcome, float | None]:
     try:
         with timer:
             outcome = probe(ctx)
+    except openai.BadRequestError as exc:
+        outcome = refused(ctx, exc.message or "")
     except openai.APIStatusError as exc:
         status = ERROR if exc.status_code >= 500 else UNSUPPORTED
         outcome = Outcome(status, reason("pe_http", code=exc.status_code, body=snippet(exc.message)))
@@ -82,6 +89,24 @@ def _run_one(probe, ctx) -> tuple[Outcome, float | None]:
     except Exception as exc:  # a probe's own failure is a row, never the end of the run
         outcome = Outcome(ERROR, reason("pe_exception", error=type(exc).__name__, text=snippet(exc)))
     return outcome, getattr(timer, "ms", None)
+
+
+def refused(ctx, message: str) -> Outcome:
+    """A request the server answered with HTTP 400: for want of a chat template (a base model), the chat row
+    is not applicable and the probes after it ask through the completions API (`facts["no_chat_template"]`);
+    else the feature is unsupported, with the server's words."""
+    if CHAT_TEMPLATE_MISSING.search(message):
+        ctx.facts["no_chat_template"] = True
+        return Outcome(NOT_APPLICABLE, reason(NO_CHAT_TEMPLATE))
+    return Outcome(UNSUPPORTED, reason("pe_http", code=400, body=snippet(message)))
+
+
+def model_choice(name: str, outcome: Outcome, flat: bool) -> Outcome:
+    """A row whose failure was the model's own choice (MODEL_CHOICE) on a model with flat logits: not judged,
+    with the evidence kept. Pure."""
+    if flat and name in MODEL_CHOICE and outcome.status == UNSUPPORTED:
+        return Outcome(NOT_JUDGED, reason("pe_model_output", evidence=outcome.evidence), outcome.detail)
+    return outcome
 
 
 def timed_out(ctx, exc: Exception) -> Outcome:

@@ -7,7 +7,8 @@ from rich.table import Table
 
 from llm_adapt.probes.run import ProbesResult
 
-STYLE = {"supported": "green", "unsupported": "yellow", "error": "red", "not run": "dim", "not enabled": "dim"}
+STYLE = {"supported": "green", "unsupported": "yellow", "error": "red", "not run": "dim", "not enabled": "dim",
+         "not judged": "dim", "not applicable": "dim"}
 
 
 def print_probes(result: ProbesResult, console: Console) -> None:
