@@ -192,10 +192,14 @@ def test_a_404_at_v1_names_the_server_not_the_path(capsys, stub_server, tmp_path
 def run_dir(path, model: str, architecture: str = "LlamaForCausalLM"):
     path.mkdir()
     metrics = {"output_throughput": 300.0, "mean_ttft_ms": 100.0, "std_ttft_ms": 5.0, "completed": 32}
-    (path / "bench-throughput.json").write_text(json.dumps({"schema_version": 1, "runs": [{"metrics": metrics}]}))
-    (path / "status.json").write_text(json.dumps({"schema_version": 1, "model": f"./{model}", "stages": {}}))
-    (path / "inspect.json").write_text(json.dumps({"schema_version": 1, "kind": "inspect", "architecture": architecture,
-                                                   "model": {"name": model}}))
+    from llm_adapt.bench.modes import BenchResult
+    from llm_adapt.inspect.stage import InspectResult
+    from llm_adapt.run.state import RunStatus
+    from tests.records import record
+
+    record(BenchResult, mode="throughput", runs=[{"metrics": metrics}]).save(path / "bench-throughput.json")
+    record(RunStatus, model=f"./{model}", stages={}).save(path / "status.json")
+    record(InspectResult, architecture=architecture, model={"name": model}).save(path / "inspect.json")
     return path
 
 
@@ -219,3 +223,78 @@ def test_model_mismatch_is_silent_where_a_run_does_not_say():
 
     assert model_mismatch({"name": "a"}, {}) is None and model_mismatch({"name": "a"}, {"name": "a"}) is None
     assert model_mismatch({"name": "a", "architecture": "X"}, {"name": "a", "architecture": "Y"}) == "architecture 'X' against 'Y'"
+
+
+# --- values quoted as given ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["64XB", "lots", "GiB", "-3G"])
+def test_a_bad_memory_size_is_quoted_as_the_user_typed_it(text):
+    import argparse
+
+    from llm_adapt.cli_args import memory_gib
+
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        memory_gib(text)
+    assert str(refused.value).startswith(repr(text))
+
+
+def test_memory_sizes_in_every_unit():
+    from llm_adapt.cli_args import memory_gib
+
+    assert memory_gib("64") == memory_gib("64GiB") == memory_gib("64G") == 64.0
+    assert memory_gib("512MiB") == 0.5 and memory_gib("1TB") == 1024.0
+
+
+# --- results that cannot be written ----------------------------------------------------------------------------
+
+def test_a_result_under_a_regular_file_is_one_line_and_exit_2(tmp_path):
+    from llm_adapt.errors import UsageError
+    from llm_adapt.results import write_text_atomic
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UsageError, match="cannot write results there .*; choose another --out"):
+        write_text_atomic(blocker / "sub" / "inspect.json", "{}")
+
+
+def test_a_full_disk_is_the_machines_not_the_users():
+    import errno
+
+    from llm_adapt.errors import AdaptError, UsageError, cannot_write
+
+    full = cannot_write("/x", OSError(errno.ENOSPC, "No space left on device"))
+    assert type(full) is AdaptError and full.exit_code == 1
+    assert isinstance(cannot_write("/x", OSError(errno.EROFS, "Read-only file system")), UsageError)
+
+
+# --- measuring commands write only where asked -------------------------------------------------------------------
+
+def test_without_out_the_scratch_goes_and_with_out_the_results_stay(tmp_path, monkeypatch):
+    import tempfile
+
+    from llm_adapt.rundir import kept_or_scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with kept_or_scratch(None) as scratch:
+        (scratch / "probes.json").write_text("{}")
+    assert not scratch.exists()
+    with kept_or_scratch(tmp_path / "out") as kept:
+        (kept / "probes.json").write_text("{}")
+    assert (tmp_path / "out" / "probes.json").exists()
+
+
+def test_a_scratch_whose_engine_failed_is_kept_for_its_log(tmp_path, monkeypatch):
+    """The engine's error names its log in the scratch directory: that one stays."""
+    import tempfile
+
+    from llm_adapt.engines.server import EngineStartError
+    from llm_adapt.rundir import kept_or_scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(EngineStartError), kept_or_scratch(None) as scratch:
+        (scratch / "engine.log").write_text("boom")
+        raise EngineStartError("vllm exited", "boom", scratch / "engine.log")
+    assert (scratch / "engine.log").exists()
+    with pytest.raises(ValueError), kept_or_scratch(None) as other:
+        raise ValueError("any other failure")
+    assert not other.exists()

@@ -148,7 +148,7 @@ def render_section(env: dict, lang: str) -> str:
     from llm_adapt.messages import SECTION_WORDS
 
     source = '{% set n = 3 %}{% include "sections/environment.md.j2" %}'
-    return templates(lang).from_string(source).render(env=env, S=SECTION_WORDS[lang])
+    return templates(lang).from_string(source).render(env=EnvironmentResult.model_validate(env), S=SECTION_WORDS[lang])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -171,8 +171,9 @@ def test_report_says_when_cann_is_absent(no_default_toolkit, monkeypatch):
 
 
 def test_report_of_an_old_environment_json_has_no_new_rows():
-    old = {"command": "llm-adapt run", "packages": {"torch": "2.4"}, "cpu": {"model": "x", "cores": 2, "avx512": False},
-           "memory_gib": 24.0, "accelerators": [], "python": "3.11", "os": "Linux"}
+    old = {"llm_adapt": "0.1.0", "command": "llm-adapt run", "packages": {"torch": "2.4"},
+           "cpu": {"model": "x", "cores": 2, "avx512": False}, "memory_gib": 24.0, "accelerators": [], "python": "3.11",
+           "os": "Linux"}
     section = render_section(old, "en")
     assert "CANN" not in section and "| torch | 2.4 |" in section and "instruction sets" not in section
 

@@ -59,13 +59,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"llm-adapt {args.command}: error: {exc}\n")
         return exc.exit_code
     except Terminated:
-        sys.stderr.write(f"llm-adapt {args.command}: terminated; finished results are kept\n")
+        sys.stderr.write(f"llm-adapt {args.command}: terminated (SIGTERM){_kept(args)}\n")
         return 143
     except KeyboardInterrupt:
-        sys.stderr.write(f"llm-adapt {args.command}: interrupted; finished results are kept\n")
+        sys.stderr.write(f"llm-adapt {args.command}: interrupted (Ctrl-C){_kept(args)}\n")
         return 130
     finally:
         restore()
+
+
+def _kept(args: argparse.Namespace) -> str:
+    """Where a stopped command's finished results are: its --out (a run, which always has a directory, says it
+    itself); a command without --out wrote them nowhere."""
+    out = getattr(args, "out", None)
+    return f"; finished results are kept in {out}" if out else ""
 
 
 if __name__ == "__main__":

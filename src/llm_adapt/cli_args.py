@@ -43,11 +43,17 @@ def fraction(text: str) -> float:
 
 
 def memory_gib(text: str) -> float:
-    """GiB as a number, or with a unit: 64, 64G, 64GiB, 512M, 512MiB."""
+    """GiB as a number, or with a unit: 64, 64G, 64GiB, 512M, 512MiB. An error quotes the text as given."""
     raw = text.strip().lower().removesuffix("ib").removesuffix("b")
     scale = {"g": 1.0, "m": 1 / 1024, "t": 1024.0}.get(raw[-1:], None)
     number = raw[:-1] if scale is not None else raw
-    value = positive_float(number) if number else positive_float(text)
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory size; give GiB as a number or with a unit, "
+                                         "e.g. 64, 64GiB or 512MiB") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite size greater than 0")
     return value * (scale or 1.0)
 
 

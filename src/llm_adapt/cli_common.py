@@ -28,6 +28,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=list(PLATFORMS), help="target platform (default: detected)")
     p.add_argument("--device-memory", type=memory_gib, metavar="GIB", help="memory per device, e.g. 64 or 64GiB")
     p.add_argument("--devices", type=positive_int, metavar="N", help="devices per node (default: those present, else 8)")
+    p.add_argument("--tp", type=positive_int, metavar="N",
+                   help="tensor-parallel ranks (--tensor-parallel-size): the attention heads and KV heads must divide "
+                        "by N; on CPU one rank per core group (default: 1 on CPU, the fewest that fit elsewhere)")
+    p.add_argument("--ep", action="store_true",
+                   help="expert parallelism (--enable-expert-parallel) over the --tp ranks; MoE models only")
     p.add_argument("--nodes", type=positive_int, metavar="N",
                    help="nodes: the layout uses at most N, and N > 1 adds multi-node commands, data parallel and Ray "
                         "(default: as many as needed)")
@@ -93,19 +98,23 @@ def require_served_gold(endpoint, source, timeout_s: float | None = None) -> str
     return model
 
 
-def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields) -> tuple["RunConfig", "RunState"]:
+def command_run(args: argparse.Namespace, label: Callable[[str], str], out: Path | None = None,
+                **fields) -> tuple["RunConfig", "RunState"]:
     """A measuring command's share of `run`: MODEL resolved and planned by run's own stages (a
-    configuration error stops before any directory exists), its run directory (named by `label` of
-    the platform) with inspect.json, and run's config from the same flags. `fields` override it."""
+    configuration error stops before any directory exists), its run directory (`out`, else --out, else
+    one named by `label` of the platform) with inspect.json, and run's config from the same flags.
+    `fields` override it."""
     from dataclasses import replace
 
     from llm_adapt.models.source import resolve_model
+    from llm_adapt.platforms import require_engine_host
     from llm_adapt.run import stages
     from llm_adapt.run.config import RunConfig
     from llm_adapt.run.pipeline import new_status
     from llm_adapt.run.state import RunState
     from llm_adapt.rundir import open_run_dir
 
+    require_engine_host(args.platform, args.model)  # an engine of a platform this host lacks: refused first
     cfg = RunConfig(out=Path(), model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
                     platform=args.platform, engine=getattr(args, "engine", None), graph=getattr(args, "graph", False),
                     port=args.port, startup_timeout_s=args.startup_timeout,
@@ -120,7 +129,7 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], **fields)
         raise AdaptError(unsupported_verdict(state.inspect).removeprefix("verdict: "))
     if not cfg.dummy:
         state.source.require_weights("starting an engine")
-    cfg = replace(cfg, out=open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
+    cfg = replace(cfg, out=out or open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
     stages.save_plan(cfg, state)
     return cfg, state
 
@@ -136,22 +145,23 @@ class Target:
 
 
 @contextmanager
-def engine_or_endpoint(args: argparse.Namespace, label: str):
+def engine_or_endpoint(args: argparse.Namespace):
     """Yield a Target: an external --endpoint, or an engine started for MODEL by run's serve stage
-    (stopped on the way out)."""
-    from llm_adapt.rundir import open_run_dir
+    (stopped on the way out). Its results go to --out, or to a scratch directory gone on the way out."""
+    from llm_adapt.rundir import kept_or_scratch
 
     if args.endpoint:
         endpoint = endpoint_from_args(args)
-        out = open_run_dir(args.out, "endpoint", label)
-        yield Target(endpoint, None, out)
+        with kept_or_scratch(args.out) as out:
+            yield Target(endpoint, None, out)
         return
     from llm_adapt.run.stages import engine_kept
 
-    cfg, state = command_run(args, lambda platform: label)
-    with engine_kept(cfg, state) as server:
-        planned = state.inspect.plan.tool_calling if server.spec.engine == "vllm" else None
-        yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path, planned)
+    with kept_or_scratch(args.out) as out:
+        cfg, state = command_run(args, lambda platform: "", out=out)
+        with engine_kept(cfg, state) as server:
+            planned = state.inspect.plan.tool_calling if server.spec.engine == "vllm" else None
+            yield Target(server.endpoint, server.spec.engine, cfg.out, server.proc.pid, state.source.path, planned)
 
 
 def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":
@@ -167,16 +177,18 @@ def plan_options_from(args: argparse.Namespace, source) -> "PlanOptions":
         max_num_batched_tokens=args.max_num_batched_tokens, gpu_memory_utilization=args.gpu_memory_utilization,
         device_memory_gib=args.device_memory, devices_per_node=args.devices, max_nodes=args.nodes,
         kv_cache_space_gib=args.kv_cache_space, host=args.host, port=args.port or 8000,
-        trust_remote_code=args.trust_remote_code,
+        trust_remote_code=args.trust_remote_code, tensor_parallel=getattr(args, "tp", None),
+        expert_parallel=getattr(args, "ep", False),
     )
 
 
-def show_result(result, as_json: bool, summary, path: Path) -> None:
-    """--json prints the result itself; otherwise the terminal summary and where the result lies."""
+def show_result(result, as_json: bool, summary, path: Path, kept: bool = True) -> None:
+    """--json prints the result itself; otherwise the terminal summary and where the result lies (`kept`:
+    written to the user's --out, else gone with its scratch directory)."""
     if as_json:
         print(result.to_json())
         return
     from rich.console import Console
 
     summary(result, Console())
-    print(f"result: {path}")
+    print(f"result: {path}" if kept else f"result not kept: pass --out DIR to keep {path.name}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 @dataclass(frozen=True)
 class Command:
-    program: tuple[str, ...]  # e.g. ("python", "-m", "vllm.entrypoints.openai.api_server")
+    program: tuple[str, ...]  # e.g. ("vllm", "serve", MODEL) or ("python", "-m", "vllm.entrypoints.openai.api_server")
     options: tuple[tuple[str, str | None], ...]  # ("--port", "8000"), ("--enforce-eager", None), ...
 
     @classmethod
@@ -28,6 +28,18 @@ class Command:
 
     def get(self, flag: str) -> str | None:
         return next((value for name, value in self.options if name == flag), None)
+
+    @property
+    def model(self) -> str | None:
+        """The model a vLLM command serves: `vllm serve MODEL`'s positional word, or --model's value."""
+        return self.program[2] if self.program[:2] == ("vllm", "serve") and len(self.program) > 2 else self.get("--model")
+
+    def as_module(self, python: str, module: str) -> "Command":
+        """The same server started as `python -m module --model MODEL ...`: `vllm serve MODEL`'s arguments are the
+        API server module's, the model given as --model (vllm/entrypoints/openai/api_server.py's parser is
+        make_arg_parser, as `vllm serve`'s)."""
+        options = self.options if self.get("--model") else (("--model", self.model), *self.options)
+        return Command((python, "-m", module), tuple(options))
 
     def has(self, flag: str) -> bool:
         return any(name == flag for name, _ in self.options)

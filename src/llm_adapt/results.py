@@ -6,6 +6,7 @@ Each result carries `kind` and `schema_version` so an old run directory is recog
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
@@ -15,13 +16,15 @@ from typing import Any, ClassVar, TypeVar
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_adapt.errors import AdaptError
+from llm_adapt.errors import AdaptError, cannot_write
 from llm_adapt.messages.core import from_schema_1, loaded, stored
 
 SCHEMA_VERSION = 2  # 2: every keyed message stored as {text, key, args}
 READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 is read through messages.core.from_schema_1
 
 T = TypeVar("T", bound="StageResult")
+
+KINDS: dict[str, type["StageResult"]] = {}  # every stage's result model by its `kind`, filled as each is defined
 
 
 class StageResult(BaseModel):
@@ -32,6 +35,12 @@ class StageResult(BaseModel):
 
     kind: str = ""
     schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "KIND" in cls.__dict__:
+            KINDS[cls.KIND] = cls
 
     def model_post_init(self, __context: Any) -> None:
         if not self.kind:
@@ -49,24 +58,19 @@ class StageResult(BaseModel):
     @classmethod
     def load(cls: type[T], path: Path) -> T:
         try:
-            data = read_checked(path)
+            return read_checked(path, cls)
         except UnreadableResult as exc:
             raise AdaptError(str(exc)) from None
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise AdaptError(f"{path}: {where}: {first['msg']}; rerun the stage") from None
 
 
 class UnreadableResult(AdaptError):
     """A result file that is missing, not JSON, or of another schema version: named, never misread."""
 
 
-def read_checked(path: Path) -> dict[str, Any]:
-    """A result file's JSON with its messages as Reasons, refused (one line) when this llm-adapt cannot read
-    its schema version; a file of schema 1 is read in the shape of this one."""
+def read_checked(path: Path, model: type[T] | None = None) -> T:
+    """A result file as the record it was written as: `model`, or the one its `kind` names (KINDS), with its
+    messages as Reasons; refused in one line when this llm-adapt cannot read it (its schema version, its kind,
+    a field it lacks). A file of schema 1 is read in the shape of this one."""
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -81,20 +85,55 @@ def read_checked(path: Path) -> dict[str, Any]:
                                "rerun the stage with this llm-adapt version")
     if version == 1:
         data = {**from_schema_1(data), "schema_version": SCHEMA_VERSION}
-    return loaded(data)
+    return _validated(path, loaded(data), model)
+
+
+def _validated(path: Path, data: dict[str, Any], model: type[T] | None) -> T:
+    """`data` as `model` (or the model of its kind); one line naming the first field that does not fit. A field
+    this llm-adapt does not know (one an earlier version wrote and this one dropped) is left out, as a reader
+    of the dictionaries did: it is never shown, and never misread as another."""
+    model = model or KINDS.get(data.get("kind", ""))  # type: ignore[assignment]
+    if model is None:
+        raise UnreadableResult(f"{path}: a result of kind {data.get('kind')!r} is not one this llm-adapt reads")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if all(e["type"] == "extra_forbidden" for e in errors):
+            return _validated(path, _without(data, [e["loc"] for e in errors]), model)
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        raise UnreadableResult(f"{path}: {where}: {errors[0]['msg']}; rerun the stage") from None
+
+
+def _without(data: Any, locations: list[tuple[int | str, ...]]) -> Any:
+    """`data` less the value at each location (a path of keys and list indices), in a copy. Pure."""
+    out = copy.deepcopy(data)
+    for *path, last in locations:
+        into = out
+        for step in path:
+            into = into[step]
+        into.pop(last, None)
+    return out
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file in the same directory and a rename."""
+    """Write `text` to `path` through a temp file in the same directory and a rename; one line (errors.cannot_write)
+    when the directory refuses it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise cannot_write(path.parent, exc) from None
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise cannot_write(path.parent, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

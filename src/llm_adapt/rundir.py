@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from llm_adapt.errors import AdaptError
+from llm_adapt.errors import cannot_write
 
 STATUS = "status.json"
 ENVIRONMENT = "environment.json"
@@ -28,14 +28,17 @@ ADAPTATION = "adaptation.json"  # the run against vLLM-Ascend's adapter workflow
 LAYERS = "layers.json"  # llm-adapt layers: the engine's own layers against the gold
 EAGER_CHECK = "eager"  # a graph deployment's escalation: endpoint accuracy of the eager engine, beside the graph one's
 CAPTURE = "capture"  # the capture plugin's directory (LLM_ADAPT_CAPTURE_DIR) inside a run
+SETTINGS = "settings.json"  # a differential run (`run --settings`): each setting's verdict and the one that moved
+SETTINGS_DIR = "settings"  # each setting after the first in a folder of its own: serve, endpoint accuracy, layers
 ENGINE_LOG = "engine.log"
 DUMMY_DIR = "dummy"  # the dummy-weight stage's own run directory (`run --stages dummy,real`), inside the real one
 PLOTS = "plots"
+AISBENCH_DIR = "aisbench"  # eval --backend aisbench: its config files and its --work-dir
 
 # result name -> file, for every stage the report reads
 RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
            "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
-           "layers": LAYERS, "adaptation": ADAPTATION}
+           "layers": LAYERS, "adaptation": ADAPTATION, "settings": SETTINGS}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve", "sla")
 
 
@@ -49,6 +52,11 @@ def bench_records(mode: str, label: str, suffix: str = "") -> str:
     return f"bench-{mode}-{label}{suffix}.jsonl"
 
 
+def setting_dir(name: str) -> str:
+    """The folder of a setting of a differential run, inside the run: settings/<name> (run/settings.py names)."""
+    return f"{SETTINGS_DIR}/{re.sub(r'[^A-Za-z0-9+._-]+', '-', name)}"
+
+
 def report(lang: str, suffix: str) -> str:
     """report.md / report.html in English, report.<lang>.<suffix> otherwise."""
     return f"report.{suffix}" if lang == "en" else f"report.{lang}.{suffix}"
@@ -57,6 +65,31 @@ def report(lang: str, suffix: str) -> str:
 def open_run_dir(out: Path | None, model_name: str, label: str, root: Path | None = None) -> Path:
     """The user's --out, or a new directory for this model and label; writable, or one line why not."""
     return ensure_writable(Path(out)) if out else new_run_dir(model_name, label, root)
+
+
+@contextmanager
+def kept_or_scratch(out: Path | None) -> Iterator[Path]:
+    """Where a measuring command (probe, bench, compare, eval) writes: the user's --out, kept; without one, a
+    scratch directory removed on the way out, so a command asked for a terminal answer leaves no runs/ behind
+    (vLLM's `bench serve` saves only with --save-result, lm-eval only with --output_path). A scratch holding
+    an engine's log is kept when the engine failed to start: the error names that log."""
+    if out is not None:
+        yield ensure_writable(Path(out))
+        return
+    import tempfile
+
+    from llm_adapt.engines.server import EngineStartError
+
+    scratch = Path(tempfile.mkdtemp(prefix="llm-adapt-"))
+    keep = False
+    try:
+        yield scratch
+    except EngineStartError:
+        keep = True
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def new_run_dir(model_name: str, label: str, root: Path | None = None) -> Path:
@@ -119,5 +152,5 @@ def ensure_writable(path: Path) -> Path:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        raise AdaptError(f"{path}: cannot write results there ({exc.strerror}); choose another --out") from None
+        raise cannot_write(path, exc) from None
     return path

@@ -41,4 +41,4 @@ def test_unwritable_out_dir_fails_before_work(capsys, tiny_llama, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     got = main(["compare", str(tiny_llama), "--out", str(blocker / "sub")])
-    assert got == 1 and "cannot write results" in capsys.readouterr().err
+    assert got == 2 and "cannot write results" in capsys.readouterr().err  # the user's --out: exit 2

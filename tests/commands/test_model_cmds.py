@@ -80,7 +80,7 @@ def bad_dir(tmp_path, name, content):
     (lambda t: ["inspect", _write(t / "corrupt.gguf", b"GGUF" + b"\x00" * 64)], 2, "cannot read this GGUF"),
     (lambda t: ["inspect", "default", "--platform", "cpu", "--device-memory", "0.2"], 1, "exceed"),
     (lambda t: ["inspect", "default", "--max-model-len", "-5"], 2, "must be greater than 0"),
-    (lambda t: ["inspect", "default", "--device-memory", "lots"], 2, "not a number"),
+    (lambda t: ["inspect", "default", "--device-memory", "lots"], 2, "'lots' is not a memory size"),
     (lambda t: ["inspect", "default", "--gpu-memory-utilization", "1.5"], 2, "(0, 1]"),
     (lambda t: ["inspect", "default", "--platform", "tpu"], 2, "invalid choice"),
     (lambda t: ["inspect", "default", "--max-model-len", "100000"], 2, "max_position_embeddings"),

@@ -13,6 +13,7 @@ import pytest
 
 from llm_adapt.cli import main
 from tests.conftest import start_mock
+from tests.report.one_verdict import verdicts_of
 
 
 def wait_for(predicate, timeout=120.0):
@@ -57,7 +58,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,code,stage", [(signal.SIGTERM, 143, "serve"), (signal.SIGINT, 130, "accuracy")])
-def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
+def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage, capsys):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "llm_adapt.cli", "run", str(tiny_llama), "--quick", "--out", str(out),
                              "--kv-cache-space", "1", "--max-model-len", "512"],
@@ -68,9 +69,10 @@ def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
         time.sleep(2)
     family = descendants(proc.pid)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    said, err = proc.communicate(timeout=120)
     assert proc.returncode == code and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("llm-adapt run:")
+    assert said.strip().splitlines()[-1].startswith("verdict: interrupted: not judged (finish it: llm-adapt run ")
     # every process the run started goes with it: its engine at once; the warm process of the tests'
     # engine starts, where this run was the one to start it, within its poll after its starter is gone
     # (a Python process with vLLM imported takes a few seconds to exit)
@@ -87,6 +89,13 @@ def test_run_interrupted(tmp_path, tiny_llama, sig, code, stage):
     word = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C"
     assert stages["bench"]["status"] == "not run" and word in stages["bench"]["reason"]["text"]
     assert main(["report", str(out)]) == 0
+    # one verdict everywhere: not judged (status.json, report.md, the page, the computed one; the exit code above)
+    assert set(verdicts_of(out).values()) == {"INTERRUPTED"}, verdicts_of(out)
+    assert json.loads((out / "status.json").read_text())["stopped_by"] == ("SIGTERM" if sig == signal.SIGTERM else "SIGINT")
+    # export asks for --resume; diff against a finished run says what this one did not measure, not "lost"
+    assert main(["export", str(out), "--to", "vllm-ascend", "--plan-for", "npu", "--model-id", "acme/tiny",
+                 "--out", str(tmp_path / "up")]) == 2
+    assert "--resume" in capsys.readouterr().err and not (tmp_path / "up").exists()
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ winner only when it beats the engine's defaults outside the noise."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,13 +173,14 @@ def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress,
            checker: AccuracyCheck | None = None) -> dict[str, Any]:
     """Start a server with the trial's settings, benchmark it `repeats` times, stop it."""
     from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
+    from llm_adapt.engines.vllm import launched
 
     plan = inspect_result.plan
     command, env = apply_trial(plan.command(), plan.env, trial)
     row: dict[str, Any] = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph,
                            "argv": command.argv(), "env": env, "unset_env": list(trial.unset_env)}
     port = free_port()
-    launch = command.with_program(sys.executable, *command.program[1:]).with_option("--port", str(port))
+    launch = launched(command).with_option("--port", str(port))
     spec = LaunchSpec(engine="vllm", argv=launch.argv(), env=env, host="127.0.0.1", port=port,
                       served_model=command.get("--served-model-name"), ready_paths=("/health", "/v1/models"),
                       startup_timeout_s=opts.startup_timeout_s, unset_env=trial.unset_env)
