@@ -10,11 +10,12 @@ from llm_adapt.cli import main
 pytestmark = pytest.mark.slow
 
 
-def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, default_model):
-    """vLLM-Ascend's gate on the default model: a dummy-weight smoke (OUT/dummy), then the mandatory
-    real-weight run (served in fp32, judged against the gold itself: a clean model must PASS)."""
+def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, tiny_llama):
+    """vLLM-Ascend's gate, on the tiny Llama (`run default --stages dummy,real` runs the same stages on the
+    default model): a dummy-weight smoke (OUT/dummy), then the mandatory real-weight run (served in fp32, judged
+    against the gold itself: a clean model must PASS)."""
     out = tmp_path / "run"
-    code = main(["run", "default", "--stages", "dummy,real", "--quick", "--skip", "bench", "--skip", "accuracy", "--out", str(out),
+    code = main(["run", str(tiny_llama), "--stages", "dummy,real", "--quick", "--skip", "bench", "--skip", "accuracy", "--out", str(out),
                  "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
     assert code == 0
     dummy = out / "dummy"

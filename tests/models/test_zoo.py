@@ -77,8 +77,7 @@ def test_a_held_out_family_is_clean_at_bf16_and_its_planted_fault_fails_at_its_l
 @pytest.mark.slow
 def test_a_random_moe_base_model_is_served_judged_and_named_flat(default_model, tmp_path):
     """The new user's case, served: random weights (flat logits), no chat template (a base model), experts."""
-    import subprocess
-    import sys
+    from llm_adapt.cli import main
 
     model = write_zoo_model("qwen3_moe", tmp_path / "random-moe-base", tokenizer_from=default_model.path,
                             num_experts=8)
@@ -87,10 +86,9 @@ def test_a_random_moe_base_model_is_served_judged_and_named_flat(default_model, 
     config.pop("chat_template", None)
     (model / "tokenizer_config.json").write_text(json.dumps(config))
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "llm_adapt.cli", "run", str(model), "--quick", "--out", str(out),
-                           "--skip", "bench"], capture_output=True, text=True, timeout=800)
+    code = main(["run", str(model), "--quick", "--out", str(out), "--skip", "bench"])
     status = json.loads((out / "status.json").read_text())
-    assert proc.returncode == 0 and status["verdict"]["status"] in ("PASS", "WARN"), (proc.stderr[-2000:], status)
+    assert code == 0 and status["verdict"]["status"] in ("PASS", "WARN"), status
     report = (out / "report.md").read_text()
     assert "the gold's logits are flat (untrained or random weights?)" in report.split("## 2.")[0]
     rows = {r["name"]: r for r in json.loads((out / "probes.json").read_text())["rows"]}

@@ -2,7 +2,8 @@
 
 The fault is planted inside the engine (engines/fault_plugin.py: layer 12's output 10% too large on
 every token), the checkpoint untouched; the run starts the engine itself, judges it FAIL, restarts
-it with the layer capture plugin and names the layer."""
+it with the layer capture plugin and names the layer. A clean graph-mode deployment judged PASS against the
+same gold is served by tests/run/test_settings_served.py's differential run (its graph row)."""
 
 import json
 
@@ -66,16 +67,3 @@ def test_a_graph_deployment_out_of_line_whose_eager_engine_passes_names_graph_mo
     for lang, words in (("en", "Graph mode: the compiled or captured graph"), ("zh", "图模式：编译或捕获的计算图")):
         text = render_report(out, lang)[0].read_text()
         assert words in text, lang
-
-
-def test_a_clean_graph_deployment_passes_with_nothing_to_explain(tmp_path, tiny_llama):
-    """The same tiny model served in graph mode without a fault: endpoint accuracy PASS, no escalation."""
-    out = tmp_path / "run"
-    code = main(["run", str(tiny_llama), "--quick", "--graph", "--skip", "accuracy", "--skip", "probes", "--skip",
-                 "bench", "--out", str(out), "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
-    assert_one_verdict(out, code, "PASS")
-    endpoint = json.loads((out / "endpoint_accuracy.json").read_text())
-    assert endpoint["verdict"]["status"] == "PASS", endpoint["verdict"]["reasons"]
-    assert endpoint["diagnosis"] is None
-    stages = json.loads((out / "status.json").read_text())["stages"]
-    assert stages["layers"]["status"] == "skipped" and not (out / "layers.json").exists()
