@@ -60,13 +60,13 @@ def main() -> None:
     import vllm
 
     root, serve = serve_parser()
+    out = {"version": vllm.__version__}
     if request.get("dump"):
         from vllm.tool_parsers import _TOOL_PARSERS_TO_REGISTER  # --tool-call-parser's names (not argparse choices)
 
-        out = {"version": vllm.__version__, "options": option_table(serve),
-               "tool_call_parsers": sorted(_TOOL_PARSERS_TO_REGISTER)}
-    else:
-        out = {"version": vllm.__version__, "results": [parse(root, serve, argv) for argv in request["argvs"]]}
+        out |= {"options": option_table(serve), "tool_call_parsers": sorted(_TOOL_PARSERS_TO_REGISTER)}
+    if "argvs" in request:  # with the table in the same child: importing the release is most of its time
+        out["results"] = [parse(root, serve, argv) for argv in request["argvs"]]
     sys.stdout.write("\n" + json.dumps(out) + "\n")
 
 

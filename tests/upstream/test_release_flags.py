@@ -136,7 +136,7 @@ def test_every_tool_call_parser_the_plan_may_name_exists_in_the_release():
 
 @pytest.mark.slow
 def test_the_release_itself_parses_every_npu_line_and_refuses_the_bad_ones():
-    from tests.upstream.vllm_release import parse_lines, release_table
+    from tests.upstream.vllm_release import parse_lines_and_table
 
     lines = npu_lines()
     bad = {"a 0.32-only flag": ["vllm", "serve", "m", "--device-memory-utilization", "0.9"],
@@ -144,7 +144,8 @@ def test_the_release_itself_parses_every_npu_line_and_refuses_the_bad_ones():
            "a pass_config key 0.23 lacks": ["vllm", "serve", "m", "--compilation-config",
                                             '{"pass_config": {"enable_spx": true}}'],
            "a dtype vLLM does not spell": ["vllm", "serve", "m", "--dtype", "bf16"]}
-    answers = dict(zip([*lines, *bad], parse_lines([*lines.values(), *bad.values()])))
+    results, table = parse_lines_and_table([*lines.values(), *bad.values()])
+    answers = dict(zip([*lines, *bad], results))
     assert {name: a for name, a in answers.items() if name in lines and (a["unknown"] or a["error"])} == {}
     assert all(answers[name]["unknown"] or answers[name]["error"] for name in bad), {n: answers[n] for n in bad}
-    assert release_table() == {"options": STORED["options"], "tool_call_parsers": STORED["tool_call_parsers"]}
+    assert table == {"options": STORED["options"], "tool_call_parsers": STORED["tool_call_parsers"]}

@@ -58,9 +58,11 @@ def ask_release(request: dict, version: str = ASCEND_RELEASE_VLLM) -> dict:
     return answer
 
 
-def parse_lines(argvs: list[list[str]]) -> list[dict]:
-    """Each line judged by the release: {"unknown": [flags it lacks], "error": argparse's message or None}."""
-    return ask_release({"argvs": argvs})["results"]
+def parse_lines_and_table(argvs: list[list[str]]) -> tuple[list[dict], dict]:
+    """Each line judged by the release ({"unknown": [flags it lacks], "error": argparse's message or None}) and
+    release_table(), from one child Python."""
+    answer = ask_release({"argvs": argvs, "dump": True})
+    return answer["results"], {"options": answer["options"], "tool_call_parsers": answer["tool_call_parsers"]}
 
 
 def release_table() -> dict:
