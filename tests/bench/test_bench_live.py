@@ -101,8 +101,10 @@ def test_sla_search_on_vllm(vllm_server, tmp_path, tokenizer):
     capacity between them."""
     (tmp_path / "solo").mkdir()
     solo = bench(vllm_server.endpoint, tokenizer, tmp_path / "solo", model=vllm_server.spec.served_model,
-                 mode="latency", iterations=3, input_len=256, output_len=4, warmup=1)
-    ttft = solo.runs[0]["metrics"]["p99_ttft_ms"]
+                 mode="latency", iterations=5, input_len=256, output_len=4, warmup=1)
+    # the median of 5: one stream's time slowed by something else on the box (its p99 of 3 was, once) made an
+    # SLO that four streams met too
+    ttft = solo.runs[0]["metrics"]["median_ttft_ms"]
     result = bench(vllm_server.endpoint, tokenizer, tmp_path, model=vllm_server.spec.served_model, mode="sla",
                    slo={"ttft": 2.5 * ttft}, sla_max=4, num_prompts=4, input_len=256, output_len=4, warmup=1, repeats=2)
     sla = result.sla
