@@ -1,7 +1,6 @@
 """Expert routing against the gold: near-tie flips counted and left out, routing faults failed and named.
 Plain tensors first; then a tiny Qwen3-MoE in process (slow)."""
 
-import math
 
 import pytest
 import torch

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from llm_adapt import rundir
@@ -22,14 +21,13 @@ from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.report.data import load_run
-from llm_adapt.run.config import QUICK
 from llm_adapt.run.state import RunStatus
 from llm_adapt.upstream import origin
 from llm_adapt.upstream.adaptation import build
 from llm_adapt.upstream.deployment import planned_for_npu
 
 from .markdown_tables import table_problems
-from .test_adaptation import CHAT_OK, ENDPOINT, STREAM, write_run
+from .test_adaptation import CHAT_OK, ENDPOINT, STREAM
 
 TEMPLATES = Path(__file__).parents[2] / "src/llm_adapt/upstream/templates"
 DOCS = "docs/source/tutorials/models"
