@@ -78,6 +78,9 @@ def add_eval_parser(sub) -> None:
     p.add_argument("--aisbench-data", type=Path, metavar="DIR",
                    help="the dataset's folder (gsm8k: train.jsonl, test.jsonl); default AISBench's own "
                         "ais_bench/datasets/FAMILY. Nothing is downloaded")
+    p.add_argument("--gsm8k-data", type=Path, metavar="DIR",
+                   help="lm-eval backend: gsm8k's dataset at a path, read instead of the hub's: train.jsonl and "
+                        "test.jsonl, or a copy of openai/gsm8k (main/*.parquet); --tasks must name gsm8k")
     p.add_argument("--aisbench-api", choices=("chat", "completions"), default="chat",
                    help="chat completions (vllm_api_general_chat, default) or completions (vllm_api_general)")
     p.add_argument("--max-out-len", type=positive_int, default=512, metavar="N",
@@ -99,7 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.num_fewshot is not None and args.num_fewshot < 0:
         raise UsageError(f"--num-fewshot {args.num_fewshot}: must be 0 or more")
     _require_lm_eval()
-    validate(tasks)
+    validate(tasks, args.gsm8k_data)
     settings = Settings(limit=args.limit, num_fewshot=args.num_fewshot, num_concurrent=args.num_concurrent,
                         batch_size=args.batch_size, served_batch_size=args.served_batch_size)
     source = _gold_source(args)
@@ -112,7 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         result = run_eval_stage(source, target.endpoint, tasks, target.out, settings, baseline,
                                 say=lambda line: print(line, file=sys.stderr), detect=args.detect,
-                                threshold=args.threshold)
+                                threshold=args.threshold, gsm8k_data=args.gsm8k_data)
     _print(result)
     print(f"result: {target.out / EVAL_FILE}" if args.out else f"result not kept: pass --out DIR to keep {EVAL_FILE}")
     return 1 if result.verdict["status"] == "FAIL" else 0
@@ -127,6 +130,9 @@ def _cmd_aisbench(args: argparse.Namespace) -> int:
     config.dataset_module(args.aisbench_dataset)
     if args.limit == "auto":
         raise UsageError("--limit auto sizes the lm-eval backend's pilot; give AISBench a number of items (--limit N)")
+    if args.gsm8k_data is not None:
+        raise UsageError("--gsm8k-data is the lm-eval backend's; AISBench reads the same train.jsonl and test.jsonl "
+                         "from --aisbench-data DIR")
     if args.aisbench_data is not None and not args.aisbench_data.is_dir():
         raise UsageError(f"--aisbench-data {args.aisbench_data}: no such directory")
     install.require()

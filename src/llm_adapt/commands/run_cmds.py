@@ -60,6 +60,9 @@ def add_run_parser(sub) -> None:
                         "(default: gsm8k, vLLM-Ascend's e2e gate, where its dataset is in the local Hugging Face "
                         "datasets cache and the run is not --quick; else none)")
     p.add_argument("--eval-limit", type=int, metavar="N", help="items per task for --tasks (default: all)")
+    p.add_argument("--gsm8k-data", type=Path, metavar="DIR",
+                   help="gsm8k's dataset at a path, read instead of the hub's: train.jsonl and test.jsonl (AISBench's "
+                        "layout) or a copy of openai/gsm8k (main/*.parquet); gsm8k then runs by default")
     p.add_argument("--layers", action="store_true",
                    help="capture every layer inside the started vLLM engine (eager) and compare with the gold; "
                         "without it this happens only when endpoint accuracy is FAIL or WARN (the engine is "
@@ -153,11 +156,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tasks is None:
         from llm_adapt.evaluation.tasks import default_run_tasks
 
-        args.tasks = default_run_tasks(args.quick)
-    if args.tasks:
+        args.tasks = default_run_tasks(args.quick, gsm8k_data=args.gsm8k_data)
+    if args.tasks or args.gsm8k_data:
         from llm_adapt.evaluation.tasks import validate
 
-        validate(list(args.tasks))  # unknown task names fail before any work
+        validate(list(args.tasks), args.gsm8k_data)  # unknown task names, missing data fail before any work
     endpoint = endpoint_from_args(args) if args.endpoint else None
     if endpoint is not None:
         from llm_adapt.engines.preflight import resolve_model_name
@@ -187,7 +190,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                         platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
                         graph=args.graph, settings=settings, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                         skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
-                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, layers=layers_mode(args),
+                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, gsm8k_data=args.gsm8k_data,
+                        layers=layers_mode(args),
                         dummy_first=two_stage, progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / rundir.report(args.lang, 'md')}")

@@ -57,13 +57,14 @@ class EvalResult(StageResult):
 def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings | None = None,
                    baseline: Baseline | None = None, say: Callable[[str], None] = print,
                    gold_cache: dict | None = None, detect: float = DETECT_POINTS,
-                   threshold: float = AISBENCH_THRESHOLD) -> EvalResult:
+                   threshold: float = AISBENCH_THRESHOLD, gsm8k_data: Path | None = None) -> EvalResult:
     """`source`: the gold's ModelSpec (local weights); `endpoint`: the served model (its name resolved).
-    `gold_cache`: a dict kept by the caller to reuse the gold's lm-eval results for several endpoints."""
+    `gold_cache`: a dict kept by the caller to reuse the gold's lm-eval results for several endpoints.
+    `gsm8k_data`: a folder with gsm8k's files, read instead of the hub's dataset (tasks.gsm8k_files)."""
     from llm_adapt.engines.preflight import resolve_model_name
 
     settings = settings or Settings()
-    tm = task_manager(out, tasks)
+    tm = task_manager(out, tasks, gsm8k_data)
     check_known(tasks, tm)
     model_name, _ = resolve_model_name(endpoint)
     if baseline and baseline.num_fewshot is not None and settings.num_fewshot is None:

@@ -44,10 +44,51 @@ def gate_cached(env: dict[str, str] | None = None) -> bool:
     return any((root / name).is_dir() and any((root / name).iterdir()) for name in GATE_CACHE_DIRS)
 
 
-def default_run_tasks(quick: bool, env: dict[str, str] | None = None) -> tuple[str, ...]:
-    """`run`'s tasks when --tasks is not given: upstream's gate where its data is here (not in a --quick smoke
-    run), else none (the report says why and how to have it)."""
-    return UPSTREAM_GATE if not quick and gate_cached(env) else ()
+def default_run_tasks(quick: bool, env: dict[str, str] | None = None, gsm8k_data: Path | None = None) -> tuple[str, ...]:
+    """`run`'s tasks when --tasks is not given: upstream's gate where its data was given (--gsm8k-data) or is in
+    the local cache (not in a --quick smoke run), else none (the report says why and how to have it)."""
+    return UPSTREAM_GATE if gsm8k_data is not None or (not quick and gate_cached(env)) else ()
+
+
+GSM8K_SPLITS = ("train", "test")  # test: the items; train: the few-shot examples lm-eval's gsm8k draws
+GSM8K_FORMATS = {".jsonl": "json", ".parquet": "parquet"}  # the `datasets` builder of each file kind
+
+
+def gsm8k_files(folder: Path) -> dict[str, list[str]]:
+    """gsm8k's data files in `folder` by split: AISBench's layout (train.jsonl, test.jsonl) or a copy of the hub
+    repository openai/gsm8k (main/train-*.parquet, main/test-*.parquet). A split missing is a UsageError."""
+    if not folder.is_dir():
+        raise UsageError(f"--gsm8k-data {folder}: no such directory")
+    files: dict[str, list[str]] = {}
+    for split in GSM8K_SPLITS:
+        jsonl = folder / f"{split}.jsonl"
+        found = [jsonl] if jsonl.is_file() else sorted((folder / "main").glob(f"{split}-*.parquet"))
+        if not found:
+            raise UsageError(f"--gsm8k-data {folder}: no {split} split (want {split}.jsonl, or main/{split}-*.parquet "
+                             "as in a copy of openai/gsm8k)")
+        files[split] = [str(path.resolve()) for path in found]
+    if len({Path(paths[0]).suffix for paths in files.values()}) > 1:
+        raise UsageError(f"--gsm8k-data {folder}: train and test are in different formats; give both as .jsonl or "
+                         "both as .parquet")
+    return files
+
+
+def local_gsm8k_task(files: dict[str, list[str]], registry_root: Path) -> dict:
+    """lm-eval's own gsm8k task (prompt, few-shot, filters, metrics: its YAML, included) reading `files` instead
+    of the hub: the same task name, so scores and the exported e2e config say gsm8k. Pure."""
+    builder = GSM8K_FORMATS[Path(files["test"][0]).suffix]
+    return {"task": "gsm8k", "include": str(registry_root / "gsm8k" / "gsm8k.yaml"), "dataset_path": builder,
+            "dataset_name": None, "dataset_kwargs": {"data_files": files}}
+
+
+def render_local_gsm8k(folder: Path, data: Path) -> Path:
+    """`folder` holding gsm8k.yaml for the data at `data` (a folder for lm-eval's include_path)."""
+    import yaml
+
+    task = local_gsm8k_task(gsm8k_files(data), _registry_root())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gsm8k.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
+    return folder
 
 
 def parse_tasks(text: str) -> list[str]:
@@ -57,20 +98,23 @@ def parse_tasks(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def task_manager(workdir: Path, names: list[str]):
-    """lm-eval's task index for `names`: our built-in tasks, plus the registry folders that define the
-    others, or lm-eval's whole registry where a name is not found that way (indexing all of it parses
-    about 14,000 YAML files: 22 s here, once per call)."""
+def task_manager(workdir: Path, names: list[str], gsm8k_data: Path | None = None):
+    """lm-eval's task index for `names`: our built-in tasks, gsm8k on the files at `gsm8k_data` where given,
+    plus the registry folders that define the others, or lm-eval's whole registry where a name is not found
+    that way (indexing all of it parses about 14,000 YAML files: 22 s here, once per call; the paths given
+    are indexed after it, so the local gsm8k stands in for the registry's)."""
     from lm_eval.tasks import TaskManager
 
     from llm_adapt.evaluation.builtin import render
 
-    builtin = render(workdir / "tasks")
-    others = [name for name in names if name not in BUILTIN]
+    ours = [str(render(workdir / "tasks"))]
+    if gsm8k_data is not None and "gsm8k" in names:
+        ours.append(str(render_local_gsm8k(workdir / "tasks-gsm8k", gsm8k_data)))
+    others = [name for name in names if name not in BUILTIN and not (name == "gsm8k" and len(ours) > 1)]
     folders = registry_folders(others, _registry_root()) if others else []
     if folders is None:
-        return TaskManager(include_path=str(builtin), include_defaults=True)
-    return TaskManager(include_path=[str(builtin), *map(str, folders)], include_defaults=False)
+        return TaskManager(include_path=ours, include_defaults=True)
+    return TaskManager(include_path=[*ours, *map(str, folders)], include_defaults=False)
 
 
 def _registry_root() -> Path:
@@ -150,9 +194,15 @@ def _leaves(tree) -> list:
     return out
 
 
-def validate(names: list[str]) -> None:
-    """Unknown task names fail before any engine starts."""
+def validate(names: list[str], gsm8k_data: Path | None = None) -> None:
+    """Unknown task names, and --gsm8k-data without its files or without the gsm8k task, fail before any
+    engine starts."""
     import tempfile
 
+    if gsm8k_data is not None:
+        gsm8k_files(gsm8k_data)
+        if "gsm8k" not in names:
+            raise UsageError(f"--gsm8k-data is gsm8k's dataset, and --tasks {','.join(names)} does not run gsm8k; "
+                             "add gsm8k to --tasks")
     with tempfile.TemporaryDirectory() as tmp:
-        check_known(names, task_manager(Path(tmp), names))
+        check_known(names, task_manager(Path(tmp), names, gsm8k_data))

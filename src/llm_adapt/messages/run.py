@@ -7,10 +7,11 @@ REASONS: dict[str, dict[str, str]] = {
     "settings_opt_in": {"en": "not asked (--settings eager,graph,tp2 serves the model in each setting in turn)",
                         "zh": "未要求（--settings eager,graph,tp2 会依次以每种部署设置服务该模型）"},
     "eval_opt_in": {"en": "not asked (--tasks TASK,...); upstream's gate, gsm8k, runs by default once its dataset is in "
-                          "the local Hugging Face datasets cache: python -c \"import datasets; "
-                          "datasets.load_dataset('openai/gsm8k', 'main')\"",
-                    "zh": "未开启（--tasks TASK,...）；上游门禁 gsm8k 的数据集进入本地 Hugging Face 数据集缓存后默认运行："
-                          "python -c \"import datasets; datasets.load_dataset('openai/gsm8k', 'main')\""},
+                          "the local Hugging Face datasets cache (python -c \"import datasets; "
+                          "datasets.load_dataset('openai/gsm8k', 'main')\") or given with --gsm8k-data DIR",
+                    "zh": "未开启（--tasks TASK,...）；上游门禁 gsm8k 的数据集进入本地 Hugging Face 数据集缓存"
+                          "（python -c \"import datasets; datasets.load_dataset('openai/gsm8k', 'main')\"）"
+                          "或以 --gsm8k-data DIR 给出后默认运行"},
     "dummy_weights": {"en": "dummy-weight verification: the weights are random",
                       "zh": "虚拟权重验证：权重为随机值，精度无意义"},
     "external_endpoint": {"en": "external endpoint {url}", "zh": "使用外部端点 {url}"},

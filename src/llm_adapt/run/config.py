@@ -60,6 +60,7 @@ class RunConfig:
     offline: bool = False
     tasks: tuple[str, ...] = ()  # lm-eval tasks for the opt-in eval stage
     eval_limit: int | None = None  # items per task
+    gsm8k_data: Path | None = None  # --gsm8k-data: gsm8k's files at a path, read instead of the hub's dataset
     # the layers stage, capture inside the engine this run starts: "on" (--layers), "auto" (when endpoint
     # accuracy is FAIL or WARN: the escalation), "off" (--no-escalate)
     layers: str = "auto"

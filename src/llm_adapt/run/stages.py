@@ -224,7 +224,7 @@ def task_accuracy(cfg: RunConfig, state: RunState) -> None:
     from llm_adapt.evaluation.stage import run_eval_stage
 
     result = run_eval_stage(state.source, endpoint_of(cfg, state), list(cfg.tasks), cfg.out,
-                            settings=Settings(limit=cfg.eval_limit), say=cfg.log)
+                            settings=Settings(limit=cfg.eval_limit), say=cfg.log, gsm8k_data=cfg.gsm8k_data)
     if result.verdict["status"] == "SKIP":
         raise AdaptError("; ".join(result.verdict.get("skipped") or ["every task was skipped"]))
 
