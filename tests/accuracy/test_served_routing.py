@@ -48,3 +48,27 @@ def test_a_near_tie_flip_is_counted_and_not_wrong():
     found = served_routing(near, ids, weights, True, BF16)
     assert (found["flipped"], found["near_tie"], found["genuine"]) == (1, 1, 0)
     assert routing_verdict([found])["verdict"] == "clean"
+
+
+FP32 = 2.0 ** -24
+
+
+def test_a_router_at_bf16_in_an_fp32_model_moves_its_weights_beyond_fp32_rounding_but_not_beyond_bf16s():
+    """Logits rounded to bf16 (the router computed at a lower precision than the model asks for): the same
+    experts, weights a few 1e-3 off, far beyond what fp32's rounding allows and inside what bf16's does."""
+    exact = gold([[3.1234567, 1.0987654, 0.1111111, -2.3456789], [0.0123456, 2.5432109, 2.0246802, -1.1357913]])
+    rounded = gold(exact.logits.to(torch.bfloat16).float().tolist())
+    assert torch.equal(torch.sort(rounded.chosen, -1).values, torch.sort(exact.chosen, -1).values)
+    weights = gold_weights(rounded, renormalize=True).float()
+    at_fp32 = served_routing(exact, rounded.chosen, weights, True, FP32)
+    assert at_fp32["flipped"] == 0 and 0 < at_fp32["weight_error_max"] < 0.1 and at_fp32["weight_rounding_ratio"] > 1
+    assert routing_verdict([at_fp32])["verdict"] == "wrong"
+    at_bf16 = served_routing(exact, rounded.chosen, weights, True, BF16)
+    assert at_bf16["weight_rounding_ratio"] < 1 and routing_verdict([at_bf16])["verdict"] == "clean"
+
+
+def test_a_row_without_the_rounding_ratio_is_judged_on_the_rest():
+    row = {"tokens": 10, "flipped": 0, "near_tie": 0, "genuine": 0, "weight_error_max": 0.01}  # an older record
+    verdict = routing_verdict([row])
+    assert verdict["verdict"] == "clean" and verdict["weight_rounding_ratio"] is None
+    assert routing_verdict([{**row, "weight_rounding_ratio": 1.5}])["verdict"] == "wrong"

@@ -186,6 +186,21 @@ def test_a_routing_fault_fails_only_at_tp2_and_names_expert_routing(fault, engin
     assert f"engine fault planted: {fault}" in engines["TP=2"].log_path.read_text()
 
 
+def test_a_router_computed_at_bf16_in_an_fp32_model_is_named_by_the_layer_capture(engines, gold, tmp_path):
+    """The router at a lower precision than the model's code asks for (engines/fault_plugin.py moe-router-bf16:
+    layer 1's routing computed from bf16-rounded logits in an fp32 deployment), in every setting. The experts
+    stay the same and their weights move by a few 1e-4: beyond fp32's rounding, far under the 0.1 of the first
+    routing rule. The layer capture inside the eager engine FAILs at layer 1 and finds its router wrong by the
+    dtype-relative weight rule (a fault class held out when the routing rules were written; on this tiny model
+    and the quick suite the endpoint check alone passed it, measured 2026-12-06)."""
+    _, layers = judge(engines["eager"], gold, "moe-router-bf16:1", tmp_path, localize=True)
+    where = layers.first_local_excess
+    assert layers.verdict["status"] == "FAIL" and where["name"] == "layer 1", (layers.verdict, where)
+    routing = where["routing"]
+    assert routing["verdict"] == "wrong" and routing["genuine"] == 0 and routing["weight_rounding_ratio"] > 1, routing
+    assert "engine fault planted: moe-router-bf16:1" in engines["eager"].log_path.read_text()
+
+
 def test_the_export_carries_each_settings_check(differential, tmp_path):
     """The NPU files of the run (planned for an NPU): the ACLGraph row and the tensor-parallel column say what the
     run checked on CPU against the gold, and the runbook gives the differential command to repeat there."""

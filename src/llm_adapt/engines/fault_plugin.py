@@ -26,8 +26,11 @@ Faults:
                        weigh 0; renormalized where the layer renormalizes): top-k changed
   moe-no-renorm:L      layer L's MoE router leaves its chosen experts' weights unrenormalized (their
                        softmax probabilities), on a layer that renormalizes them
-                       (both in the router's own routing computation, so the weights the experts are
-                       combined with, and the capture's record of them, carry the fault)
+  moe-router-bf16:L    layer L's MoE router computes its routing from logits rounded to bf16, in a model
+                       whose code computes them in its own dtype: the router at a lower precision than
+                       the model asks for (experts chosen and weighed off bf16 logits)
+                       (all three in the router's own routing computation, so the weights the experts
+                       are combined with, and the capture's record of them, carry the fault)
 
 Any fault may end in @tp, @ep or @graph: it then acts only in that setting (tensor parallel over two
 ranks or more; expert parallelism on; inside the compiled graph), as a bug in a path only that setting
@@ -53,9 +56,9 @@ from dataclasses import dataclass
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
 KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only",
-         "double-reduce", "moe-top-k", "moe-no-renorm")
+         "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16")
 SCALED = ("scaled", "decode-only", "prefill-only", "graph-only")  # the faults that scale the MLP's output
-ROUTING = ("moe-top-k", "moe-no-renorm")  # the faults in a MoE layer's router
+ROUTING = ("moe-top-k", "moe-no-renorm", "moe-router-bf16")  # the faults in a MoE layer's router
 ONLY = ("tp", "ep", "graph")  # the settings a fault may be confined to (its "@" suffix)
 ROPE_SHIFT = 16
 DECODE_RUN = 2  # runs of consecutive positions up to this long are decode tokens
@@ -71,14 +74,15 @@ class EngineFault:
     @property
     def label(self) -> str:
         base = f"{self.kind}:{self.layer}" if self.layer is not None else self.kind
-        if self.kind not in ("double-reduce", "moe-no-renorm"):
+        if self.kind not in LAYER_ONLY:
             base += f":{self.value:g}"
         return base + (f"@{self.only}" if self.only else "")
 
 
 FORMS = {"rope-beyond": "rope-beyond:POSITION", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
-         "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K"}
-LAYER_ONLY = ("double-reduce", "moe-no-renorm")  # faults named by their layer alone
+         "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K",
+         "moe-router-bf16": "moe-router-bf16:LAYER"}
+LAYER_ONLY = ("double-reduce", "moe-no-renorm", "moe-router-bf16")  # faults named by their layer alone
 
 
 def parse_fault(text: str) -> EngineFault:
@@ -126,6 +130,13 @@ def routing_fault(fault: EngineFault, weights, ids, logits, renormalize: bool):
     mask = torch.zeros_like(weights, dtype=torch.bool).scatter(-1, heaviest, True)
     kept = torch.where(mask, weights, torch.zeros_like(weights))
     return kept / kept.sum(-1, keepdim=True).clamp_min(1e-30) if renormalize else kept
+
+
+def bf16_rounded(tensor):
+    """`tensor` rounded to bf16 and back to its own dtype: a computation at bf16's precision. Pure."""
+    import torch
+
+    return tensor.to(torch.bfloat16).to(tensor.dtype)
 
 
 def acts_here(fault: EngineFault | None, setting: dict) -> bool:
@@ -321,9 +332,12 @@ def _hook_router(index: int, layer, state: dict) -> None:
     renormalize = bool(getattr(router, "renormalize", True))
 
     def compute_routing(hidden_states, router_logits, *args, **kwargs):
-        weights, ids = original(hidden_states, router_logits, *args, **kwargs)
         fault = state["fault"]
-        if fault and fault.kind in ROUTING and fault.layer == index and acts_here(fault, state["setting"]):
+        planted = bool(fault and fault.kind in ROUTING and fault.layer == index and acts_here(fault, state["setting"]))
+        if planted and fault.kind == "moe-router-bf16":
+            return original(hidden_states, bf16_rounded(router_logits), *args, **kwargs)
+        weights, ids = original(hidden_states, router_logits, *args, **kwargs)
+        if planted:
             weights = routing_fault(fault, weights, ids, router_logits, renormalize)
         return weights, ids
 
