@@ -159,7 +159,9 @@ def test_the_setting_faults_syntax():
     assert parse_fault("moe-top-k:1:1@tp") == EngineFault("moe-top-k", 1, 1.0, "tp")
     assert parse_fault("moe-no-renorm:0@ep").label == "moe-no-renorm:0@ep"
     assert parse_fault("scaled:2:3@graph") == EngineFault("scaled", 2, 3.0, "graph")
-    for bad in ("double-reduce:1:2", "moe-top-k:1", "moe-top-k:1:0", "scaled:2:3@pp", "moe-no-renorm"):
+    assert parse_fault("moe-router-bf16:1").label == "moe-router-bf16:1"
+    for bad in ("double-reduce:1:2", "moe-top-k:1", "moe-top-k:1:0", "scaled:2:3@pp", "moe-no-renorm",
+                "moe-router-bf16:1:2", "moe-router-bf16"):
         with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
             parse_fault(bad)
 
@@ -216,3 +218,11 @@ def test_a_reduction_twice_is_nothing_on_one_rank_and_n_times_on_n():
             sys.modules.pop("vllm.distributed", None)
         else:
             sys.modules["vllm.distributed"] = saved
+
+
+def test_bf16_rounding_keeps_the_dtype_and_rounds_to_bf16s_step():
+    from llm_adapt.engines.fault_plugin import bf16_rounded
+
+    x = torch.tensor([1.0 + 2.0 ** -10, 3.0], dtype=torch.float32)
+    rounded = bf16_rounded(x)
+    assert rounded.dtype == torch.float32 and rounded.tolist() == [1.0, 3.0]  # 2^-10 is under bf16's step at 1
