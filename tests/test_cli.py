@@ -194,7 +194,7 @@ def run_dir(path, model: str, architecture: str = "LlamaForCausalLM"):
     metrics = {"output_throughput": 300.0, "mean_ttft_ms": 100.0, "std_ttft_ms": 5.0, "completed": 32}
     from llm_adapt.bench.modes import BenchResult
     from llm_adapt.inspect.stage import InspectResult
-    from llm_adapt.run.state import RunStatus
+    from llm_adapt.run_status import RunStatus
     from tests.records import record
 
     record(BenchResult, mode="throughput", runs=[{"metrics": metrics}]).save(path / "bench-throughput.json")

@@ -87,7 +87,7 @@ def test_the_chinese_report_renders_the_stage_reasons_in_chinese(tmp_path, tiny_
     from llm_adapt.models.source import resolve_model
     from llm_adapt.report.render import render_report
     from llm_adapt.run.config import RunSizes
-    from llm_adapt.run.state import RunStatus
+    from llm_adapt.run_status import RunStatus
 
     run_inspect(resolve_model(str(tiny_llama)), PlanOptions(model_path=str(tiny_llama), served_model_name="m",
                                                             host="0.0.0.0"), "cpu").save(tmp_path / "inspect.json")

@@ -53,7 +53,7 @@ def bench_records(mode: str, label: str, suffix: str = "") -> str:
 
 
 def setting_dir(name: str) -> str:
-    """The folder of a setting of a differential run, inside the run: settings/<name> (run/settings.py names)."""
+    """The folder of a setting of a differential run, inside the run: settings/<name> (deploy_settings.py names)."""
     return f"{SETTINGS_DIR}/{re.sub(r'[^A-Za-z0-9+._-]+', '-', name)}"
 
 
@@ -78,7 +78,7 @@ def kept_or_scratch(out: Path | None) -> Iterator[Path]:
         return
     import tempfile
 
-    from llm_adapt.engines.server import EngineStartError
+    from llm_adapt.errors import EngineStartError
 
     scratch = Path(tempfile.mkdtemp(prefix="llm-adapt-"))
     keep = False

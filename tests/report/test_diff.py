@@ -5,7 +5,7 @@ import json
 
 from llm_adapt.report.diff import Metric, compare_metric, diff_runs, diff_verdict, feature_changes, write_diff
 from llm_adapt.bench.modes import BenchResult
-from llm_adapt.run.state import RunStatus
+from llm_adapt.run_status import RunStatus
 from tests.records import record, run_data
 
 

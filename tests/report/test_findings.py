@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from llm_adapt.run.state import RunStatus
+from llm_adapt.run_status import RunStatus
 from tests.records import record, run_data
 from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
 from llm_adapt.report.first_screen import deciding_checks, first_screen, key_figures

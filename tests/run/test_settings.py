@@ -3,7 +3,7 @@ served command line shows (pure)."""
 
 import pytest
 
-from llm_adapt.run.settings import Setting, parse_setting, parse_settings, served_setting
+from llm_adapt.deploy_settings import Setting, parse_setting, parse_settings, served_setting
 
 
 def test_the_words_and_their_labels():

@@ -171,7 +171,7 @@ if ALL:  # held out when the routing rule was written
 @pytest.mark.parametrize("fault", list(ROUTING))
 def test_a_routing_fault_fails_only_at_tp2_and_names_expert_routing(fault, engines, gold, tmp_path):
     from llm_adapt.accuracy.setting_cause import setting_cause
-    from llm_adapt.run.differential import located_reason
+    from llm_adapt.accuracy.setting_cause import located_reason
 
     eager, _ = judge(engines["eager"], gold, fault, tmp_path / "eager")
     tp2, layers = judge(engines["TP=2"], gold, fault, tmp_path / "tp2", localize=True)

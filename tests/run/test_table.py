@@ -37,7 +37,7 @@ def test_each_rule_leaves_out_the_stages_it_names_and_no_other(tmp_path):
     assert _left_out(skipping, state, table_stage("bench"))[0] == "skipped"
     assert _left_out(skipping, state, table_stage("eval")) is None
 
-    from llm_adapt.run.settings import parse_settings
+    from llm_adapt.deploy_settings import parse_settings
 
     dummy, state = parts(tmp_path, dummy=True, tasks=("gsm8k",), settings=parse_settings("eager,tp2"))
     applicable = {s.name for s in TABLE if (_left_out(dummy, state, s) or ("",))[0] != "not applicable"}

@@ -13,7 +13,7 @@ from llm_adapt.models.source import resolve_model
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.report.render import render_report
 from llm_adapt.run.config import QUICK
-from llm_adapt.run.state import RunStatus
+from llm_adapt.run_status import RunStatus
 from llm_adapt.rundir import DUMMY_DIR
 from llm_adapt.upstream.adaptation import AdaptationResult, build, dummy_vs_real, stage_facts
 from tests.records import run_data

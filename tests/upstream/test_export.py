@@ -21,7 +21,7 @@ from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.report.data import load_run
-from llm_adapt.run.state import RunStatus
+from llm_adapt.run_status import RunStatus
 from llm_adapt.upstream import origin
 from llm_adapt.upstream.adaptation import build
 from llm_adapt.upstream.deployment import planned_for_npu

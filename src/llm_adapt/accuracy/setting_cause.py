@@ -5,7 +5,7 @@ settings out of line from the clean ones named.
 vLLM's own tests compare two settings (`compare_two_settings`: TP, PP, eager, chunked prefill; HF against
 TP=2 on greedy tokens) and cannot say which side is wrong. Each setting here has its own verdict against
 the fp32 gold, so the side that is wrong is known; what is left is which of the setting's features
-(run/settings.py: tp, ep, graph) it owes that to.
+(deploy_settings.py: tp, ep, graph) it owes that to.
 
 The rule, on the settings that were judged (a setting the engine refused is listed apart, never judged):
 - the first setting (the run's own deployment, eager on one rank as a rule) is the baseline;
@@ -24,9 +24,21 @@ Pure: rows in, a record out. Tried on faults it was not tuned on: see tests/accu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from llm_adapt.messages import reason
+from llm_adapt.results import StageResult
+
+
+class SettingsResult(StageResult):
+    """settings.json: a differential run's settings, each judged (run/differential.py writes it; the report reads
+    it, which is why it lives here, below both)."""
+
+    KIND: ClassVar[str] = "settings"
+
+    rows: list[dict[str, Any]]  # one per setting, the run's own first (run/differential.setting_row)
+    cause: dict[str, Any] | None = None  # setting_cause() over the rows, once every setting ran
+    seconds: dict[str, float] = {}  # per setting: plan, start, check and layers together
 
 OUT_OF_LINE = ("FAIL", "WARN")
 JUDGED = ("PASS", *OUT_OF_LINE)
@@ -93,3 +105,28 @@ def _labels(rows: list[dict[str, Any]]) -> str:
 def _result(status: str, head: dict[str, Any], bad, good, feature, cause, summary) -> dict[str, Any]:
     return {"status": status, **head, "out_of_line": [r["label"] for r in bad], "clean": [r["label"] for r in good],
             "feature": feature, "cause": cause, "summary": summary}
+
+
+def located_reason(where: dict[str, Any] | None):
+    """Where the capture placed the excess, in words: the router where it chose other experts, else the
+    part, else the layer. Pure."""
+    if not where:
+        return None
+    routing = where.get("routing") or {}
+    if routing.get("verdict") == "wrong":
+        if routing.get("genuine"):
+            return reason("sc_located_router", layer=where["name"], flipped=routing["genuine"],
+                          tokens=routing["tokens"], near=routing["near_tie"])
+        return reason("sc_located_router_weights", layer=where["name"],
+                      error=f"{routing.get('weight_error_max') or 0:.3g}")
+    part = where.get("part")
+    row = next((p for p in where.get("parts") or [] if p.get("name") == part), None)
+    if part in ("attention", "MLP") and row and isinstance(row.get("rel_l2"), (int, float)):
+        # the part's own error, on the engine's own input to it: a doubled output is off by 100% of its size
+        return reason(f"sc_located_{part}", layer=where["name"], rel=f"{row['rel_l2']:.0%}",
+                      ratio=_figure(row.get("ratio")))
+    return reason("sc_located", layer=where["name"], ratio=_figure(where.get("ratio")))
+
+
+def _figure(value) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) else "?"

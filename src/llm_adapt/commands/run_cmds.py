@@ -90,7 +90,7 @@ def stage_list(text: str) -> tuple[str, ...]:
 
 
 def settings_list(text: str):
-    from llm_adapt.run.settings import parse_settings
+    from llm_adapt.deploy_settings import parse_settings
 
     try:
         return parse_settings(text)

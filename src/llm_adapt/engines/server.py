@@ -30,22 +30,7 @@ from llm_adapt.engines.client import http_client
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
 from llm_adapt.engines.watchdog import die_with_parent
-from llm_adapt.errors import AdaptError
-
-
-
-class EngineStartError(AdaptError):
-    """The engine died or never became ready during start-up.
-
-    `.cause` is the log's root-cause line (or what happened, when the log names none);
-    str() is one line: what happened, the cause, and where the full log is.
-    """
-
-    def __init__(self, summary: str, cause: str | None, log_path: Path):
-        self.summary = summary
-        self.cause = cause or summary
-        self.log_path = Path(log_path)
-        super().__init__(f"{summary}: {cause} (full log: {log_path})" if cause else f"{summary} (full log: {log_path})")
+from llm_adapt.errors import EngineStartError  # noqa: F401 - raised here, and its users import it from here
 
 
 @dataclass

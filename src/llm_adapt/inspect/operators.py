@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from llm_adapt.inspect.caveats import Caveat, platform_caveats
 from llm_adapt.inspect.inventory import ModelFacts, inventory_rows

@@ -19,8 +19,8 @@ from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt import rundir
 from llm_adapt.results import StageResult, UnreadableResult, read_checked
-from llm_adapt.run.differential import SettingsResult
-from llm_adapt.run.state import RunStatus
+from llm_adapt.accuracy.setting_cause import SettingsResult
+from llm_adapt.run_status import RunStatus
 from llm_adapt.tune.run import TuneResult
 
 # result name (rundir.RESULTS) -> the record its file is read as

@@ -203,8 +203,8 @@ def settings_moved(run_a: RunData, run_b: RunData) -> dict[str, Any] | None:
     one's setting and endpoint verdict, and the setting that moved accuracy, judged as a differential run
     judges its settings (accuracy/setting_cause.py, A the baseline); None where the settings are the same."""
     from llm_adapt.accuracy.setting_cause import setting_cause
-    from llm_adapt.run.differential import located_reason
-    from llm_adapt.run.settings import served_setting
+    from llm_adapt.accuracy.setting_cause import located_reason
+    from llm_adapt.deploy_settings import served_setting
 
     rows = []
     for run in (run_a, run_b):

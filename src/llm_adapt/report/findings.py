@@ -13,8 +13,8 @@ from llm_adapt.report.data import RunData
 from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe_words, reason
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
-from llm_adapt.run.differential import SettingsResult
-from llm_adapt.run.state import RunStatus
+from llm_adapt.accuracy.setting_cause import SettingsResult
+from llm_adapt.run_status import RunStatus
 from llm_adapt.status import INTERRUPTED, JUDGED, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of

@@ -15,26 +15,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from llm_adapt import rundir
 from llm_adapt.errors import AdaptError
-from llm_adapt.results import StageResult, read_checked
+from llm_adapt.accuracy.setting_cause import SettingsResult, located_reason
+from llm_adapt.results import read_checked
 
 if TYPE_CHECKING:
     from llm_adapt.run.config import RunConfig
-    from llm_adapt.run.settings import Setting
+    from llm_adapt.deploy_settings import Setting
     from llm_adapt.run.state import RunState
 
 OUT_OF_LINE = ("FAIL", "WARN")
-
-
-class SettingsResult(StageResult):
-    KIND: ClassVar[str] = "settings"
-
-    rows: list[dict[str, Any]]  # one per setting, the run's own first (setting_row)
-    cause: dict[str, Any] | None = None  # setting_cause() over the rows, once every setting ran
-    seconds: dict[str, float] = {}  # per setting: plan, start, check and layers together
 
 
 def run_settings(cfg: "RunConfig", state: "RunState") -> None:
@@ -180,33 +173,6 @@ def engine_figures(serve: dict[str, Any] | None) -> dict[str, Any]:
             "kv": {"predicted": predicted.get("kv_cache_tokens"), "logged": facts.get("kv_cache_tokens"),
                    "ranks": predicted.get("ranks"), "space_by_rank": facts.get("kv_space_gib_by_rank"),
                    "matches": serve.get("prediction_matches")} if serve else None}
-
-
-def located_reason(where: dict[str, Any] | None):
-    """Where the capture placed the excess, in words: the router where it chose other experts, else the
-    part, else the layer. Pure."""
-    from llm_adapt.messages import reason
-
-    if not where:
-        return None
-    routing = where.get("routing") or {}
-    if routing.get("verdict") == "wrong":
-        if routing.get("genuine"):
-            return reason("sc_located_router", layer=where["name"], flipped=routing["genuine"],
-                          tokens=routing["tokens"], near=routing["near_tie"])
-        return reason("sc_located_router_weights", layer=where["name"],
-                      error=f"{routing.get('weight_error_max') or 0:.3g}")
-    part = where.get("part")
-    row = next((p for p in where.get("parts") or [] if p.get("name") == part), None)
-    if part in ("attention", "MLP") and row and isinstance(row.get("rel_l2"), (int, float)):
-        # the part's own error, on the engine's own input to it: a doubled output is off by 100% of its size
-        return reason(f"sc_located_{part}", layer=where["name"], rel=f"{row['rel_l2']:.0%}",
-                      ratio=_figure(row.get("ratio")))
-    return reason("sc_located", layer=where["name"], ratio=_figure(where.get("ratio")))
-
-
-def _figure(value) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) else "?"
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -16,7 +16,8 @@ from llm_adapt import rundir
 from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason
-from llm_adapt.run.state import RunState, RunStatus
+from llm_adapt.run.state import RunState
+from llm_adapt.run_status import RunStatus
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
 

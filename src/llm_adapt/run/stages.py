@@ -287,13 +287,6 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
                    host_load=load.summary() if platform.host_memory else None).save(cfg.out / rundir.HARDWARE)
 
 
-def settings(cfg: RunConfig, state: RunState) -> None:
-    """The differential run: each setting after the run's own served and judged in turn (run/differential.py)."""
-    from llm_adapt.run.differential import run_settings
-
-    run_settings(cfg, state)
-
-
 def adaptation(cfg: RunConfig, state: RunState) -> None:
     """The run against vLLM-Ascend's adapter workflow, from the results on disk (upstream/adaptation.py)."""
     from llm_adapt.upstream.adaptation import build

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from llm_adapt.results import StageResult
+from llm_adapt.run_status import RunStatus
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import Gold
@@ -13,23 +13,6 @@ if TYPE_CHECKING:
     from llm_adapt.engines.session import EngineSlot, ServeResult
     from llm_adapt.inspect.stage import InspectResult
     from llm_adapt.models.source import ModelSource
-
-
-class RunStatus(StageResult):
-    KIND: ClassVar[str] = "status"
-
-    model: str
-    platform: str
-    stages: dict[str, dict[str, Any]]
-    workload: dict[str, Any]
-    finished: bool = False
-    dummy: bool = False
-    tool_version: str | None = None  # the llm-adapt that ran it
-    # the run's verdict as the report shows it ({status, reasons}), written once the report is drawn
-    verdict: dict[str, Any] | None = None
-    # the signal that stopped the run ("SIGINT": Ctrl-C, or "SIGTERM"); such a run is not judged, and
-    # `--resume` finishes it
-    stopped_by: str | None = None
 
 
 def _empty_slot() -> "EngineSlot":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from llm_adapt.messages import reason
-from llm_adapt.run import stages
+from llm_adapt.run import differential, stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.run.state import RunState
 
@@ -54,7 +54,7 @@ TABLE: tuple[Stage, ...] = (
     Stage("eval", stages.task_accuracy, needs_endpoint=True, needs_real_weights=True,
           asked=lambda cfg: bool(cfg.tasks), not_asked="eval_opt_in"),
     Stage("bench", stages.bench, needs_endpoint=True, in_dummy_stage=False),
-    Stage("settings", stages.settings, needs_real_weights=True, in_dummy_stage=False,
+    Stage("settings", differential.run_settings, needs_real_weights=True, in_dummy_stage=False,
           asked=lambda cfg: len(cfg.settings) > 1, not_asked="settings_opt_in"),
     Stage("adaptation", stages.adaptation, skippable=False),
     Stage("report", stages.report, skippable=False, redone_on_resume=True, after_engine=True),
