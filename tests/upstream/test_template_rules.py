@@ -164,3 +164,20 @@ def test_a_planned_tutorial_claims_nothing_measured_off_an_npu(default_export):
     assert "（非 NPU）" in report  # the CPU evidence is the adaptation report's, labelled with its platform
     runbook = default_export[f"{DOCS}/SmolLM2-135M-Instruct-runbook.md"]
     assert "CPU" not in runbook and "本次验证在" not in runbook
+
+
+def test_the_runbooks_differential_run_asks_for_a_tensor_parallel_size_the_heads_split_over(default_export):
+    """SmolLM2-135M's 9 attention heads (3 KV heads) split over 3 ranks, not 2: the runbook's command is one vLLM
+    can serve as written."""
+    runbook = default_export[f"{DOCS}/SmolLM2-135M-Instruct-runbook.md"]
+    assert "--settings eager,graph,tp3" in runbook and "tp2" not in runbook
+
+
+def test_the_smallest_split_follows_vllms_head_rules():
+    from llm_adapt.inspect.plan import smallest_split
+
+    assert smallest_split(9, 3) == 3 and smallest_split(32, 8) == 2 and smallest_split(32, 8, at_least=4) == 4
+    assert smallest_split(12, 1) == 2  # one KV head: replicated on every rank
+    assert smallest_split(6, 4) == 2  # 4 KV heads split over 2
+    assert smallest_split(17, 17) is None  # 17 heads: no size from 2 to 16 divides them
+    assert smallest_split(10, 4, at_least=3) is None  # 5 and 10 divide the heads; 4 KV heads neither divide by 5 nor 5 by 4

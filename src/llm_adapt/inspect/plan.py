@@ -238,6 +238,16 @@ def parallel_problem(spec: ModelSpec, tp: int, ep: bool) -> str | None:
     return None
 
 
+def smallest_split(num_heads: int, num_kv_heads: int, at_least: int = 2, most: int = 16) -> int | None:
+    """The smallest tensor-parallel size from `at_least` to `most` that vLLM can split these attention heads over
+    (parallel_problem's rules: the heads divide by it; the KV heads divide by it, or it by them); None where
+    none can. Pure."""
+    for tp in range(max(at_least, 1), most + 1):
+        if num_heads % tp == 0 and (num_kv_heads % tp == 0 or tp % num_kv_heads == 0):
+            return tp
+    return None
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 

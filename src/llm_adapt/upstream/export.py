@@ -321,14 +321,20 @@ def checks_of(run: RunData) -> dict[str, Any]:
 
 def settings_command(run: RunData, model_id: str, deploy: Deployment) -> str:
     """The differential run to repeat on the NPU: the settings this run served, else eager, graph and the
-    plan's tensor parallel (expert parallel too for a MoE model), each judged against the fp32 gold."""
+    plan's tensor parallel, or the smallest the model's heads split over (expert parallel too for a MoE model),
+    each judged against the fp32 gold; no tensor-parallel setting where no size up to 16 splits them."""
+    from llm_adapt.inspect.plan import smallest_split
+
     rows = run.settings.rows if run.settings else []
     if rows:
         names = [r["setting"]["name"] for r in rows]
     else:
+        config = run.inspect.config if run.inspect else {}
         tp = max(int(deploy.plan.tensor_parallel or 1), 2)
+        if config.get("num_heads") and config.get("num_kv_heads"):  # 9 heads (SmolLM2-135M) split over 3, not 2
+            tp = smallest_split(int(config["num_heads"]), int(config["num_kv_heads"]), at_least=tp)
         moe = any(r.get("feature") == "EP" and r.get("status") != "not-applicable" for r in deploy.gates["features"])
-        names = ["eager", "graph", f"tp{tp}"] + ([f"ep{tp}"] if moe else [])
+        names = ["eager", "graph"] + ([f"tp{tp}"] + ([f"ep{tp}"] if moe else []) if tp else [])
     model = run.inspect.model if run.inspect else {}
     name = model.get("given") if model.get("origin") in ("hf", "ms") else f"hf:{model_id}"
     return f"llm-adapt run {name} --platform npu --settings {','.join(names)}"
