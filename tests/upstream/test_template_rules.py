@@ -3,6 +3,7 @@ model (`--plan-for npu`) and of the stand-in NPU run, and fails on a tutorial wi
 scenarios are the planner's plans, the FAQ entries come from the model's caveats and the plan, and nothing the
 CPU measured is claimed for the NPU."""
 
+import re
 import shutil
 
 import pytest
@@ -181,3 +182,9 @@ def test_the_smallest_split_follows_vllms_head_rules():
     assert smallest_split(6, 4) == 2  # 4 KV heads split over 2
     assert smallest_split(17, 17) is None  # 17 heads: no size from 2 to 16 divides them
     assert smallest_split(10, 4, at_least=3) is None  # 5 and 10 divide the heads; 4 KV heads neither divide by 5 nor 5 by 4
+
+
+def test_the_tutorial_counts_whole_sequences_of_full_length(default_export):
+    tutorial = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    assert re.search(r"the KV cache holds [\d,]+ sequences of full length\)", tutorial), tutorial[:3000]
+    assert not re.search(r"holds [\d,]+\.\d+ of full length", tutorial)
