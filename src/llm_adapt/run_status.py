@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from llm_adapt.messages import reason
 from llm_adapt.results import StageResult
+from llm_adapt.status import INTERRUPTED
 
 
 class RunStatus(StageResult):
@@ -23,3 +25,15 @@ class RunStatus(StageResult):
     # the signal that stopped the run ("SIGINT": Ctrl-C, or "SIGTERM"); such a run is not judged, and
     # `--resume` finishes it
     stopped_by: str | None = None
+
+
+def signal_words(stopped_by: str) -> str:
+    """What stopped a run, as the report says it: "Ctrl-C" for SIGINT, else the signal's name. Pure."""
+    return "Ctrl-C" if stopped_by == "SIGINT" else stopped_by
+
+
+def interrupted_verdict(stopped: str) -> dict[str, Any]:
+    """The one verdict of a run a signal stopped (`stopped`: signal_words'), from nothing but the signal: the run
+    writes it without importing the report (a signal that lands inside a module's first import can leave that
+    module half made, and numpy then refuses to be imported again), and the report gives the same. Pure."""
+    return {"status": INTERRUPTED, "reasons": [reason("interrupted_not_judged", signal=stopped)]}

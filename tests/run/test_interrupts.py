@@ -177,3 +177,19 @@ def test_resume_judges_the_run_again(tmp_path):
     assert again.stopped_by is None and again.verdict is None and not again.finished
     assert stopping_signal(interrupts.Terminated()) == "SIGTERM" and stopping_signal(KeyboardInterrupt()) == "SIGINT"
     assert stopping_signal(ValueError()) is None
+
+
+def test_the_runs_own_interrupted_verdict_is_the_reports_without_importing_it():
+    """A signal inside a module's first import can leave it half made (numpy then refuses a second import: a run
+    stopped so exited 1 with a traceback when it imported the report for its verdict); the run's verdict needs
+    only the signal, and the report gives the same one."""
+    from llm_adapt.report.findings import overall_verdict
+    from llm_adapt.run_status import interrupted_verdict, signal_words
+    from tests.records import run_data
+
+    for stopped_by, words in (("SIGINT", "Ctrl-C"), ("SIGTERM", "SIGTERM")):
+        status = {"model": "m", "platform": "cpu", "stages": {}, "workload": {}, "stopped_by": stopped_by}
+        report = overall_verdict(run_data(status=status))
+        own = interrupted_verdict(signal_words(stopped_by))
+        assert own["status"] == report["status"] == "INTERRUPTED" and signal_words(stopped_by) == words
+        assert [str(r) for r in own["reasons"]] == [str(r) for r in report["reasons"]] and words in str(own["reasons"][0])

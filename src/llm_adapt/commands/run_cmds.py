@@ -208,7 +208,9 @@ def said_when_stopped(out: Path, args: argparse.Namespace):
     try:
         yield
     except KeyboardInterrupt:
-        from llm_adapt.report.first_screen import verdict_shown
+        # the words only, not the report's code: a signal inside a module's first import (numpy's, say) can leave
+        # it half made, and importing it again then fails
+        from llm_adapt.messages import verdict_shown
         from llm_adapt.status import INTERRUPTED
 
         print(f"verdict: {verdict_shown(INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")

@@ -14,7 +14,7 @@ from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, Said, StoredMess
                                      message, messages, operator_name, reason, stored)
 from llm_adapt.messages.probes import PROBE_WORDS, probe_words
 from llm_adapt.messages.report import (FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT,
-                                      SECTION_WORDS)
+                                      SECTION_WORDS, verdict_shown)
 
 OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report, upstream)
 
@@ -36,4 +36,4 @@ __all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_
            "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "SECTION_WORDS", "Said", "StoredMessage",
            "VALUE_BUILDERS", "basis_text", "check_text", "from_keyed", "from_schema_1", "head_list", "loaded",
            "located_value", "message", "messages", "operator_name", "probe_words", "reason", "rendered_check",
-           "stored", "verdict_reasons"]
+           "stored", "verdict_reasons", "verdict_shown"]

@@ -993,3 +993,10 @@ SECTION_WORDS: dict[str, dict] = {
         },
     },
 }
+
+
+def verdict_shown(status: str, lang: str = "en") -> str:
+    """A verdict as the report and the console write it: PASS, WARN or FAIL as they are, an interrupted run's
+    in words ("interrupted: not judged"). Pure; here, with the words, so that a stopped run says it without
+    importing the report's code."""
+    return FIRST_SCREEN[lang]["statuses"].get(status, status)

@@ -14,8 +14,8 @@ from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import RunStatus
-from llm_adapt.status import INTERRUPTED, JUDGED, worst
+from llm_adapt.run_status import RunStatus, interrupted_verdict, signal_words
+from llm_adapt.status import JUDGED, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
 
@@ -63,8 +63,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     file unreadable."""
     stopped = interrupted_by(run.status)
     if stopped:  # a run a signal stopped judges nothing, whatever finished before it
-        return {"status": INTERRUPTED, "reasons": [reason("interrupted_not_judged", signal=stopped)],
-                "false_ready": False, "judged": []}
+        return interrupted_verdict(stopped) | {"false_ready": False, "judged": []}
     parts: list[tuple[str, str]] = []
     stages = run.stages
     if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
@@ -114,7 +113,7 @@ def interrupted_by(status: RunStatus | None) -> str | None:
     if status is None:
         return None
     if status.stopped_by:
-        return "Ctrl-C" if status.stopped_by == "SIGINT" else status.stopped_by
+        return signal_words(status.stopped_by)
     stages = status.stages.values()
     if not any(body.get("status") == "interrupted" for body in stages):
         return None

@@ -14,6 +14,7 @@ from llm_adapt.accuracy.result import LogitStats, Verdict
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.messages import FIRST_SCREEN as WORDS, FIRST_SCREEN_MODES as MODES, LIST_SEP, message, probe_words, rendered_check
+from llm_adapt.messages import verdict_shown
 from llm_adapt.report.data import RunData
 from llm_adapt.probes.context import core_broken, core_features
 from llm_adapt.report.findings import main_target, overall_verdict, quant_targets
@@ -85,12 +86,6 @@ def cautions(run: RunData, lang: str = "en") -> list[str]:
     return [WORDS[lang]["flat_logits"].format(decisive=f"{sharp['decisive_positions']:,}",
                                               positions=f"{sharp['positions']:,}",
                                               entropy=f"{entropy:.0%}" if isinstance(entropy, float) else "?")]
-
-
-def verdict_shown(status: str, lang: str = "en") -> str:
-    """A verdict as the report and the console write it: PASS, WARN or FAIL as they are, an interrupted run's
-    in words ("interrupted: not judged"). Pure."""
-    return WORDS[lang]["statuses"].get(status, status)
 
 
 def _title(run: RunData, W: dict[str, str]) -> str:

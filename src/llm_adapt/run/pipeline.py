@@ -17,7 +17,7 @@ from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason
 from llm_adapt.run.state import RunState
-from llm_adapt.run_status import RunStatus
+from llm_adapt.run_status import RunStatus, interrupted_verdict, signal_words
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
 
@@ -84,7 +84,8 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     state.status.stopped_by = stopping_signal(exc)
     state.status.save(cfg.out / rundir.STATUS)
     if state.status.stopped_by:  # not judged: the one verdict of an interrupted run, on disk before the report
-        state.status.verdict = run_verdict(cfg.out)
+        verdict = interrupted_verdict(signal_words(state.status.stopped_by))
+        state.status.verdict = {"status": verdict["status"], "reasons": [str(r) for r in verdict["reasons"]]}
         state.status.save(cfg.out / rundir.STATUS)
     if not (cfg.out / rundir.INSPECT).exists():
         return
