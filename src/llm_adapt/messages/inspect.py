@@ -272,12 +272,19 @@ REASONS: dict[str, dict[str, str]] = {
     "cav_cpu_head_dim_check": {"en": "no accuracy result is possible on vLLM-CPU: the endpoint check fails at its first "
                                      "request",
                                "zh": "在 vLLM-CPU 上得不到精度结果：端点检查在第一个请求时就会失败"},
-    "cav_cpu_mla": {"en": "vLLM-CPU runs MLA through its reference CPU_MLA backend (AMX_MLA only on AMX CPUs): correct "
-                          "but slow",
-                    "zh": "vLLM-CPU 通过其参考实现 CPU_MLA 后端运行 MLA（AMX_MLA 仅用于支持 AMX 的 CPU）：结果正确但速度慢"},
-    "cav_cpu_mla_check": {"en": "compare the endpoint's top-k KL against the in-process floor; expect low throughput in "
-                                "the benchmark",
-                          "zh": "将端点的 top-k KL 与进程内噪声基线对比；基准测试中预计吞吐较低"},
+    "cav_cpu_mla": {"en": "vLLM-CPU 0.32 runs MLA through its reference CPU_MLA backend (AMX_MLA on AMX CPUs), whose "
+                          "decode kernel takes DeepSeek's latent (512 + 64) with blocks of 16 only; in eager mode its "
+                          "rotary kernel rotates MLA's strided q_pe and k_pe wrongly (benchmarks/rope_kernel.py: off by "
+                          "up to 5.9 against vLLM's own native rope), so the served output is expected off the gold",
+                    "zh": "vLLM-CPU 0.32 通过其参考实现 CPU_MLA 后端运行 MLA（支持 AMX 的 CPU 上为 AMX_MLA），其解码内核只接受 "
+                          "DeepSeek 的潜变量（512 + 64）和大小为 16 的块；eager 模式下其旋转位置编码内核对 MLA 跨步的 q_pe 和 "
+                          "k_pe 旋转有误（benchmarks/rope_kernel.py：与 vLLM 自带的原生实现相差最多 5.9），因此服务输出预计偏离金标准"},
+    "cav_cpu_mla_check": {"en": "a FAIL at layer 0's attention may be this kernel's: served again with --compilation-config "
+                                "'{{\"custom_ops\": [\"-rotary_embedding\"]}}' the engine takes vLLM's native rope; expect low "
+                                "throughput in the benchmark",
+                          "zh": "第 0 层注意力处的 FAIL 可能来自该内核：加上 --compilation-config "
+                                "'{{\"custom_ops\": [\"-rotary_embedding\"]}}' 重新部署时引擎改用 vLLM 的原生旋转位置编码；"
+                                "基准测试中预计吞吐较低"},
     "cav_ascend_softcap": {"en": "attention soft-capping ({cap:g}): vLLM-Ascend's AscendAttentionBackendImpl accepts "
                                  "logits_soft_cap but its NPU attention kernels take no soft-cap argument, so the cap can "
                                  "be dropped silently",

@@ -92,7 +92,8 @@ CAVEATS = (
                reason("cav_cpu_head_dim_check"), "vLLM 0.32 cpu_attn.py CPUAttentionBackend.get_supported_head_sizes"),
     CaveatRule("cpu-mla", "attention", lambda f: f.attention == "MLA",
                lambda f: reason("cav_cpu_mla"), reason("cav_cpu_mla_check"),
-               "vLLM 0.32 platforms/cpu.py attention backend selection, v1/attention/backends/mla/cpu_mla.py"),
+               "vLLM 0.32 platforms/cpu.py attention backend selection, v1/attention/backends/mla/cpu_mla.py; "
+               "the rotary kernel measured by benchmarks/rope_kernel.py (docs/models.md)"),
     CaveatRule("moe-cpu", "MoE", lambda f: bool(f.experts),
                lambda f: reason("cav_moe_cpu", experts=f.experts), reason("cav_moe_cpu_check"),
                "vLLM 0.32 CPU fused-MoE path"),
