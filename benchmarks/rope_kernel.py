@@ -6,7 +6,8 @@ contiguous) and k_pe sliced from the latent projection; Llama-style attention ha
 In eager mode (`--enforce-eager`: vLLM's custom ops on) the CPU platform runs the C++ kernel
 (`forward_cpu`); with torch.compile it runs `forward_native`. Each row is one layout, one style, one path,
 with the largest absolute difference from the reference, of q and of k, and the verdict (equal to float
-rounding or not).
+rounding or not). A last row asks whether the kernel's answer for one token depends on the tokens batched
+with it.
 
     python benchmarks/rope_kernel.py --docs docs/models.md
 
@@ -76,7 +77,22 @@ def measure() -> list[dict]:
                     rows.append(row(name, "transformers' DeepSeek-V2 rope", (want_q, want_k), (hf_q, hf_k)))
                 got = tuple(x.reshape(TOKENS, -1, ROPE) for x in rope.forward_cpu(positions, q, k))
                 rows.append(row(name, "vLLM-CPU kernel (eager)", (want_q, want_k), got))
+        rows.append(batch_dependence(torch, rope))
     return rows
+
+
+def batch_dependence(torch, rope) -> dict:
+    """The kernel on MLA's layout: the last token rotated alone (a decode step of one stream) against the same
+    token, same position, rotated in a batch of TOKENS (a prefill, or streams batched together)."""
+    q_rows, kv_rows = torch.randn(TOKENS, HEADS * (NOPE + ROPE)), torch.randn(TOKENS, LORA + ROPE)
+
+    def rotated(rows: slice):
+        q = q_rows[rows].clone().view(-1, HEADS, NOPE + ROPE)[..., NOPE:]
+        k = kv_rows[rows].clone().split([LORA, ROPE], dim=-1)[1].unsqueeze(1)
+        return tuple(x[-1].clone() for x in rope.forward_cpu(torch.arange(TOKENS)[rows], q, k))
+
+    return row("MLA, interleaved: the last token alone", f"the same token in a batch of {TOKENS} (vLLM-CPU kernel)",
+               rotated(slice(0, TOKENS)), rotated(slice(TOKENS - 1, TOKENS)))
 
 
 def row(layout: str, path: str, want, got) -> dict:
@@ -86,7 +102,7 @@ def row(layout: str, path: str, want, got) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| layout | path against vLLM's `forward_native` | max abs diff q | max abs diff k | verdict |",
+    lines = ["| layout | path, against vLLM's `forward_native` unless it names another | max abs diff q | max abs diff k | verdict |",
              "|---|---|---|---|---|"]
     lines += [f"| {r['layout']} | {r['path']} | {r['q']:.3g} | {r['k']:.3g} | {r['verdict']} |" for r in rows]
     return "\n".join(lines)
