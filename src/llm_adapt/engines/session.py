@@ -75,10 +75,11 @@ def _stderr(message: str) -> None:
 @contextmanager
 def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "eager", port: int | None = None,
                    startup_timeout_s: float = 900.0, extra_args: list[str] | None = None,
-                   dummy: bool = False, notify: Callable[[str], None] = _stderr
-                   ) -> Iterator[tuple[ManagedServer, ServeResult]]:
+                   dummy: bool = False, notify: Callable[[str], None] = _stderr,
+                   extra_env: dict[str, str] | None = None) -> Iterator[tuple[ManagedServer, ServeResult]]:
     """Start (once more at vLLM's own estimate if it refuses the plan's length), wait for readiness,
-    write serve.json, yield; always stop on the way out."""
+    write serve.json, yield; always stop on the way out. `extra_env` joins the plan's variables for this
+    start only (serve.json records them; the plan and its exported commands do not carry them)."""
     plan = inspect_result.plan
     if dummy:
         if engine != "vllm":
@@ -86,6 +87,8 @@ def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "e
         extra_args = [*(extra_args or []), *dummy_args(inspect_result)]
     spec = launch_spec(engine, plan, Path(inspect_result.model["path"]), mode, port or free_port(), startup_timeout_s,
                        extra_args)
+    if extra_env:
+        spec = replace(spec, env=spec.env | extra_env)
     with contextlib.ExitStack() as stack:
         server, attempts = _start(stack, spec, plan, Path(run_dir), notify)
         result = serve_result(server, server.spec, plan, mode)

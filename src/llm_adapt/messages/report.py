@@ -563,7 +563,7 @@ SECTION_WORDS: dict[str, dict] = {
             "folder": "its files",
             "not_judged": "not judged",
             "moved": "The setting that moved accuracy",
-            "note": "KV tokens are predicted per rank (each rank holds its share of the KV heads in VLLM_CPU_KVCACHE_SPACE of its own) and checked against the engine's log, which gives each rank's space; ✓ marks an exact match.",
+            "note": "KV tokens are predicted per rank (each rank holds its share of the KV heads in VLLM_CPU_KVCACHE_SPACE of its own) and checked against the engine's log, which gives each rank's space; ✓ marks an exact match. Each setting after the first starts vLLM's engine core forked from its API server rather than spawned (LLM_ADAPT_FORK_ENGINE_CORE=1 in its serve.json), a shorter start whose log-probs were equal to the last bit between the two layouts; the first row's engine started as the plan writes it.",
         },
         "sl": {
             "title": "Inside the served engine, layer by layer",
@@ -949,7 +949,7 @@ SECTION_WORDS: dict[str, dict] = {
             "folder": "文件位置",
             "not_judged": "未判定",
             "moved": "影响精度的设置",
-            "note": "KV token 按 rank 预测（每个 rank 在自己的 VLLM_CPU_KVCACHE_SPACE 中存放其分到的 KV 头），并与引擎日志对照，日志给出每个 rank 的空间；✓ 表示完全一致。",
+            "note": "KV token 按 rank 预测（每个 rank 在自己的 VLLM_CPU_KVCACHE_SPACE 中存放其分到的 KV 头），并与引擎日志对照，日志给出每个 rank 的空间；✓ 表示完全一致。第一行之后的每个设置，vLLM 的引擎核心进程由其 API 服务进程 fork 而非 spawn 启动（其 serve.json 中 LLM_ADAPT_FORK_ENGINE_CORE=1），启动更快，两种进程布局的 log-prob 逐位相同；第一行的引擎按部署计划原样启动。",
         },
         "sl": {
             "title": "服务引擎内部逐层精度",

@@ -5,7 +5,8 @@ named (accuracy/setting_cause.py).
 The first setting is the run's own deployment: the stages before this one (serve, probes, endpoint
 accuracy, its layers escalation, bench) measured it in the run directory. Each other setting is planned
 (its own inspect.json: tensor-parallel ranks change the KV cache per rank), started in its own folder
-(rundir.setting_dir), judged by the same endpoint check, and stopped; an eager one is started with the
+(rundir.setting_dir) with vLLM's engine core forked rather than spawned (layout_env), judged by the same
+endpoint check, and stopped; an eager one is started with the
 layer capture loaded (idle until armed), so that an out-of-line verdict is localized inside that same
 engine, at TP>1 on rank 0's full hidden states, without a restart. A setting vLLM refuses, at start or at
 its first request, is a row with the engine's own one-line cause, never a verdict.
@@ -67,7 +68,7 @@ def serve_setting(cfg: "RunConfig", state: "RunState", setting: "Setting") -> st
     capture = engine == "vllm" and not setting.graph
     try:
         state.engine.start(with_capture(inspected, out) if capture else inspected, engine, out,
-                           **stages.engine_options(cfg, setting.mode))
+                           **stages.engine_options(cfg, setting.mode), extra_env=layout_env(engine))
     except AdaptError as exc:
         return getattr(exc, "cause", None) or str(exc)
     try:
@@ -88,6 +89,15 @@ def serve_setting(cfg: "RunConfig", state: "RunState", setting: "Setting") -> st
     finally:
         state.engine.stop()
     return None
+
+
+def layout_env(engine: str) -> dict[str, str]:
+    """A further setting's engine core is forked from its API server, not spawned: 16 s less per start on
+    2 cores, log-probs equal to the last bit (engines/fork_core_plugin.py). The run's own deployment, the
+    first setting, was started as the plan writes it."""
+    from llm_adapt.engines.fork_core_plugin import FORKED_CORE
+
+    return dict(FORKED_CORE) if engine == "vllm" else {}
 
 
 def died(state: "RunState", out: Path, wait_s: float = 0.0) -> str | None:
