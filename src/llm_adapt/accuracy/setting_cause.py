@@ -15,6 +15,9 @@ The rule, on the settings that were judged (a setting the engine refused is list
 - baseline clean, some out of line: the features every out-of-line setting has and no clean one has.
   One feature is the cause (tensor parallel, expert parallel, graph mode); none is the combination of two
   (out of line only where both are on); two or more are not separated ("ambiguous": add each alone);
+- baseline out of line and some settings clean: the one feature every clean setting has and no out-of-line
+  one has names the path at fault, the one that feature replaces ("cured": graph mode clean and eager out of
+  line puts it on the eager path, an op vLLM runs as its own kernel there); none or several: not separated;
 - the out-of-line setting's layer capture, where it found the MoE router flipping experts beyond rounding,
   names expert routing as the cause instead of the setting's feature: the experts chosen are wrong, and
   the setting only carried the fault there.
@@ -45,6 +48,8 @@ JUDGED = ("PASS", *OUT_OF_LINE)
 # feature -> the cause's key (messages/accuracy.py: sc_cause_*)
 CAUSE_OF = {"tp": "tensor parallel", "ep": "expert parallel", "graph": "graph mode"}
 ROUTING = "expert routing"
+# feature -> the path out of line where only settings with that feature are clean (_cured)
+WITHOUT = {"tp": "the one-rank path", "ep": "the path with every expert on each rank", "graph": "the eager path"}
 
 
 def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,6 +65,8 @@ def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
     bad = [r for r in judged if r["status"] in OUT_OF_LINE]
     good = [r for r in judged if r["status"] == "PASS"]
     if base["status"] in OUT_OF_LINE:
+        if good and (cured := _cured(head, bad, good)):
+            return cured
         key = "sc_everywhere" if not good else "sc_baseline_out"
         return _result("everywhere" if not good else "unknown", head, bad, good, None, None,
                        reason(key, baseline=base["label"], status=base["status"], clean=_labels(good)))
@@ -87,6 +94,22 @@ def _moved(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
                      cause=reason(f"sc_cause_{_cause_key(cause)}", features=_feature_words(common)) if cause else "",
                      candidates=_feature_words(separating or common))
     return _result("moved" if cause else "ambiguous", head, bad, good, feature, cause, summary)
+
+
+def _cured(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Baseline out of line, some settings clean: the one feature every clean setting has and no out-of-line one
+    has. The fault then lives on the path that feature replaces (graph mode clean, eager FAIL: an op eager runs as
+    vLLM's own kernel and graph mode compiles from torch code). None where no one feature separates them."""
+    cures = set.intersection(*(set(r["features"]) for r in good)) - set().union(*(set(r["features"]) for r in bad))
+    if len(cures) != 1:
+        return None
+    feature = next(iter(cures))
+    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
+    where = next((r["located"] for r in bad if r.get("located")), None)
+    summary = reason("sc_cured", clean=_labels(good), status=worst, settings=_labels(bad),
+                     where=reason("sc_where", where=where) if where else "", feature=reason(f"sc_feature_{feature}"),
+                     cause=reason(f"sc_cause_without_{feature}"))
+    return _result("cured", head, bad, good, feature, WITHOUT[feature], summary)
 
 
 def _cause_key(cause: str) -> str:

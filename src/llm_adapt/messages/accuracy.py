@@ -39,6 +39,24 @@ REASONS: dict[str, dict[str, str]] = {
     "sc_baseline_out": {"en": "{status} already in {baseline} (clean in {clean}): the baseline itself is out of line, "
                               "so no setting is named",
                         "zh": "基准设置 {baseline} 已为 {status}（{clean} 正常）：基准本身异常，不归因于某个设置"},
+    "sc_cured": {"en": "{status} in {settings}{where}; clean only with {feature} ({clean}); likely cause: {cause}",
+                 "zh": "在 {settings} 下为 {status}{where}；仅在开启 {feature} 时正常（{clean}）；可能原因：{cause}"},
+    "sc_feature_graph": {"en": "graph mode", "zh": "图模式"},
+    "sc_feature_tp": {"en": "tensor parallel", "zh": "张量并行"},
+    "sc_feature_ep": {"en": "expert parallel", "zh": "专家并行"},
+    "sc_cause_without_graph": {"en": "the eager path: an op that eager mode runs as vLLM's own kernel (a custom op such "
+                                     "as the rotary embedding) and graph mode compiles from torch code computes wrong; "
+                                     "serve in graph mode, or turn that op off (--compilation-config "
+                                     "'{{\"custom_ops\": [\"-NAME\"]}}'), until it is fixed",
+                               "zh": "eager 路径：eager 模式下以 vLLM 自身内核运行、图模式下由 torch 代码编译的某个算子（如旋转位置编码"
+                                     "这类自定义算子）算错了；修复前请以图模式部署，或关闭该算子（--compilation-config "
+                                     "'{{\"custom_ops\": [\"-NAME\"]}}'）"},
+    "sc_cause_without_tp": {"en": "the one-rank path: what runs only when the model is not split (an unsharded or fused "
+                                  "kernel) computes wrong what the split model computes right",
+                            "zh": "单 rank 路径：仅在模型未切分时运行的部分（未切分或融合的内核）算错了切分后算对的结果"},
+    "sc_cause_without_ep": {"en": "the path with every expert on each rank: the unsplit MoE kernel computes wrong what "
+                                  "expert parallelism computes right",
+                            "zh": "每个 rank 持有全部专家的路径：未切分的 MoE 内核算错了专家并行算对的结果"},
     "sc_clean": {"en": "clean in every setting served: {settings}", "zh": "所有已服务的设置均正常：{settings}"},
     "sc_moved": {"en": "clean in {clean}; {status} only at {settings}{where}; likely cause: {cause}",
                  "zh": "在 {clean} 下正常；仅在 {settings} 下为 {status}{where}；可能原因：{cause}"},
