@@ -186,6 +186,8 @@ def test_a_server_that_answers_wrongly_is_false_ready():
     assert false_ready(answered, judged["wrong"], dummy=True) is None and false_ready(None, judged["wrong"]) is None
     verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=wrong))
     assert verdict["status"] == "FAIL" and verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
+    assert not any(r.startswith("served model vs gold") for r in verdict["reasons"])  # false-ready's words say it
+    assert any(j.key == "served_verdict" for j in verdict["judged"])  # still judged
     clean = overall_verdict(run_with(probes=probes, endpoint_accuracy=right))
     assert not clean["false_ready"] and not any("false-ready" in r for r in clean["reasons"])
 
@@ -224,3 +226,20 @@ def test_an_interrupted_run_is_not_judged_whatever_finished():
     assert screen.status == "INTERRUPTED" and screen.shown == "interrupted: not judged"
     assert 'class="banner interrupted"' in header_html(screen, "en", {}) and "interrupted: not judged</span>" in header_html(
         screen, "en", {})
+
+
+def test_a_clean_setting_beside_an_out_of_line_baseline_is_said_in_the_verdict():
+    """The run's own setting FAILs and graph mode is clean: the run stays FAIL, and its reasons say which
+    setting was clean and where the fault lies; with every setting out of line the sentence is said too."""
+    from llm_adapt.accuracy.setting_cause import SettingsResult, setting_cause
+    from llm_adapt.report.findings import settings_parts
+
+    def settings(*statuses):
+        rows = [{"label": label, "features": features, "status": status}
+                for (label, features), status in zip((("eager", []), ("graph", ["graph"])), statuses)]
+        return SettingsResult(rows=rows, cause=setting_cause(rows))
+
+    cured = settings_parts(settings("FAIL", "PASS"))
+    assert [status for status, _ in cured] == ["FAIL"] and "clean only with graph mode" in str(cured[0][1])
+    assert [status for status, _ in settings_parts(settings("PASS", "PASS"))] == ["PASS"]  # clean: not a reason
+    assert [status for status, _ in settings_parts(settings("FAIL", "FAIL"))] == ["FAIL"]

@@ -93,8 +93,9 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], reason("task_verdict", status=ev["status"], detail=_task_detail(ev))))
     incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
-    reasons = [p[1] for p in parts if p[0] != "PASS"] + [reason("stage_incomplete", stage=s, status=stages[s]["status"])
-                                                         for s in incomplete]
+    said = {"served_verdict"} if fr and fr["false_ready"] else set()  # false-ready's own words say it already
+    reasons = [p[1] for p in parts if p[0] != "PASS" and p[1].key not in said]
+    reasons += [reason("stage_incomplete", stage=s, status=stages[s]["status"]) for s in incomplete]
     # a result that is there but cannot be read (damaged, or another version's) was measured and is not judged here
     reasons += [reason("result_unreadable", name=name) for name in run.unreadable]
     judged = any(p[1].key in JUDGED_KEYS for p in parts)
@@ -122,12 +123,16 @@ def interrupted_by(status: RunStatus | None) -> str | None:
 
 def settings_parts(settings: SettingsResult | None) -> list[tuple[str, Any]]:
     """A differential run's share of the verdict: the worst setting's status with the sentence that names
-    the setting that moved accuracy (the first setting is the run's own, judged above already); a setting
-    the engine refused is WARN: the run cannot vouch for it."""
+    the setting that moved accuracy (the first setting is the run's own, judged above already, counted here
+    too where the others were clean and that names the path at fault); a setting the engine refused is WARN:
+    the run cannot vouch for it."""
     if not settings or not settings.cause:
         return []
     rows = settings.rows
     statuses = [r["status"] for r in rows[1:] if r.get("status")]
+    if statuses and settings.cause.get("status") == "cured":  # the run's own setting is out of line, another is
+        statuses.append(rows[0]["status"])  # clean: the sentence that says which is the verdict's to give
+
     out = [(worst(statuses), reason("settings_verdict", summary=settings.cause["summary"]))] if statuses else []
     return out + [("WARN", reason("setting_not_judged", label=r["label"], error=r.get("error") or "-"))
                   for r in rows[1:] if not r.get("status")]
