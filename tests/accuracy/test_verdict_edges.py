@@ -267,3 +267,27 @@ def test_a_few_decode_positions_carry_their_own_sampling_spread():
     assert next(c for c in _greedy_checks(greedy, {"relative": 0.133})
                 if c["key"] == "decode_kl_ratio")["status"] == "fail"
     assert decode_spread({"kl_lb_mean": 0.0, "kl_lb_sem": math.nan}, {"kl_lb_mean": 1e-3, "kl_lb_sem": math.nan}) == 0.0
+
+
+def test_a_flat_models_tiny_floor_is_a_scale_and_only_an_exact_zero_is_not():
+    """Measured on a random Mixtral served in bf16: its floor's decode-side KL was 5.4e-10 and the server's 3.4e-9.
+    The ratio was taken as infinite below 1e-9 and FAILed with no value; it is a ratio like any other (6.3x, judged
+    against its allowance), and only a floor of exactly 0 falls back to the bound a same-dtype server meets."""
+    from llm_adapt.accuracy.verdict.endpoint import _greedy_checks
+
+    def decode_check(server_kl, floor_kl):
+        rows = [{"id": str(i), "divergence": None, "stop": None} for i in range(6)]
+        decode = {"server": {"positions": 66, "kl_lb_mean": server_kl, "kl_lb_sem": server_kl * 0.05},
+                  "floor": {"positions": 66, "kl_lb_mean": floor_kl, "kl_lb_sem": floor_kl * 0.05}}
+        greedy = {"rows": rows, "floor_genuine": 0, "decode": decode}
+        return next(c for c in _greedy_checks(greedy, {"relative": 0.1}) if c["key"].startswith("decode_kl"))
+
+    tiny = decode_check(3.4e-9, 5.4e-10)
+    assert (tiny["key"], tiny["status"], tiny["value"]) == ("decode_kl_ratio", "fail", 6.2963)  # 6.3x, allowed 1.3
+    assert decode_check(5.4e-10, 5.4e-10)["status"] == "pass"
+    zero_clean, zero_broken = decode_check(3.4e-9, 0.0), decode_check(1e-3, 0.0)
+    assert (zero_clean["key"], zero_clean["status"]) == ("decode_kl_zero_floor", "pass")
+    assert zero_broken["status"] == "fail" and not _holds_nan(zero_broken)
+    server, floor = _served_summary(350, decisive=200, kl=1e-3), _served_summary(350, decisive=200, kl=0.0)
+    teacher = next(c for c in judge_endpoint(_sections(server, floor))["checks"] if "zero_floor" in c["key"])
+    assert teacher["status"] == "fail" and "exactly zero" in teacher["name"]

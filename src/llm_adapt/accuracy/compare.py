@@ -223,7 +223,7 @@ def _vs_floor(t: RunnerReport, f: RunnerReport) -> VsFloor:
     """The target's mean KL against the floor's, with the spread it may show by chance: prompts
     resampled (bootstrap) and the floor rerun on another kernel path (its `spread`)."""
     kl_t, kl_f = t.samples.get("kl_by_prompt"), f.samples.get("kl_by_prompt")
-    ratio = m.ratio_or_none(t.logits["kl_mean"], f.logits["kl_mean"])
+    ratio = m.ratio_or_none(t.logits["kl_mean"], f.logits["kl_mean"], tiny=0.0)  # a flat model's floor is ~1e-9
     boot = m.bootstrap_ratio_sd(np.array(kl_t), np.array(kl_f)) if kl_t and kl_f else float("nan")
     boot_rel = boot / ratio if ratio and np.isfinite(ratio) and np.isfinite(boot) else float("nan")
     kernel = (f.spread or {}).get("kl_mean")

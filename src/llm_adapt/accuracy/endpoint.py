@@ -219,7 +219,7 @@ def _spread(per_prompt: list[list[tuple[float, float]]], floor_rows: list[dict],
 
 def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
     """The bootstrap sd of sum(t) / sum(f) over resampled units, relative to that ratio (NaN where unknown)."""
-    ratio = m.ratio_or_none(float(t.sum()), float(f.sum()))
+    ratio = m.ratio_or_none(float(t.sum()), float(f.sum()), tiny=0.0)  # KL sums: a flat model's are ~1e-9 a prompt
     boot = m.bootstrap_ratio_sd(t, f)
     return boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
 

@@ -291,6 +291,20 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "source": "served at the gold's dtype: equal to rounding (a clean fp32 vLLM-CPU server: 4.5e-9)"},
         "zh": {"name": "与金标准同精度下的 top-k KL", "value": "{kl:.3g}", "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告",
                "source": "以金标准的精度部署：应与舍入误差一致（干净的 fp32 vLLM-CPU 服务：4.5e-9）"}},
+    "served_kl_zero_floor": {
+        "en": {"name": "top-k KL, its noise floor exactly zero", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn (the floor, {floor:.2g}, gives no scale)",
+               "source": "the bound a server at the gold's own dtype meets"},
+        "zh": {"name": "top-k KL（噪声基线恰为零）", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告（噪声基线 {floor:.2g} 无法作为尺度）",
+               "source": "与金标准同精度部署的服务应满足的界限"}},
+    "decode_kl_zero_floor": {
+        "en": {"name": "decode-side top-k KL, its noise floor exactly zero", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn (the floor, {floor:.2g}, gives no scale)",
+               "source": "the bound a server at the gold's own dtype meets"},
+        "zh": {"name": "解码侧 top-k KL（噪声基线恰为零）", "value": "{kl:.3g}",
+               "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告（噪声基线 {floor:.2g} 无法作为尺度）",
+               "source": "与金标准同精度部署的服务应满足的界限"}},
     "same_dtype_top1": {
         "en": {"name": "same top-1 rate at the gold's dtype", "value": "{rate:.4f}",
                "threshold": ">= {pass_at:g} pass, >= {warn_at:g} warn (outside the tie margin)",

@@ -70,7 +70,10 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[Check]:
         return out
     if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask
         return out + same_dtype_checks(s)
-    ratio = ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"))
+    ratio = ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"), tiny=0.0)
+    if ratio == math.inf:  # a floor of exactly 0: no scale to judge the server's KL by
+        return out + [same_dtype_kl_check("served_kl_zero_floor", s.get("kl_lb_mean"), floor=f.get("kl_lb_mean")),
+                      top1_check(s, f)]
     allowed = allowance(spread, "relative")
     status = graded(ratio, allowed)
     out.append(check("served_kl_ratio", status, None if ratio is None else round(ratio, 4), allowed=allowed,
@@ -85,9 +88,13 @@ def same_dtype_checks(s: dict[str, Any]) -> list[Check]:
     return [same_dtype_kl_check("same_dtype_kl", s.get("kl_lb_mean")), _same_dtype_top1(s)]
 
 
-def same_dtype_kl_check(key: str, kl: float | None) -> Check:
-    """A mean top-k KL against the gold it should equal to rounding; NaN (none measured) decides nothing. Pure."""
-    limits = {"pass_at": SAME_DTYPE_KL[0], "warn_at": SAME_DTYPE_KL[1]}
+def same_dtype_kl_check(key: str, kl: float | None, **args: Any) -> Check:
+    """A mean top-k KL against the gold it should equal to rounding; NaN (none measured) decides nothing. Also the
+    bound where the floor's KL is exactly 0, which gives a ratio no scale (`args`: the floor's KL, for its words).
+    The KL ratios themselves are taken down to the smallest floor: a flat model's rounding puts a bf16 floor's KL
+    near 1e-9 (5.4e-10 on a random Mixtral's decode positions), far from 0, and a ratio to it is as meaningful as
+    any. Pure."""
+    limits = {"pass_at": SAME_DTYPE_KL[0], "warn_at": SAME_DTYPE_KL[1], **args}
     kl = math.nan if kl is None else kl
     if math.isnan(kl):
         return unjudged(key, "undefined", kl=kl, **limits)
@@ -144,7 +151,10 @@ def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> lis
     dec = greedy.get("decode") or {}
     s, f = dec.get("server") or {}, dec.get("floor") or {}
     if s.get("positions") and f.get("positions"):
-        ratio = ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"])
+        ratio = ratio_or_none(s["kl_lb_mean"], f["kl_lb_mean"], tiny=0.0)
+        if ratio == math.inf:  # a floor of exactly 0: the absolute bound, as in the teacher-forced check
+            return out + [same_dtype_kl_check("decode_kl_zero_floor", s["kl_lb_mean"], floor=f["kl_lb_mean"]),
+                          stops_check(rows)]
         sampled = decode_spread(s, f)
         # without the teacher-forced section no kernel spread was measured: its own sampling spread alone
         allowed = allowed_ratio(combined_spread(relative_spread(spread, "relative") if spread else None, sampled))
