@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from zoo import stamp  # noqa: E402  the same machine stamp as the zoo's table
+from zoo import publish  # noqa: E402  the same machine stamp as the zoo's table
 
 MARK_START, MARK_END = "<!-- attention_probe:start -->", "<!-- attention_probe:end -->"
 QK_SCALE = 4.0
@@ -96,7 +96,6 @@ def table(rows: list[dict]) -> str:
 
 def main() -> int:
     from llm_adapt.models.source import resolve_model
-    from zoo import write_docs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", default="deepseek_v2,qwen3", help="comma-separated zoo families")
@@ -112,10 +111,7 @@ def main() -> int:
                 row = {"family": family, "variant": variant, **judge(model, Path(tmp) / "runs" / f"{family}-{variant}")}
                 rows.append(row)
                 print(f"{family} {variant}: {row['verdict']} (KL ratio {row['kl_ratio']})", flush=True)
-    text = stamp().replace("benchmarks/zoo.py", "benchmarks/attention_probe.py") + "\n\n" + table(rows)
-    print(text)
-    if args.docs:
-        write_docs(args.docs, text, MARK_START, MARK_END)
+    publish("attention_probe.py", table(rows), args.docs, MARK_START, MARK_END)
     return 0
 
 

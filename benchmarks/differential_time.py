@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from zoo import stamp, write_docs  # noqa: E402  the same machine stamp as the zoo's table
+from zoo import publish  # noqa: E402  the same machine stamp as the zoo's table
 
 MARK_START, MARK_END = "<!-- differential_time:start -->", "<!-- differential_time:end -->"
 SETTINGS = "eager,graph,tp2"
@@ -94,10 +94,7 @@ def main() -> int:
         model = write_zoo_model("qwen3_moe", work / "moe", tokenizer_from=resolve_model("default").path, sharp=True,
                                 num_experts=8)
         rounds = [one_round(model, work, index) for index in range(args.rounds)]
-    text = stamp().replace("benchmarks/zoo.py", "benchmarks/differential_time.py") + "\n\n" + summarise(rounds)
-    print(text)
-    if args.docs:
-        write_docs(args.docs, text, MARK_START, MARK_END)
+    publish("differential_time.py", summarise(rounds), args.docs, MARK_START, MARK_END)
     return 0
 
 

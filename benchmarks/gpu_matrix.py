@@ -20,8 +20,6 @@ Rows (DEV is the device under test):
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import importlib.util
 import json
 import os
 import re

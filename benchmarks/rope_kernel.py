@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from zoo import stamp, write_docs  # noqa: E402  the same machine stamp as the zoo's table
+from zoo import publish  # noqa: E402  the same machine stamp as the zoo's table
 
 MARK_START, MARK_END = "<!-- rope_kernel:start -->", "<!-- rope_kernel:end -->"
 TOKENS, HEADS, NOPE, ROPE, LORA = 9, 4, 32, 64, 256  # the zoo's DeepSeek-V2 (its latent 256 + 64)
@@ -112,10 +112,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, help="write the table into this page between its rope_kernel markers")
     args = parser.parse_args()
-    text = stamp().replace("benchmarks/zoo.py", "benchmarks/rope_kernel.py") + "\n\n" + table(measure())
-    print(text)
-    if args.docs:
-        write_docs(args.docs, text, MARK_START, MARK_END)
+    publish("rope_kernel.py", table(measure()), args.docs, MARK_START, MARK_END)
     return 0
 
 

@@ -111,6 +111,15 @@ def stamp() -> str:
     return f"Measured by `python benchmarks/zoo.py` on {cpu} ({bf16}), {dt.date.today().isoformat()}."
 
 
+def publish(script: str, body: str, docs: Path | None, mark_start: str, mark_end: str) -> None:
+    """A benchmark's table stamped with `script`'s name, the CPU and the date: printed, and written into `docs`
+    between its markers where given."""
+    text = stamp().replace("benchmarks/zoo.py", f"benchmarks/{script}") + "\n\n" + body
+    print(text)
+    if docs:
+        write_docs(docs, text, mark_start, mark_end)
+
+
 def write_docs(path: Path, text: str, mark_start: str = MARK_START, mark_end: str = MARK_END) -> None:
     doc = path.read_text()
     start, end = doc.index(mark_start) + len(mark_start), doc.index(mark_end)
