@@ -165,8 +165,9 @@ FIRST_SCREEN = {
         "caution": "Caution",
         "flat_logits": "the gold's logits are flat (untrained or random weights?): {decisive} of {positions} "
                        "positions decisive, mean entropy {entropy} of the uniform's. That weakens same top-1 "
-                       "(judged on the decisive positions only), greedy divergences (near-ties are excused) and "
-                       "the probes that read the model's own text",
+                       "(judged on the decisive positions only), greedy divergences (near-ties are excused), the "
+                       "KL ratios (a flat model's KL is near 1e-9, where one token whose near-tie or expert choice "
+                       "flipped can hold a mean) and the probes that read the model's own text",
     },
     "zh": {
         "title": "{model} 在 {platform} 上的适配报告",
@@ -210,7 +211,8 @@ FIRST_SCREEN = {
         "caution": "注意",
         "flat_logits": "金标准的 logits 很平坦（权重未训练或为随机权重？）：{positions} 个位置中仅 {decisive} 个有明确首选，"
                        "平均熵为均匀分布的 {entropy}。这削弱了首选一致率（只在有明确首选的位置上判定）、贪心解码分歧"
-                       "（近似并列的分歧不计）以及读取模型自身输出的功能探测",
+                       "（近似并列的分歧不计）、KL 比值（平坦模型的 KL 约为 1e-9，一个近似并列或专家选择翻转的 token 就可能主导均值）"
+                       "以及读取模型自身输出的功能探测",
     },
 }
 
