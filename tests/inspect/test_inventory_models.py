@@ -101,5 +101,5 @@ def test_gemma3_and_gemma1(families):
 
 def test_deepseek_mla_with_a_dense_first_layer(families):
     f = facts(families["deepseek_v2"])
-    assert f.attention == "MLA" and f.kv_lora_rank == 256 and f.head_dim == 96  # qk_nope 32 + qk_rope 64
+    assert f.attention == "MLA" and f.kv_lora_rank == 512 and f.head_dim == 96  # qk_nope 32 + qk_rope 64
     assert (f.experts, f.moe_layers, f.shared_experts) == (4, 1, "intermediate 32")
