@@ -79,8 +79,7 @@ def _moved(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
     """Baseline clean, some settings out of line: the feature that separates them."""
     common = set.intersection(*(set(r["features"]) for r in bad))
     separating = common - set().union(*(set(r["features"]) for r in good))
-    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
-    where = next((r["located"] for r in bad if r.get("located")), None)
+    worst, where = _out_of_line(bad)
     if len(separating) == 1:
         feature = next(iter(separating))
         cause = ROUTING if any(r.get("routing") == "wrong" for r in bad) else CAUSE_OF[feature]
@@ -104,12 +103,17 @@ def _cured(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
     if len(cures) != 1:
         return None
     feature = next(iter(cures))
-    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
-    where = next((r["located"] for r in bad if r.get("located")), None)
+    worst, where = _out_of_line(bad)
     summary = reason("sc_cured", clean=_labels(good), status=worst, settings=_labels(bad),
                      where=reason("sc_where", where=where) if where else "", feature=reason(f"sc_feature_{feature}"),
                      cause=reason(f"sc_cause_without_{feature}"))
     return _result("cured", head, bad, good, feature, WITHOUT[feature], summary)
+
+
+def _out_of_line(bad: list[dict[str, Any]]) -> tuple[str, Any]:
+    """The out-of-line settings' one status (FAIL where they differ) and the first place a capture located."""
+    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
+    return worst, next((r["located"] for r in bad if r.get("located")), None)
 
 
 def _cause_key(cause: str) -> str:
