@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import types
 import typing
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -92,4 +93,6 @@ def _empty(tp: Any) -> Any:
         return _filled(tp, {})
     if origin is Literal:
         return get_args(tp)[0]
+    if isinstance(tp, type) and issubclass(tp, Enum):  # a status: its first member
+        return next(iter(tp))
     return {str: "", int: 0, float: 0.0, bool: False, list: [], dict: {}, tuple: ()}.get(origin)

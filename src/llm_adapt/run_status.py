@@ -3,11 +3,42 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, ClassVar
 
-from llm_adapt.messages import reason
+from pydantic import ConfigDict, with_config
+from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.messages import Said, reason
 from llm_adapt.results import StageResult
-from llm_adapt.status import INTERRUPTED
+from llm_adapt.status import Status
+
+
+class StageStatus(StrEnum):
+    """Where a stage of a run stands in status.json (run/pipeline.py writes it, the report reads it)."""
+
+    PENDING = "pending"  # not reached yet
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # left out: not asked for, --skip, or stood in for by --endpoint
+    NOT_APPLICABLE = "not applicable"  # meaningless here: a --dummy run's accuracy stages
+    NOT_RUN = "not run"  # meant to run, and could not: what it needed did not come, or the run was stopped
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C or SIGTERM while it ran
+
+
+# a stage meant to run that did not finish: the run's verdict is never PASS with one of these
+INCOMPLETE = (StageStatus.FAILED, StageStatus.NOT_RUN, StageStatus.INTERRUPTED)
+
+
+@with_config(ConfigDict(extra="allow"))
+class StageRecord(TypedDict):
+    """One stage in status.json: where it stands, why (a stage left out, failed or not run), how long it ran."""
+
+    status: StageStatus
+    reason: NotRequired[Said | None]
+    seconds: NotRequired[float]
+    trace: NotRequired[str]  # a bug's traceback, kept for the report's troubleshooting
 
 
 class RunStatus(StageResult):
@@ -15,7 +46,7 @@ class RunStatus(StageResult):
 
     model: str
     platform: str
-    stages: dict[str, dict[str, Any]]
+    stages: dict[str, StageRecord]
     workload: dict[str, Any]
     finished: bool = False
     dummy: bool = False
@@ -36,4 +67,4 @@ def interrupted_verdict(stopped: str) -> dict[str, Any]:
     """The one verdict of a run a signal stopped (`stopped`: signal_words'), from nothing but the signal: the run
     writes it without importing the report (a signal that lands inside a module's first import can leave that
     module half made, and numpy then refuses to be imported again), and the report gives the same. Pure."""
-    return {"status": INTERRUPTED, "reasons": [reason("interrupted_not_judged", signal=stopped)]}
+    return {"status": Status.INTERRUPTED, "reasons": [reason("interrupted_not_judged", signal=stopped)]}

@@ -1,4 +1,9 @@
-"""The one ordering of judged statuses, in either case: PASS (and SKIP, nothing judged) < WARN < FAIL.
+"""The one vocabulary of judged statuses (Status) and its one ordering, in either case: PASS (and SKIP,
+nothing judged) < WARN < FAIL.
+
+A verdict's status is a Status everywhere: every stage's JSON, status.json, the report, the console and the
+exit code. A check inside a verdict carries the same word in lower case (`Status.PASS.check` is "pass"),
+as the checks' JSON has always had it.
 
 A check may also be UNJUDGED: it had too little evidence to decide (one decisive position, two greedy
 prompts) or its figure could not be computed by our own arithmetic (a ratio of 0 to 0). It decides
@@ -7,13 +12,34 @@ nothing: `worst` passes over it, and a verdict whose every check is unjudged is 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """A verdict's status. A StrEnum: it is written, compared and shown as its word ("PASS")."""
+
+    PASS = "PASS"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    SKIP = "SKIP"  # nothing to judge (said in the notes)
+    INTERRUPTED = "INTERRUPTED"  # a run stopped by Ctrl-C or SIGTERM judges nothing ("interrupted: not judged")
+
+    @property
+    def check(self) -> str:
+        """The same status as a check inside a verdict writes it: "pass", "warn", "fail"."""
+        return self.value.lower()
+
+    @classmethod
+    def of(cls, word: str) -> Status:
+        """The status a check's or a verdict's word names, in either case ("fail" or "FAIL")."""
+        return cls(word.upper())
+
 
 UNJUDGED = "unjudged"
 SEVERITY = {"pass": 0, "skip": 0, "warn": 1, "fail": 2}
-JUDGED = ("PASS", "WARN", "FAIL")  # the statuses a verdict can have (SKIP is said in the notes)
-NOTED = ("warn", "fail", UNJUDGED)  # a check with one of these gives a reason in its verdict
-# A run stopped by Ctrl-C or SIGTERM judges nothing: its verdict, everywhere ("interrupted: not judged").
-INTERRUPTED = "INTERRUPTED"
+JUDGED = (Status.PASS, Status.WARN, Status.FAIL)  # the statuses a verdict can have (SKIP is said in the notes)
+OUT_OF_LINE = (Status.FAIL, Status.WARN)  # a verdict that asks why: escalation, the settings' cause, diagnosis
+NOTED = (Status.WARN.check, Status.FAIL.check, UNJUDGED)  # a check with one of these gives a reason in its verdict
 
 
 def severity(status: str | None) -> int:
@@ -26,7 +52,7 @@ def decides(status: str | None) -> bool:
     return (status or "").lower() != UNJUDGED
 
 
-def worst(statuses: Iterable[str], default: str = "PASS") -> str:
+def worst(statuses: Iterable[str], default: str = Status.PASS) -> str:
     """The most severe of the statuses that decide (see `decides`), in the case it was given; `default`
     when none does."""
     return max((s for s in statuses if decides(s)), key=severity, default=default)

@@ -28,6 +28,7 @@ from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
+from llm_adapt.status import OUT_OF_LINE
 
 
 
@@ -212,7 +213,7 @@ def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
     out.verdict = judge(out.model_dump(), floor.model_dump() if floor else None, exact_expected=exact)
     if ckpt_quant is not None:
         out.verdict = with_measures(out.verdict, ckpt_quant, out.dtype, out.floor)
-    at_range = dtype_range(peaks, out.dtype) if peaks and out.verdict["status"] in ("FAIL", "WARN") else None
+    at_range = dtype_range(peaks, out.dtype) if peaks and out.verdict["status"] in OUT_OF_LINE else None
     if at_range:
         out.verdict = {**out.verdict, "reasons": [*out.verdict["reasons"], range_reason(at_range)],
                        "causes": [at_range]}

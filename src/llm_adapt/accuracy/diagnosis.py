@@ -37,7 +37,12 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from llm_adapt.status import OUT_OF_LINE, Status
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.result import Verdict
 
 ONSET_FACTOR = 10.0  # a signature's "out of line" side must exceed the in-bounds side this many times
 MIN_POSITIONS = 8  # a bin or side with fewer positions says nothing
@@ -130,11 +135,10 @@ def range_reason(found: dict[str, Any]) -> str:
             f"{CAUSES['range'][0]}")
 
 
-OUT_OF_LINE = ("FAIL", "WARN")
 WARN_FACTOR = 3.0  # a graph mode that only WARNs must hold this many times the eager engine's KL
 
 
-def mode_figures(verdict: dict[str, Any] | None, sections: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+def mode_figures(verdict: Verdict | None, sections: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
     """What a mode comparison needs from one endpoint accuracy result: its verdict and the served
     teacher-forced and decode-side top-k KL (None where not measured). Pure."""
     sections = sections or {}
@@ -150,10 +154,10 @@ def graph_vs_eager(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -
     a graph FAIL, or a graph WARN whose teacher-forced KL is at least WARN_FACTOR x the eager one's.
     None when either side is missing, both are out of line (the fault is in both paths: the layers
     place it), or the graph mode passes. `graph`, `eager`: mode_figures() of each. Pure."""
-    if not graph or not eager or eager.get("status") != "PASS" or graph.get("status") not in OUT_OF_LINE:
+    if not graph or not eager or eager.get("status") != Status.PASS or graph.get("status") not in OUT_OF_LINE:
         return None
     kl, eager_kl = graph.get("kl"), eager.get("kl")
-    if graph["status"] == "WARN" and not (_finite(kl) and _finite(eager_kl) and kl >= WARN_FACTOR * max(eager_kl, 1e-30)):
+    if graph["status"] == Status.WARN and not (_finite(kl) and _finite(eager_kl) and kl >= WARN_FACTOR * max(eager_kl, 1e-30)):
         return None
     figures = ("status", "reasons", "kl", "decode_kl")  # copies: the caller may file the cause beside them
     return {"signature": "graph", "graph": {k: graph.get(k) for k in figures},
@@ -199,13 +203,13 @@ CAUSES = {
 }
 
 
-def diagnose(sections: dict[str, dict[str, Any]], verdict: dict[str, Any], bound: float,
+def diagnose(sections: dict[str, dict[str, Any]], verdict: Verdict, bound: float,
              peaks: list[dict[str, Any]] | None = None, dtype: str | None = None) -> dict[str, Any] | None:
     """Likely causes of a served model that is out of line, from its endpoint sections; None for a
     PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the
     same-dtype pass threshold, or the floor's KL x the allowed ratio); `peaks` (the gold's largest
     |value| per tensor) and `dtype` (the served one): the range signature. Pure."""
-    if verdict.get("status") not in ("FAIL", "WARN"):
+    if verdict.get("status") not in (Status.FAIL, Status.WARN):
         return None
     tf, greedy = sections.get("teacher_forced") or {}, sections.get("greedy") or {}
     found = []

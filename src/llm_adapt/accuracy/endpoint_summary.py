@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
+from llm_adapt.status import Status
 
-COLORS = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
+COLORS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red"}
 
 
 def print_endpoint_accuracy(result: EndpointAccuracyResult, console: Console) -> None:

@@ -10,6 +10,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates typin
 from llm_adapt.messages import Said
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
+from llm_adapt.status import Status
 
 __all__ = ["AccuracyResult", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
            "LogitStats", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
@@ -19,7 +20,7 @@ __all__ = ["AccuracyResult", "Check", "EndpointAccuracyResult", "EndpointSection
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
 # dicts, so the JSON files keep their shape and every reader keeps its access. Fields not declared (a
 # measure's own extras) are kept as they are.
-Status = Literal["pass", "warn", "fail", "unjudged"]  # unjudged: decided nothing (status.UNJUDGED)
+CheckStatus = Literal["pass", "warn", "fail", "unjudged"]  # unjudged: decided nothing (status.UNJUDGED)
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -29,7 +30,7 @@ class Check(TypedDict):
 
     name: str
     value: Any  # the figure itself, or its words
-    status: Status
+    status: CheckStatus
     threshold: str | None
     source: str | None
     key: str
@@ -40,7 +41,7 @@ class Check(TypedDict):
 class Verdict(TypedDict):
     """PASS / WARN / FAIL with the checks that decided it and one reason per check out of line."""
 
-    status: Literal["PASS", "WARN", "FAIL", "SKIP"]
+    status: Status
     reasons: list[Said]
     checks: NotRequired[list[Check]]
     noise_floor: NotRequired[str | None]  # the floor a runner was judged against
@@ -227,6 +228,16 @@ class RunnerReport(BaseModel):
     verdict: Verdict | None = None
 
 
+@with_config(ConfigDict(extra="allow"))
+class AccuracyVerdict(TypedDict):
+    """accuracy.json's verdict: the worst of the judged targets, each judged target's status, and the
+    informational ones (a quantized form judged on its own) apart (verdict.accuracy_verdict)."""
+
+    status: Status
+    targets: dict[str, Status]
+    informational: dict[str, Status]
+
+
 class AccuracyResult(StageResult):
     KIND: ClassVar[str] = "accuracy"
 
@@ -236,7 +247,7 @@ class AccuracyResult(StageResult):
     targets: list[RunnerReport]
     prompts: dict[str, Any]
     settings: dict[str, Any]
-    verdict: dict[str, Any]
+    verdict: AccuracyVerdict
 
 
 class EndpointAccuracyResult(StageResult):

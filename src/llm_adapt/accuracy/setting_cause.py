@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from llm_adapt.messages import reason
 from llm_adapt.results import StageResult
+from llm_adapt.status import JUDGED, OUT_OF_LINE, Status
 
 
 class SettingsResult(StageResult):
@@ -43,8 +44,6 @@ class SettingsResult(StageResult):
     cause: dict[str, Any] | None = None  # setting_cause() over the rows, once every setting ran
     seconds: dict[str, float] = {}  # per setting: plan, start, check and layers together
 
-OUT_OF_LINE = ("FAIL", "WARN")
-JUDGED = ("PASS", *OUT_OF_LINE)
 # feature -> the cause's key (messages/accuracy.py: sc_cause_*)
 CAUSE_OF = {"tp": "tensor parallel", "ep": "expert parallel", "graph": "graph mode"}
 ROUTING = "expert routing"
@@ -63,7 +62,7 @@ def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if not base or base.get("status") not in JUDGED or len(judged) < 2:
         return _result("not judged", head, [], [], None, None, reason("sc_not_judged", not_run=", ".join(not_run)))
     bad = [r for r in judged if r["status"] in OUT_OF_LINE]
-    good = [r for r in judged if r["status"] == "PASS"]
+    good = [r for r in judged if r["status"] == Status.PASS]
     if base["status"] in OUT_OF_LINE:
         if good and (cured := _cured(head, bad, good)):
             return cured
@@ -112,7 +111,7 @@ def _cured(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
 
 def _out_of_line(bad: list[dict[str, Any]]) -> tuple[str, Any]:
     """The out-of-line settings' one status (FAIL where they differ) and the first place a capture located."""
-    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else "FAIL"
+    worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else Status.FAIL
     return worst, next((r["located"] for r in bad if r.get("located")), None)
 
 

@@ -7,8 +7,9 @@ from rich.table import Table
 
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport
 from llm_adapt.messages import head_list
+from llm_adapt.status import Status
 
-COLORS = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}
+COLORS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red"}
 
 
 def print_accuracy(result: AccuracyResult, console: Console) -> None:

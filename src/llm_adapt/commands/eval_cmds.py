@@ -14,6 +14,7 @@ from llm_adapt.cli_common import (
     engine_or_endpoint,
     help_formatter,
 )
+from llm_adapt.status import Status
 
 EPILOG = """examples:
   llm-adapt eval default --tasks builtin-mc,builtin-arith --limit 100      # starts vLLM, stops it after
@@ -118,7 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                 threshold=args.threshold, gsm8k_data=args.gsm8k_data)
     _print(result)
     print(f"result: {target.out / EVAL_FILE}" if args.out else f"result not kept: pass --out DIR to keep {EVAL_FILE}")
-    return 1 if result.verdict["status"] == "FAIL" else 0
+    return 1 if result.verdict["status"] == Status.FAIL else 0
 
 
 def _cmd_aisbench(args: argparse.Namespace) -> int:
@@ -152,7 +153,7 @@ def _cmd_aisbench(args: argparse.Namespace) -> int:
                                     say=lambda line: print(line, file=sys.stderr))
     _print(result)
     print(f"result: {target.out / EVAL_FILE}" if args.out else f"result not kept: pass --out DIR to keep {EVAL_FILE}")
-    return 1 if result.verdict["status"] == "FAIL" else 0
+    return 1 if result.verdict["status"] == Status.FAIL else 0
 
 
 def _require_lm_eval() -> None:

@@ -17,6 +17,7 @@ from llm_adapt.cli_common import (
     plan_options_from,
 )
 from llm_adapt.errors import UsageError
+from llm_adapt.status import Status
 
 EPILOG_RUN = """examples:
   llm-adapt run default
@@ -136,6 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.run.state import RunState
     from llm_adapt.run.table import ENGINE_STAGE
     from llm_adapt.rundir import open_run_dir
+    from llm_adapt.run_status import StageStatus
 
     if not args.endpoint and ENGINE_STAGE not in args.skip:  # this run starts the plan's engine here
         from llm_adapt.platforms import require_engine_host
@@ -195,10 +197,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                         dummy_first=two_stage, progress=report, log=lambda m: print(m, file=sys.stderr))
         status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
     print(f"report: {out / rundir.report(args.lang, 'md')}")
-    verdict = status.verdict or {"status": "FAIL", "reasons": ["no verdict was recorded"]}
+    verdict = status.verdict or {"status": Status.FAIL, "reasons": ["no verdict was recorded"]}
     why = "; ".join(verdict["reasons"][:3])
     print(f"verdict: {verdict['status']}" + (f" ({why})" if why else ""))
-    return run_exit_code(verdict["status"], [s for s, b in status.stages.items() if b.get("status") == "failed"])
+    return run_exit_code(verdict["status"], [s for s, b in status.stages.items() if b.get("status") == StageStatus.FAILED])
 
 
 @contextmanager
@@ -211,9 +213,9 @@ def said_when_stopped(out: Path, args: argparse.Namespace):
         # the words only, not the report's code: a signal inside a module's first import (numpy's, say) can leave
         # it half made, and importing it again then fails
         from llm_adapt.messages import verdict_shown
-        from llm_adapt.status import INTERRUPTED
 
-        print(f"verdict: {verdict_shown(INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")
+
+        print(f"verdict: {verdict_shown(Status.INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")
         raise
 
 
@@ -254,7 +256,7 @@ def require_parallel(source, wanted, platform: str | None) -> None:
 def run_exit_code(verdict: str, failed_stages: list[str]) -> int:
     """0 for PASS and WARN (the report says what to look at), 1 for FAIL or a stage that failed, so a CI
     job gates on the same verdict the report shows. Pure."""
-    return 1 if verdict == "FAIL" or failed_stages else 0
+    return 1 if verdict == Status.FAIL or failed_stages else 0
 
 
 def add_report_parser(sub) -> None:
@@ -313,4 +315,4 @@ def cmd_diff(args: argparse.Namespace) -> int:
     paths = write_diff(result, args.out or args.run_b)
     print(result.to_json() if args.json else diff_markdown(result))
     print(f"diff: {paths[1]}", file=sys.stderr)
-    return 1 if result.verdict["status"] == "FAIL" else 0
+    return 1 if result.verdict["status"] == Status.FAIL else 0

@@ -13,6 +13,7 @@ from llm_adapt.evaluation.stats import (
     paired,
     worst,
 )
+from llm_adapt.status import Status
 
 
 def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],
@@ -57,7 +58,7 @@ def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline
     for metric, value in baseline.values.get(task, {}).items():
         if metric not in served_scores:
             rows.append({"task": task, "metric": metric, "published": value, "served": None, "rtol": baseline.rtol,
-                         "status": "SKIP", "reason": reason("tv_not_measured", metric=metric, measured=sorted(served_scores))})
+                         "status": Status.SKIP, "reason": reason("tv_not_measured", metric=metric, measured=sorted(served_scores))})
             continue
         status, why = judge_baseline(served_scores[metric], value, baseline.rtol)
         rows.append({"task": task, "metric": metric, "published": value, "served": served_scores[metric],
@@ -67,7 +68,7 @@ def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline
 
 def verdict(paired_rows_: list[dict], baseline_rows_: list[dict], skipped: list[str]) -> dict:
     rows = paired_rows_ + baseline_rows_
-    status = worst([r["status"] for r in rows]) if rows else "SKIP"
+    status = worst([r["status"] for r in rows]) if rows else Status.SKIP
     reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=r["reason"])
-               for r in rows if r["status"] in ("FAIL", "WARN")]
+               for r in rows if r["status"] in (Status.FAIL, Status.WARN)]
     return {"status": status, "reasons": reasons, "skipped": skipped}

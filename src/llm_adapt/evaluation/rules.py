@@ -18,6 +18,7 @@ from typing import Any
 
 from llm_adapt.evaluation.stats import DEFAULT_RTOL, Paired, judge, within_rtol
 from llm_adapt.messages import reason
+from llm_adapt.status import Status
 
 AISBENCH_THRESHOLD = 1.0  # points; tools/aisbench.py's default `threshold`
 RULES = ("paired", "lm_eval", "aisbench")  # the order the report shows them in
@@ -25,7 +26,7 @@ RULES = ("paired", "lm_eval", "aisbench")  # the order the report shows them in
 
 @dataclass(frozen=True)
 class Ruling:
-    status: str  # PASS / WARN / FAIL, or SKIP where the rule cannot judge
+    status: Status  # SKIP where the rule cannot judge
     reason: Any  # a message
 
     def as_dict(self) -> dict:
@@ -33,7 +34,7 @@ class Ruling:
 
 
 def no_items() -> Ruling:
-    return Ruling("SKIP", reason("tv_rule_no_items"))
+    return Ruling(Status.SKIP, reason("tv_rule_no_items"))
 
 
 def paired_rule(p: Paired, rtol: float = DEFAULT_RTOL) -> Ruling:
@@ -49,7 +50,7 @@ def lm_eval_rule(gold: float, served: float, n: int, rtol: float = DEFAULT_RTOL)
         return no_items()
     words = reason("tv_rule_rtol", served=f"{served:.3f}", gold=f"{gold:.3f}", rtol=f"{rtol:g}",
                    allowed=f"{1e-8 + rtol * abs(gold):.3f}")
-    return Ruling("PASS" if within_rtol(served, gold, rtol) else "FAIL", words)
+    return Ruling(Status.PASS if within_rtol(served, gold, rtol) else Status.FAIL, words)
 
 
 def aisbench_rule(gold: float, served: float, n: int, threshold: float = AISBENCH_THRESHOLD) -> Ruling:
@@ -58,7 +59,7 @@ def aisbench_rule(gold: float, served: float, n: int, threshold: float = AISBENC
         return no_items()
     base, acc = gold * 100, served * 100
     words = reason("tv_rule_threshold", served=f"{acc:.2f}", gold=f"{base:.2f}", threshold=f"{threshold:g}")
-    return Ruling("PASS" if base - threshold <= acc <= base + threshold else "FAIL", words)
+    return Ruling(Status.PASS if base - threshold <= acc <= base + threshold else Status.FAIL, words)
 
 
 def rulings(p: Paired, rtol: float = DEFAULT_RTOL, threshold: float = AISBENCH_THRESHOLD) -> dict[str, Ruling]:
@@ -69,4 +70,4 @@ def rulings(p: Paired, rtol: float = DEFAULT_RTOL, threshold: float = AISBENCH_T
 
 def disagree(found: dict[str, Ruling]) -> bool:
     """Whether the rules that judged reach different verdicts (SKIPs left out)."""
-    return len({r.status for r in found.values() if r.status != "SKIP"}) > 1
+    return len({r.status for r in found.values() if r.status != Status.SKIP}) > 1

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from llm_adapt.messages import reason
-from llm_adapt.status import worst as most_severe
+from llm_adapt.status import Status, worst as most_severe
 
 ALPHA = 0.05  # significance level of the paired test
 Z_95 = 1.959963984540054  # two-sided 95 % normal quantile
@@ -95,10 +95,10 @@ def judge(p: Paired, rtol: float = DEFAULT_RTOL, alpha: float = ALPHA) -> tuple[
                    low=f"{p.ci_low:+.3f}", high=f"{p.ci_high:+.3f}", p=f"{p.p_value:.3g}", served_only=p.served_only,
                    gold_only=p.gold_only)
     if p.served < p.gold and p.p_value < alpha:
-        return "FAIL", reason("tv_significant_drop", facts=facts)
+        return Status.FAIL, reason("tv_significant_drop", facts=facts)
     if drop > rtol:
-        return "WARN", reason("tv_drop_beyond_rtol", drop=f"{drop:.1%}", rtol=f"{rtol:g}", alpha=f"{alpha:g}", facts=facts)
-    return "PASS", facts
+        return Status.WARN, reason("tv_drop_beyond_rtol", drop=f"{drop:.1%}", rtol=f"{rtol:g}", alpha=f"{alpha:g}", facts=facts)
+    return Status.PASS, facts
 
 
 def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, str]:
@@ -106,9 +106,9 @@ def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, 
     on other hardware, other software), never a FAIL on its own."""
     text = reason("tv_published", served=f"{measured:.3f}", published=f"{baseline:.3f}", rtol=f"{rtol:g}")
     if within_rtol(measured, baseline, rtol):
-        return "PASS", text
-    return "WARN", reason("tv_outside_published", text=text)
+        return Status.PASS, text
+    return Status.WARN, reason("tv_outside_published", text=text)
 
 
-def worst(statuses: Sequence[str]) -> str:
-    return most_severe(statuses)
+def worst(statuses: Sequence[str]) -> Status:
+    return Status.of(most_severe(statuses))

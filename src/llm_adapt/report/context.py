@@ -39,7 +39,7 @@ class ReportContext:
     words: dict[str, Any]  # `S`: the sections' words in the report's language (messages/report.SECTION_WORDS)
     first_words: dict[str, Any]  # the first screen's words (messages/report.FIRST_SCREEN)
     sections: tuple[str, ...]  # the report's sections in order (page.SECTIONS)
-    verdict: dict[str, Any]  # the run's verdict: status, reasons, false_ready, judged (findings.overall_verdict)
+    verdict: Verdict  # the run's verdict: status, reasons, false_ready, judged (findings.overall_verdict)
     screen: FirstScreen  # `fs`: the first screen (report/first_screen.py)
     weights_clause: str | None  # what weights the figures were measured on, one clause (models/provenance.py)
     findings: list[str]  # up to four sentences a reader needs first, problems first

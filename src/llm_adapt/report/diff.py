@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport
+from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verdict
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt import rundir
-from llm_adapt.status import INTERRUPTED, worse as status_worse, worst
+from llm_adapt.status import Status, worse as status_worse, worst
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -43,7 +43,7 @@ class DiffResult(StageResult):
     run_b: str
     metrics: list[dict[str, Any]]
     features: list[dict[str, Any]]
-    verdict: dict[str, Any]
+    verdict: Verdict
     # two runs served in different deployment settings: each one's, and the one that moved accuracy
     settings: dict[str, Any] | None = None
 
@@ -160,27 +160,27 @@ def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], 
     """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
     WARN: a performance or resource regression, a run that was interrupted (not judged), or features one run
     did not measure; else PASS."""
-    reasons, status = [], "PASS"
+    reasons, status = [], Status.PASS
     for name, verdict in zip("AB", verdicts):
-        if verdict == INTERRUPTED:  # its verdict is not worse or better: there is none
-            status = "WARN"
+        if verdict == Status.INTERRUPTED:  # its verdict is not worse or better: there is none
+            status = Status.WARN
             reasons.append(f"run {name} was interrupted: not judged; what it did not measure is not compared")
-    if INTERRUPTED not in verdicts and status_worse(verdicts[0], verdicts[1]):
-        status = "FAIL"
+    if Status.INTERRUPTED not in verdicts and status_worse(verdicts[0], verdicts[1]):
+        status = Status.FAIL
         reasons.append(f"the run's verdict went from {verdicts[0]} to {verdicts[1]}")
     for m in metrics:
         if m["change"] == "regression":
-            worse = "FAIL" if m["group"] == "accuracy" else "WARN"
+            worse = Status.FAIL if m["group"] == "accuracy" else Status.WARN
             status = worst([status, worse])
             reasons.append(f"{m['name']}: {m['a']:.4g} -> {m['b']:.4g} {m['unit']}".rstrip())
     for f in features:
         if f["change"] == "lost":
-            status = "FAIL"
+            status = Status.FAIL
             reasons.append(f"feature '{f['name']}': {f['a']} -> {f['b']}")
     unmeasured = {side: sum(f["change"] == f"not measured in {side}" for f in features) for side in "AB"}
     for side, count in unmeasured.items():
         if count:
-            status = worst([status, "WARN"])
+            status = worst([status, Status.WARN])
             reasons.append(f"{count} feature(s) not measured in run {side}: not compared")
     return {"status": status, "reasons": reasons, "k_se": K_SE, "min_relative": MIN_RELATIVE}
 

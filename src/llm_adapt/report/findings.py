@@ -14,8 +14,8 @@ from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import RunStatus, interrupted_verdict, signal_words
-from llm_adapt.status import JUDGED, worst
+from llm_adapt.run_status import INCOMPLETE, RunStatus, StageStatus, interrupted_verdict, signal_words
+from llm_adapt.status import JUDGED, Status, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
 
@@ -41,7 +41,7 @@ def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracy
         return None
     first = core_features(rows)[0]  # chat completion, or the completions API of a base model
     answered = rows.get(first, {}).get("status") == "supported"
-    wrong = verdict.get("status") == "FAIL"
+    wrong = verdict.get("status") == Status.FAIL
     return {"false_ready": answered and wrong, "answered": answered, "accuracy": verdict.get("status"),
             "evidence": (rows.get(first, {}).get("evidence") or "")[:200],
             "reasons": list(verdict.get("reasons", []))[:3],
@@ -66,18 +66,18 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
         return interrupted_verdict(stopped) | {"false_ready": False, "judged": []}
     parts: list[tuple[str, str]] = []
     stages = run.stages
-    if stages.get("serve", {}).get("status") == "failed":  # the one place the engine's cause is given
+    if stages.get("serve", {}).get("status") == StageStatus.FAILED:  # the one place the engine's cause is given
         cause = (stages["serve"].get("reason") or "").strip().splitlines()
-        parts.append(("FAIL", reason("engine_not_started", cause=cause[0] if cause else "no cause recorded")))
+        parts.append((Status.FAIL, reason("engine_not_started", cause=cause[0] if cause else "no cause recorded")))
     probes = run.probes
     if probes:
         rows = {r["name"]: r for r in probes.rows}
         broken = core_broken(rows)
         if broken:
-            parts.append(("FAIL", reason("core_broken", names=", ".join(broken))))
+            parts.append((Status.FAIL, reason("core_broken", names=", ".join(broken))))
         errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
         if errors:  # the server misbehaved (a timeout, a crash, a wrong answer to a request it accepted)
-            parts.append(("WARN", reason("probes_misbehaving", names=", ".join(errors))))
+            parts.append((Status.WARN, reason("probes_misbehaving", names=", ".join(errors))))
     target = main_target(run.accuracy)
     if target:
         parts.append((target.verdict["status"], reason("in_process_verdict", label=target.label,
@@ -88,22 +88,22 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     parts += settings_parts(run.settings)
     fr = false_ready(probes, ep, bool(run.status and run.status.dummy))
     if fr and fr["false_ready"]:
-        parts.insert(0, ("FAIL", reason("false_ready")))
+        parts.insert(0, (Status.FAIL, reason("false_ready")))
     ev = run.eval.verdict if run.eval else {}
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], reason("task_verdict", status=ev["status"], detail=_task_detail(ev))))
-    incomplete = [s for s, body in stages.items() if body.get("status") in ("failed", "not run", "interrupted")]
+    incomplete = [s for s, body in stages.items() if body.get("status") in INCOMPLETE]
     said = {"served_verdict"} if fr and fr["false_ready"] else set()  # false-ready's own words say it already
-    reasons = [p[1] for p in parts if p[0] != "PASS" and p[1].key not in said]
+    reasons = [p[1] for p in parts if p[0] != Status.PASS and p[1].key not in said]
     reasons += [reason("stage_incomplete", stage=s, status=stages[s]["status"]) for s in incomplete]
     # a result that is there but cannot be read (damaged, or another version's) was measured and is not judged here
     reasons += [reason("result_unreadable", name=name) for name in run.unreadable]
     judged = any(p[1].key in JUDGED_KEYS for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
         reasons.append(reason("nothing_judged"))
-    status = worst(p[0] for p in parts)
-    if (incomplete or run.unreadable or not judged) and status == "PASS":
-        status = "WARN"
+    status = Status.of(worst(p[0] for p in parts))
+    if (incomplete or run.unreadable or not judged) and status == Status.PASS:
+        status = Status.WARN
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),
             "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}
 
@@ -116,7 +116,7 @@ def interrupted_by(status: RunStatus | None) -> str | None:
     if status.stopped_by:
         return signal_words(status.stopped_by)
     stages = status.stages.values()
-    if not any(body.get("status") == "interrupted" for body in stages):
+    if not any(body.get("status") == StageStatus.INTERRUPTED for body in stages):
         return None
     return "SIGTERM" if any("SIGTERM" in str(body.get("reason") or "") for body in stages) else "Ctrl-C"
 
@@ -134,7 +134,7 @@ def settings_parts(settings: SettingsResult | None) -> list[tuple[str, Any]]:
         statuses.append(rows[0]["status"])  # clean: the sentence that says which is the verdict's to give
 
     out = [(worst(statuses), reason("settings_verdict", summary=settings.cause["summary"]))] if statuses else []
-    return out + [("WARN", reason("setting_not_judged", label=r["label"], error=r.get("error") or "-"))
+    return out + [(Status.WARN, reason("setting_not_judged", label=r["label"], error=r.get("error") or "-"))
                   for r in rows[1:] if not r.get("status")]
 
 
@@ -179,14 +179,14 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
                                   ties=sum(r["divergence"] == "near-tie" for r in rows),
                                   genuine=sum(r["divergence"] == "genuine" for r in rows))
         floor = T["floor"].format(label=ep.floor, kl=f["kl_lb_mean"]) if f else ""
-        out.append((1 if ep.verdict["status"] != "PASS" else 2,
+        out.append((1 if ep.verdict["status"] != Status.PASS else 2,
                     T["served"].format(kl=s["kl_lb_mean"], floor=floor, top1=s["same_top1"], div=div)))
     target = main_target(acc)
     if target:
         where = target.first_local_excess
         basis = T["floor_basis"] if target.floor else target_basis(target).words(lang)
         loc = T["loc"].format(name=_located(where, T)) if where else T["noloc"].format(basis=basis)
-        out.append((1 if target.verdict["status"] != "PASS" else 3,
+        out.append((1 if target.verdict["status"] != Status.PASS else 3,
                     T["inproc"].format(label=target.label, rel=target.layers[-1]["rel_l2"],
                                        kl=target.logits["kl_mean"], loc=loc)))
     for q in quant_targets(acc):
@@ -252,13 +252,13 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
     N = REPORT_NOTES[lang]
     out: list[str] = []
     stages = run.stages
-    engine_failed = stages.get("serve", {}).get("status") == "failed"
-    blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == "not run" and _no_endpoint(b)]
+    engine_failed = stages.get("serve", {}).get("status") == StageStatus.FAILED
+    blocked = [n for n, b in stages.items() if engine_failed and b.get("status") == StageStatus.NOT_RUN and _no_endpoint(b)]
     if engine_failed:  # the cause is in the summary's verdict: say it once, there
         out.append(N["engine_failed"].format(blocked=N["blocked"].format(names=", ".join(blocked)) if blocked else ""))
     said = set(blocked) | ({"serve"} if engine_failed else set())
     for name, body in stages.items():
-        if body.get("status") in ("failed", "not run", "interrupted") and name not in said:
+        if body.get("status") in INCOMPLETE and name not in said:
             shown = N.get("statuses", {}).get(body["status"], body["status"])
             out.append(N["stage"].format(name=name, status=shown, reason=message(body.get("reason") or "", lang) or N["interrupted"]))
     serve = run.serve
@@ -301,7 +301,7 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
     serve, stages = run.serve, run.stages
     seen = [Seen(a["cause"], "refused_start") for a in (serve.attempts if serve else [])
             if a.get("outcome") != "started" and a.get("cause")]
-    if stages.get("serve", {}).get("status") == "failed" and stages["serve"].get("reason"):
+    if stages.get("serve", {}).get("status") == StageStatus.FAILED and stages["serve"].get("reason"):
         seen.append(Seen(stages["serve"]["reason"], "start_failure"))
     seen += [Seen(str(r.get("evidence") or ""), "probe", r["name"]) for r in (run.probes.rows if run.probes else [])
              if r.get("status") in ("error", "unsupported")]

@@ -18,6 +18,7 @@ from llm_adapt.messages import verdict_shown
 from llm_adapt.report.data import RunData
 from llm_adapt.probes.context import core_broken, core_features
 from llm_adapt.report.findings import main_target, overall_verdict, quant_targets
+from llm_adapt.status import Status
 
 MAX_CHECKS = 8
 
@@ -44,7 +45,7 @@ class Check:
 class FirstScreen:
     title: str
     facts: str
-    status: str  # PASS / WARN / FAIL / INTERRUPTED
+    status: Status
     why: str
     verified: list[str]
     planned: list[str]
@@ -57,11 +58,11 @@ class FirstScreen:
 
 
 def first_screen(run: RunData, lang: str = "en", section_number: dict[str, int] | None = None,
-                 verdict: dict[str, Any] | None = None) -> FirstScreen:
+                 verdict: Verdict | None = None) -> FirstScreen:
     """`verdict`: the run's overall_verdict where the caller has it already."""
     W, numbers = WORDS[lang], section_number or {}
     verdict = verdict or overall_verdict(run)
-    return FirstScreen(title=_title(run, W), facts=_facts(run, W), status=verdict["status"],
+    return FirstScreen(title=_title(run, W), facts=_facts(run, W), status=Status.of(verdict["status"]),
                        why=_why(run, verdict, lang), verified=_verified(run, W) + task_seen(run, lang),
                        planned=_planned(run, W, lang, numbers) + task_not_run(run, lang),
                        figures=key_figures(run, lang, numbers), checks=deciding_checks(run, lang),
@@ -127,9 +128,9 @@ def hardware(env: EnvironmentResult, W: dict[str, str]) -> str:
     return f"{cpu.get('model') or 'CPU'}, " + W["cores"].format(cores=cpu.get("cores", "?")) if cpu else "?"
 
 
-def _why(run: RunData, verdict: dict[str, Any], lang: str) -> str:
+def _why(run: RunData, verdict: Verdict, lang: str) -> str:
     """One sentence: the reasons against, or what was judged and passed."""
-    if verdict["status"] != "PASS":
+    if verdict["status"] != Status.PASS:
         return LIST_SEP[lang].join(str(message(r, lang)) for r in verdict["reasons"][:3])
     parts = [str(message(p, lang)) for p in verdict.get("judged", [])]
     rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
@@ -272,7 +273,7 @@ def _memory_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> 
                   W["from_memory"].format(section=numbers.get("resources", "?")), "resources")
 
 
-ORDER = {"FAIL": 0, "WARN": 1, "UNJUDGED": 2, "PASS": 3}  # an unjudged check is shown before the passing ones
+ORDER = {Status.FAIL: 0, Status.WARN: 1, "UNJUDGED": 2, Status.PASS: 3}  # an unjudged check is shown before the passing ones
 HEADLINE = ("kl", "top1", "nonfinite", "greedy")  # a passing source shows these of its checks first
 PER_SOURCE = 2  # passing checks shown per judged source; every failed or warned one is shown
 
@@ -286,7 +287,7 @@ def _rank(check: dict[str, Any]) -> tuple[int, int]:
 def _checks_of(verdict: Verdict | None, where: str, lang: str) -> list[Check]:
     """A judged verdict's out-of-line checks, and its headline passing ones."""
     ranked = sorted(verdict.get("checks", []) if verdict else [], key=_rank)
-    kept = [c for i, c in enumerate(ranked) if str(c["status"]).upper() != "PASS" or i < PER_SOURCE]
+    kept = [c for i, c in enumerate(ranked) if str(c["status"]).upper() != Status.PASS or i < PER_SOURCE]
     return [Check(where, str(c["name"]), str(c["value"]), str(c.get("threshold") or "-"), str(c["status"]).upper())
             for c in (rendered_check(c, lang) for c in kept)]
 
@@ -304,7 +305,7 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
         core, broken = core_features(rows), core_broken(rows)
         names = [probe_words(n, lang) for n in core]
         value = W["broken"] + ": " + W["and"].join(probe_words(n, lang) for n in broken) if broken else W["works"]
-        found.append(Check(W["probes"], W["and"].join(names), value, "-", "FAIL" if broken else "PASS"))
+        found.append(Check(W["probes"], W["and"].join(names), value, "-", Status.FAIL if broken else Status.PASS))
     return sorted(found, key=lambda c: ORDER.get(c.status, 3))[:MAX_CHECKS]
 
 

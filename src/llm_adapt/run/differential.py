@@ -22,13 +22,12 @@ from llm_adapt import rundir
 from llm_adapt.errors import AdaptError
 from llm_adapt.accuracy.setting_cause import SettingsResult, located_reason
 from llm_adapt.results import read_checked
+from llm_adapt.status import OUT_OF_LINE
 
 if TYPE_CHECKING:
     from llm_adapt.run.config import RunConfig
     from llm_adapt.deploy_settings import Setting
     from llm_adapt.run.state import RunState
-
-OUT_OF_LINE = ("FAIL", "WARN")
 
 
 def run_settings(cfg: "RunConfig", state: "RunState") -> None:

@@ -1,7 +1,8 @@
-"""`llm-adapt run`: inspect -> accuracy -> engine -> probes -> endpoint accuracy -> bench -> report.
+"""`llm-adapt run`: the stages of run/table.TABLE, in its order: inspect -> accuracy -> serve -> probes ->
+endpoint_accuracy -> layers -> eval -> bench -> settings -> adaptation -> report.
 
-Every stage writes its JSON the moment it finishes, and status.json says what ran, failed or was
-skipped and why; the report is rendered from those files alone. `--resume` skips finished stages.
+Every stage writes its JSON the moment it finishes, and status.json gives each stage's StageStatus and why
+(run_status.py); the report is rendered from those files alone. `--resume` skips finished stages.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason
 from llm_adapt.run.state import RunState
-from llm_adapt.run_status import RunStatus, interrupted_verdict, signal_words
+from llm_adapt.run_status import RunStatus, StageStatus, interrupted_verdict, signal_words
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
 
@@ -79,8 +80,8 @@ def _report_after_stop(cfg: RunConfig, state: RunState, exc: BaseException) -> N
     A report that cannot be rendered (no inspect.json yet) is left out: the stop itself is reported."""
     why = interrupt_reason(exc)
     for stage in TABLE:
-        if not stage.after_engine and state.status.stages.get(stage.name, {}).get("status") in (None, "pending"):
-            state.status.stages[stage.name] = {"status": "not run", "reason": why}
+        if not stage.after_engine and state.status.stages.get(stage.name, {}).get("status") in (None, StageStatus.PENDING):
+            state.status.stages[stage.name] = {"status": StageStatus.NOT_RUN, "reason": why}
     state.status.stopped_by = stopping_signal(exc)
     state.status.save(cfg.out / rundir.STATUS)
     if state.status.stopped_by:  # not judged: the one verdict of an interrupted run, on disk before the report
@@ -115,7 +116,7 @@ def new_status(cfg: RunConfig) -> RunStatus:
     from llm_adapt import __version__
 
     return RunStatus(model=cfg.model_arg, platform=cfg.platform or "", workload=asdict(cfg.sizes),
-                     stages={name: {"status": "pending"} for name in STAGES}, dummy=cfg.dummy, tool_version=__version__)
+                     stages={name: {"status": StageStatus.PENDING} for name in STAGES}, dummy=cfg.dummy, tool_version=__version__)
 
 
 def _load_or_new_status(cfg: RunConfig) -> RunStatus:
@@ -125,7 +126,7 @@ def _load_or_new_status(cfg: RunConfig) -> RunStatus:
     return new_status(cfg)
 
 
-def _mark(cfg: RunConfig, state: RunState, stage: str, status: str, **extra) -> None:
+def _mark(cfg: RunConfig, state: RunState, stage: str, status: StageStatus, **extra) -> None:
     state.status.stages[stage] = {"status": status, **extra}
     state.status.save(cfg.out / rundir.STATUS)
 
@@ -136,7 +137,7 @@ def run_stage(cfg: RunConfig, state: RunState, stage: Stage) -> None:
     if left_out is not None:
         return _mark(cfg, state, stage.name, left_out[0], reason=left_out[1])
     previous = state.status.stages.get(stage.name, {})
-    if cfg.resume and previous.get("status") == "done" and not stage.redone_on_resume:
+    if cfg.resume and previous.get("status") == StageStatus.DONE and not stage.redone_on_resume:
         cfg.log(f"{stage.name}: done in an earlier run, kept")
         return
     blocked = _blocked(cfg, state, stage)
@@ -148,14 +149,14 @@ def run_stage(cfg: RunConfig, state: RunState, stage: Stage) -> None:
 def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] | None:
     """(status, reason) for a stage this run does not mean to run, before anything is measured."""
     if stage.stood_in_by_endpoint and cfg.endpoint is not None:
-        return "skipped", reason("external_endpoint", url=cfg.endpoint.base_url)
+        return StageStatus.SKIPPED, reason("external_endpoint", url=cfg.endpoint.base_url)
     if stage.name in cfg.skip:
-        return "skipped", reason("skip_flag", stage=stage.name)
+        return StageStatus.SKIPPED, reason("skip_flag", stage=stage.name)
     if stage.asked is not None and not stage.asked(cfg):
-        return "skipped", reason(stage.not_asked)
+        return StageStatus.SKIPPED, reason(stage.not_asked)
     why = stage.not_wanted(cfg, state) if stage.not_wanted else None
     if why:
-        return "skipped", why
+        return StageStatus.SKIPPED, why
     if cfg.dummy and stage.needs_real_weights:
         return "not applicable", reason("dummy_weights")
     return None
@@ -165,32 +166,32 @@ def _blocked(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] |
     """(status, reason) for a stage that cannot run with what the stages before it left."""
     if stage.needs_endpoint and state.server is None and cfg.endpoint is None:
         serve = state.status.stages.get(ENGINE_STAGE, {}).get("status", "did not start")
-        return "not run", reason("no_endpoint", serve=serve)
+        return StageStatus.NOT_RUN, reason("no_endpoint", serve=serve)
     return stage.blocked(cfg, state) if stage.blocked else None
 
 
 def _run(cfg: RunConfig, state: RunState, stage: Stage) -> None:
     state.engine_needed_later = engine_needed_after(stage.run, cfg)
     started = time.monotonic()
-    _mark(cfg, state, stage.name, "running")
+    _mark(cfg, state, stage.name, StageStatus.RUNNING)
     try:
         interrupts.check()  # a Ctrl-C whose raise was swallowed during the stage before
         stage.run(cfg, state)
     except KeyboardInterrupt:
-        _mark(cfg, state, stage.name, "interrupted", seconds=round(time.monotonic() - started, 1))
+        _mark(cfg, state, stage.name, StageStatus.INTERRUPTED, seconds=round(time.monotonic() - started, 1))
         raise
     except AdaptError as exc:
-        _mark(cfg, state, stage.name, "failed", reason=str(exc), seconds=round(time.monotonic() - started, 1))
+        _mark(cfg, state, stage.name, StageStatus.FAILED, reason=str(exc), seconds=round(time.monotonic() - started, 1))
         cfg.log(f"{stage.name}: failed: {exc}")
         if stage.ends_the_run:
             raise
         return
     except Exception as exc:  # a bug in one stage must not lose the others
-        _mark(cfg, state, stage.name, "failed", reason=f"{type(exc).__name__}: {exc}",
+        _mark(cfg, state, stage.name, StageStatus.FAILED, reason=f"{type(exc).__name__}: {exc}",
               seconds=round(time.monotonic() - started, 1), trace=traceback.format_exc(limit=6))
         cfg.log(f"{stage.name}: failed: {type(exc).__name__}: {exc}")
         if stage.ends_the_run:  # nothing else can run without it
             raise AdaptError(f"{stage.name} failed ({type(exc).__name__}: {exc}); see {cfg.out / rundir.STATUS}") from None
         return
-    _mark(cfg, state, stage.name, "done", seconds=round(time.monotonic() - started, 1))
+    _mark(cfg, state, stage.name, StageStatus.DONE, seconds=round(time.monotonic() - started, 1))
     cfg.log(f"{stage.name}: done in {time.monotonic() - started:.1f} s")

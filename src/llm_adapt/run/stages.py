@@ -12,6 +12,7 @@ from llm_adapt import rundir
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import reason
 from llm_adapt.run.state import RunState
+from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.options import CompareOptions
@@ -98,8 +99,6 @@ def layers_blocked(cfg: RunConfig, state: RunState) -> str | None:
     return None
 
 
-ESCALATE_ON = ("FAIL", "WARN")
-
 
 def layers_not_wanted(cfg: RunConfig, state: RunState) -> str | None:
     """Why the layers stage is skipped: turned off, or (escalation) nothing out of line to localize.
@@ -111,7 +110,7 @@ def layers_not_wanted(cfg: RunConfig, state: RunState) -> str | None:
     verdict = endpoint_verdict(cfg.out)
     if verdict is None:
         return reason("no_verdict")
-    if verdict not in ESCALATE_ON:
+    if verdict not in OUT_OF_LINE:
         return reason("nothing_to_localize", verdict=verdict)
     return None
 
@@ -139,10 +138,10 @@ def layers(cfg: RunConfig, state: RunState) -> None:
         cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine {'eager ' if cfg.graph else ''}"
                 "with the layer capture plugin")
         _restart(cfg, state, engine, with_capture(cfg, state.inspect), mode="eager")
-        if verdict in ESCALATE_ON:
+        if verdict in OUT_OF_LINE:
             capture["escalated_from"] = f"endpoint accuracy {verdict}"
     try:
-        modes = eager_against_graph(cfg, state) if cfg.graph and verdict in ESCALATE_ON else None
+        modes = eager_against_graph(cfg, state) if cfg.graph and verdict in OUT_OF_LINE else None
         result = run_layers(state.source, state.server.endpoint, capture_dir(cfg.out), compare_options(cfg),
                             state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
         result.modes = modes
@@ -225,7 +224,7 @@ def task_accuracy(cfg: RunConfig, state: RunState) -> None:
 
     result = run_eval_stage(state.source, endpoint_of(cfg, state), list(cfg.tasks), cfg.out,
                             settings=Settings(limit=cfg.eval_limit), say=cfg.log, gsm8k_data=cfg.gsm8k_data)
-    if result.verdict["status"] == "SKIP":
+    if result.verdict["status"] == Status.SKIP:
         raise AdaptError("; ".join(result.verdict.get("skipped") or ["every task was skipped"]))
 
 

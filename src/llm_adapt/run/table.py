@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from llm_adapt.messages import reason
+from llm_adapt.run_status import StageStatus
 from llm_adapt.run import differential, stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.run.state import RunState
@@ -40,8 +41,8 @@ def _layers_gate(cfg: RunConfig, state: RunState) -> tuple[str, str] | None:
     if blocked is None:
         return None
     if cfg.layers == "auto":
-        return "skipped", reason("no_escalation", blocked=blocked)
-    return "not run", blocked
+        return StageStatus.SKIPPED, reason("no_escalation", blocked=blocked)
+    return StageStatus.NOT_RUN, blocked
 
 
 TABLE: tuple[Stage, ...] = (

@@ -15,6 +15,7 @@ from llm_adapt.tune import stats
 from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.platforms import get_platform
 from llm_adapt import rundir
+from llm_adapt.status import Status
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}
@@ -249,7 +250,7 @@ def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: fl
                note=f"beats the engine's defaults after correcting for {len(rivals)} trials (Holm, alpha {alpha})"
                if winners else "no setting beats the engine's defaults once corrected for the number of trials; "
                                "keep the defaults",
-               accuracy=best.get("accuracy"), accuracy_verified=best.get("accuracy", {}).get("status") in ("PASS", "WARN"),
+               accuracy=best.get("accuracy"), accuracy_verified=best.get("accuracy", {}).get("status") in (Status.PASS, Status.WARN),
                rejected_for_accuracy=rejected)
     return out
 
@@ -264,7 +265,7 @@ def _gain(trial: dict[str, float], baseline: dict[str, float], higher: bool) -> 
 
 def accuracy_ok(trial: dict[str, Any]) -> bool:
     """A trial may be recommended unless its accuracy check failed (no check: allowed, and said so)."""
-    return (trial.get("accuracy") or {}).get("status") != "FAIL"
+    return (trial.get("accuracy") or {}).get("status") != Status.FAIL
 
 
 def _recommendation(best: dict[str, Any], metric: str) -> dict[str, Any]:

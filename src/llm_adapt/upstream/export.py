@@ -33,6 +33,7 @@ from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.results import write_text_atomic
+from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream import formats, origin
 from llm_adapt.upstream.deployment import Deployment, from_npu_run, planned_for_npu
@@ -137,7 +138,7 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> dict[str, Any]:
     return {"run": run, "bench": run.bench, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
             "probes": run.probes, "ep": run.endpoint_accuracy, "acc": run.accuracy,
             "main": main_target(run.accuracy), "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),
-            "started": status.get("serve", {}).get("status") == "done", "served_mode": serve.mode if serve else None,
+            "started": status.get("serve", {}).get("status") == StageStatus.DONE, "served_mode": serve.mode if serve else None,
             "deploy": deploy, "plan": deploy.plan, "gates": deploy.gates, "where": where, "model_id": model_id,
             "model": model, "paths": paths(model), "weights_reason": weights,
             "support_reason": support_reason(deploy.support), "samples": samples(run, _dummy_run(run)),
@@ -304,7 +305,7 @@ def deployment_for(run: RunData, model_id: str) -> Deployment:
     from llm_adapt.upstream.setting_checks import with_checks
 
     if origin.ran_on(run) == origin.NPU:
-        started = run.stages.get("serve", {}).get("status") == "done"
+        started = run.stages.get("serve", {}).get("status") == StageStatus.DONE
         deploy = from_npu_run(run, model_id, commands(run.inspect.plan, run.serve, started))
     else:
         deploy = planned_for_npu(run, model_id)

@@ -22,7 +22,7 @@ from typing import Any
 
 from llm_adapt.accuracy.result import Check, GreedyRow, Verdict
 from llm_adapt.messages import CHECK_FIELDS, check_text, reason
-from llm_adapt.status import NOTED, UNJUDGED, decides, worst as _worst
+from llm_adapt.status import NOTED, Status, UNJUDGED, decides, worst as _worst
 
 
 K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
@@ -62,8 +62,9 @@ RULE_OF_THREE = 3.0
 MIN_DECISIVE = math.ceil(RULE_OF_THREE / (1 - ABSOLUTE_TOP1[1]) - 1e-9)
 
 
-def worst(statuses: list[str]) -> str:
-    return _worst(statuses, default="pass").upper()
+def worst(statuses: list[str]) -> Status:
+    """The verdict the checks' statuses give: the worst that decided, PASS when none did."""
+    return Status.of(_worst(statuses, default=Status.PASS.check))
 
 
 def greedy_min_prompts(fail_p: float = GREEDY_P[1]) -> int:
@@ -107,8 +108,10 @@ def band(value: float, pass_at: float, warn_at: float, higher_is_better: bool = 
     if math.isnan(value):
         return UNJUDGED
     if higher_is_better:
-        return "pass" if value >= pass_at else "warn" if value >= warn_at else "fail"
-    return "pass" if value <= pass_at else "warn" if value <= warn_at else "fail"
+        status = Status.PASS if value >= pass_at else Status.WARN if value >= warn_at else Status.FAIL
+    else:
+        status = Status.PASS if value <= pass_at else Status.WARN if value <= warn_at else Status.FAIL
+    return status.check
 
 
 # What each ratio's measured relative spread is stored as, and what an earlier version stored instead: the
@@ -160,10 +163,11 @@ def greedy_status(target_genuine: int, floor_genuine: int, prompts: int) -> tupl
     if prompts < MIN_GREEDY:
         return UNJUDGED, math.nan
     if target_genuine <= floor_genuine:
-        return "pass", 1.0
+        return Status.PASS.check, 1.0
     rate = (floor_genuine + 1) / (prompts + 2)
     p = binomial_tail(prompts, target_genuine, rate)
-    return ("fail" if p < GREEDY_P[1] else "warn" if p < GREEDY_P[0] else "pass"), p
+    status = Status.FAIL if p < GREEDY_P[1] else Status.WARN if p < GREEDY_P[0] else Status.PASS
+    return status.check, p
 
 
 MIN_GREEDY = greedy_min_prompts()
@@ -184,7 +188,7 @@ def decided_status(checks: list[Check]) -> tuple[str, list[str]]:
     evidence to decide", where none did (nothing judged is never a PASS). Pure."""
     if any(decides(c["status"]) for c in checks):
         return worst([c["status"] for c in checks]), []
-    return "WARN", [NOTHING_DECIDED]
+    return Status.WARN, [NOTHING_DECIDED]
 
 
 NOTHING_DECIDED = reason("nothing_decided")
@@ -229,9 +233,9 @@ def top1_status(rt: float, et: float | None, rf: float, ef: float | None) -> str
     if not (math.isfinite(rt) and math.isfinite(rf)):
         return UNJUDGED
     if rt >= rf - 2 * math.hypot(finite_or_zero(et), finite_or_zero(ef)):
-        return "pass"
+        return Status.PASS.check
     ratio = (1 - rt) / (1 - rf) if rf < 1 else math.inf
-    return "warn" if ratio <= 2 else "fail"
+    return Status.WARN.check if ratio <= 2 else Status.FAIL.check
 
 
 def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> Check:
@@ -239,11 +243,10 @@ def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: 
     if ln_t is None or ln_f is None or math.isnan(ln_t) or math.isnan(ln_f):
         return unjudged("ppl", "undefined", form="none", ln_t=fmt(ln_t))
     if not (math.isfinite(ln_t) and math.isfinite(ln_f)):  # a token the model gives probability 0
-        return check("ppl", "fail", form="none", ln_t=fmt(ln_t))
+        return check("ppl", Status.FAIL.check, form="none", ln_t=fmt(ln_t))
     allowed = K_SPREAD * math.hypot(finite_or_zero(se_t), finite_or_zero(se_f)) + PPL_ABS_TOLERANCE
     delta = ln_t - ln_f
-    status = "pass" if abs(delta) <= allowed else "warn" if abs(delta) <= 2 * allowed else "fail"
-    return check("ppl", status, form="some", ln_t=ln_t, ln_f=ln_f, allowed=allowed, k=K_SPREAD,
+    return check("ppl", band(abs(delta), allowed, 2 * allowed), form="some", ln_t=ln_t, ln_f=ln_f, allowed=allowed, k=K_SPREAD,
                  tolerance=PPL_ABS_TOLERANCE, floor=floor_label)
 
 
@@ -253,7 +256,7 @@ def stops_check(rows: list[GreedyRow]) -> Check:
     late = sum(1 for r in rows if r.get("stop") == "late" and r.get("divergence") == "genuine")
     if not (early or late) and len(rows) < MIN_GREEDY:  # no stop seen wrong, on too few prompts to say so
         return unjudged("stops", "prompts", n=len(rows), needed=MIN_GREEDY)
-    return check("stops", "warn" if early or late else "pass", early=early, late=late, n=len(rows))
+    return check("stops", Status.WARN.check if early or late else Status.PASS.check, early=early, late=late, n=len(rows))
 
 
 def genuine_count(rows: list[GreedyRow]) -> int:
@@ -314,5 +317,5 @@ def accuracy_verdict(targets: list[tuple[str, str | None, str]]) -> dict[str, An
     quants_only = all(quant for _, quant, _ in targets)
     judged = {label: status for label, quant, status in targets if not is_informational(quant, quants_only)}
     informational = {label: status for label, quant, status in targets if is_informational(quant, quants_only)}
-    return {"status": worst([s.lower() for s in judged.values()]) if judged else "WARN", "targets": judged,
+    return {"status": worst([s.lower() for s in judged.values()]) if judged else Status.WARN, "targets": judged,
             "informational": informational}

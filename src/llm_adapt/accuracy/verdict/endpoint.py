@@ -12,7 +12,7 @@ from llm_adapt.accuracy.verdict.checks import (allowance, allowed_ratio, GREEDY_
                                                band, check, decided_status, genuine_count, graded, greedy_status, relative_spread,
                                                ppl_check, stops_check, top1_evidence, top1_figures, top1_status,
                                                unjudged)
-from llm_adapt.status import NOTED, decides
+from llm_adapt.status import NOTED, Status, decides
 
 
 ENDPOINT_SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
@@ -35,7 +35,7 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
     tok, tf, ppl, greedy = (sections[n] for n in ENDPOINT_SECTIONS)
     if tok["status"] == "done":
         n = len(tok["mismatches"])
-        checks.append(check("served_tokenization", "pass" if n == 0 else "fail", count=n, checked=tok["checked"])
+        checks.append(check("served_tokenization", Status.PASS.check if n == 0 else Status.FAIL.check, count=n, checked=tok["checked"])
                       if n or tok["checked"] else unjudged("served_tokenization", "prompts", n=0, needed=1))
     if tf["status"] == "done":
         checks += _teacher_forced_checks(tf)
@@ -50,8 +50,8 @@ def judge_endpoint(sections: dict[str, dict[str, Any]], gold_skipped: list[dict[
     status, nothing = decided_status(checks)
     reasons = [f"{c['name']}: {c['value']}" for c in checks if c["status"] in NOTED] + nothing
     reasons += [f"{n}: {sections[n]['status']} ({sections[n].get('reason')})" for n in missing]
-    if missing and status == "PASS":
-        status = "WARN"
+    if missing and status == Status.PASS:
+        status = Status.WARN
     skipped = sorted({s["id"] for n in ("teacher_forced", "greedy") for s in sections[n].get("skipped") or []}
                      | {s["id"] for s in gold_skipped})
     return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
@@ -65,7 +65,7 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[Check]:
     s, f, spread = tf["server"], tf.get("floor"), tf.get("spread") or {}
     if not (bad or s.get("positions")):  # no position came back to look at
         return [unjudged("served_nonfinite", "positions", n=0, needed=1)]
-    out.append(check("served_nonfinite", "fail" if bad else "pass", count=bad))
+    out.append(check("served_nonfinite", Status.FAIL.check if bad else Status.PASS.check, count=bad))
     if not s.get("positions"):
         return out
     if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask

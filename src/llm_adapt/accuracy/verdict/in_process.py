@@ -13,7 +13,7 @@ from llm_adapt.accuracy.verdict.checks import (ABSOLUTE_KL, allowance, ABSOLUTE_
                                                MIN_GREEDY, band, check, fmt, genuine_count, graded, greedy_status,
                                                num_or_inf, ppl_check, routing_check, routing_totals, stops_check,
                                                top1_evidence, top1_figures, top1_status, unjudged, verdict_of)
-from llm_adapt.status import decides, severity
+from llm_adapt.status import Status, decides, severity
 
 
 def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> Verdict:
@@ -36,7 +36,7 @@ def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: 
 
 
 def _template(mismatches: list[str]) -> Check:
-    return check("template", "fail" if mismatches else "pass", count=len(mismatches),
+    return check("template", Status.FAIL.check if mismatches else Status.PASS.check, count=len(mismatches),
                  examples=f" ({', '.join(mismatches[:3])})" if mismatches else "")
 
 
@@ -44,7 +44,7 @@ def _nonfinite(t) -> Check:
     where = t.get("first_nonfinite")
     if not (where or t["layers"] or (t.get("logits") or {}).get("positions")):
         return unjudged("nonfinite", "layers", form="none")
-    return check("nonfinite", "fail" if where else "pass", form="some" if where else "none", where=where)
+    return check("nonfinite", Status.FAIL.check if where else Status.PASS.check, form="some" if where else "none", where=where)
 
 
 def _cosine(t) -> Check:
@@ -69,8 +69,8 @@ def _localized(t, exact_expected: bool) -> Check:
     if not (where or t["layers"]):
         return unjudged("localized", "layers", form="none")
     if not where:
-        return check("localized", "pass", "none", form="none")
-    return check("localized", "fail" if exact_expected else "warn", form="some", **located_args(where))
+        return check("localized", Status.PASS.check, "none", form="none")
+    return check("localized", Status.FAIL.check if exact_expected else Status.WARN.check, form="some", **located_args(where))
 
 
 def located_args(where: LocatedFault) -> dict[str, Any]:
@@ -161,7 +161,7 @@ def _ppl_absolute(t) -> Check:
     if ln is None or math.isnan(ln):
         return unjudged("ppl_absolute", "undefined", form="none", ln=fmt(ln))
     if not math.isfinite(ln):
-        return check("ppl_absolute", "fail", form="none", ln=fmt(ln))
+        return check("ppl_absolute", Status.FAIL.check, form="none", ln=fmt(ln))
     status = band(abs(ln), *ABSOLUTE_LN_PPL)
     return check("ppl_absolute", status, form="some", ln=ln, pass_at=ABSOLUTE_LN_PPL[0], warn_at=ABSOLUTE_LN_PPL[1])
 
