@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
-    from llm_adapt.accuracy.result import Verdict
+    from llm_adapt.accuracy.result import CategoryStats, EndpointSection, Verdict
 
 ONSET_FACTOR = 10.0  # a signature's "out of line" side must exceed the in-bounds side this many times
 MIN_POSITIONS = 8  # a bin or side with fewer positions says nothing
@@ -87,7 +87,7 @@ def position_onset(profile: list[dict[str, Any]], bound: float) -> dict[str, Any
     return None
 
 
-def category_concentration(by_category: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def category_concentration(by_category: dict[str, CategoryStats]) -> dict[str, Any] | None:
     """Genuine greedy divergences in exactly one prompt category, which has at least two of them,
     while every other category (at least two others) has none. Pure."""
     hit = {c: v.get("genuine", 0) for c, v in by_category.items() if v.get("genuine", 0) > 0}
@@ -138,7 +138,7 @@ def range_reason(found: dict[str, Any]) -> str:
 WARN_FACTOR = 3.0  # a graph mode that only WARNs must hold this many times the eager engine's KL
 
 
-def mode_figures(verdict: Verdict | None, sections: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+def mode_figures(verdict: Verdict | None, sections: dict[str, EndpointSection] | None) -> dict[str, Any]:
     """What a mode comparison needs from one endpoint accuracy result: its verdict and the served
     teacher-forced and decode-side top-k KL (None where not measured). Pure."""
     sections = sections or {}
@@ -203,7 +203,7 @@ CAUSES = {
 }
 
 
-def diagnose(sections: dict[str, dict[str, Any]], verdict: Verdict, bound: float,
+def diagnose(sections: dict[str, EndpointSection], verdict: Verdict, bound: float,
              peaks: list[dict[str, Any]] | None = None, dtype: str | None = None) -> dict[str, Any] | None:
     """Likely causes of a served model that is out of line, from its endpoint sections; None for a
     PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the

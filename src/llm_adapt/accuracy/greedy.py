@@ -3,10 +3,10 @@ margin there (near-tie or genuine), wrong stop positions included. Pure."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.result import GreedyRow
+from llm_adapt.accuracy.result import CategoryStats, GreedyRow
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.reference import RefPrompt
@@ -127,8 +127,8 @@ def _classified(row: GreedyRow, margin: float, tie_margin: float, stop: str | No
     return row
 
 
-def by_category(greedy: list[GreedyRow]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def by_category(greedy: list[GreedyRow]) -> dict[str, CategoryStats]:
+    out: dict[str, CategoryStats] = {}
     for row in greedy:
         cat = out.setdefault(row["category"], {"prompts": 0, "exact": 0, "matched_tokens": 0, "ref_tokens": 0,
                                                 "near_tie": 0, "genuine": 0, "early_stop": 0, "late_stop": 0})

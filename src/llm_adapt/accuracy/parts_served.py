@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from llm_adapt.accuracy.options import Progress
+from llm_adapt.accuracy.result import PartError
 from llm_adapt.accuracy.sublayer import PartErrors, PartRecord, part_errors, part_rows, replay_parts
 from llm_adapt.accuracy.verdict import locate_part
 from llm_adapt.engines import capture_plugin as plugin
@@ -40,7 +41,7 @@ def served_part_record(tensors: dict[str, torch.Tensor], index: int) -> PartReco
     return record if record.inputs else None
 
 
-def errors_between(expected: list[PartRecord], actual: list[PartRecord]) -> dict[str, dict[str, Any]]:
+def errors_between(expected: list[PartRecord], actual: list[PartRecord]) -> dict[str, PartError]:
     """Each part's error of `actual` outputs against `expected` ones, over every prompt: the summary the
     in-process part pass gives (rel_l2, cos_min, max_abs, per-prompt squares, channel concentration). Pure."""
     errors = PartErrors()
@@ -51,7 +52,7 @@ def errors_between(expected: list[PartRecord], actual: list[PartRecord]) -> dict
     return errors.summary()
 
 
-def judge_parts(served: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None, local_factor: float,
+def judge_parts(served: dict[str, PartError], floor: dict[str, PartError] | None, local_factor: float,
                 dtype: str, contraction: int | None = None) -> dict[str, Any]:
     """{"part", "parts"} as the in-process pass writes it, for the engine's parts against the floor's
     (`contraction`: the layer's longest sum, for a part judged on its rounding). Pure."""

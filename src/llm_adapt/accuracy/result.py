@@ -12,8 +12,8 @@ from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 from llm_adapt.status import Status
 
-__all__ = ["AccuracyResult", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
-           "LogitStats", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
+__all__ = ["AccuracyResult", "CategoryStats", "ChannelConcentration", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
+           "LogitStats", "PartError", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
            "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
@@ -197,6 +197,51 @@ class EndpointSection(TypedDict):
     reason: NotRequired[Said]
 
 
+@with_config(ConfigDict(extra="allow"))
+class CategoryStats(TypedDict):
+    """A prompt category's greedy generations against the reference's (greedy.by_category)."""
+
+    prompts: int
+    exact: int
+    matched_tokens: int
+    ref_tokens: int
+    near_tie: int  # divergences inside the tie margin
+    genuine: int  # divergences outside it
+    early_stop: NotRequired[int]
+    late_stop: NotRequired[int]
+    exact_rate: float
+    token_match_rate: float
+
+
+class ChannelConcentration(TypedDict):
+    """How much of a part's squared error its worst channels hold (sublayer.channel_concentration)."""
+
+    count: int  # the worst channels counted
+    of: int  # the part's output channels
+    share: float  # their share of the error
+    concentrated: bool
+    top: list[int]  # the worst channels, at most 8
+
+
+class PartError(TypedDict):
+    """One part of a layer (attention, MLP, a norm) against the reference's over every prompt: the tensor
+    statistics (metrics.TensorAccumulator.summary), the squares per prompt, the channel concentration."""
+
+    rel_l2: float
+    cos_mean: float
+    cos_min: float
+    max_abs: float
+    max_rel: float
+    thousandth_ratio: float
+    sqnr_db: float
+    nan_mismatch: bool
+    cos_tensor: float
+    share_over: dict[str, float]
+    diff_sq_by_prompt: list[float]
+    channels: ChannelConcentration
+    heads: NotRequired[dict[str, Any]]  # the attention's per query head (sublayer.HeadErrors.summary)
+
+
 class RunnerReport(BaseModel):
     """One runner compared with the reference: per-tensor table, logits, greedy tokens, perplexity."""
 
@@ -218,7 +263,7 @@ class RunnerReport(BaseModel):
     logits: LogitStats
     perplexity: Perplexity
     greedy: list[GreedyRow]
-    greedy_by_category: dict[str, dict[str, Any]]
+    greedy_by_category: dict[str, CategoryStats]
     floor: str | None = None  # label of the runner used as this one's noise floor
     vs_floor: VsFloor | None = None  # KL ratio to the floor and the ratio its spread allows
     roundoff_basis: RoundoffBasis | None = None  # no floor: what each layer's own error is judged against

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.result import PartError
 
 # (the name the report uses, the decoder layer's attribute), in the order a forward reaches them
 PARTS = (
@@ -215,7 +216,7 @@ def replay_parts(runner, index: int, sequences: list[list[int]], given: list[Par
 
 
 @torch.no_grad()
-def part_errors(runner, index: int, sequences: list[list[int]], reference: list[PartRecord]) -> dict[str, dict[str, Any]]:
+def part_errors(runner, index: int, sequences: list[list[int]], reference: list[PartRecord]) -> dict[str, PartError]:
     """Each part of the runner's layer `index` on the reference's input to it, against the
     reference's output of it: {part: accumulator summary (rel_l2, cos_min, max_abs, per-prompt squares)}."""
     errors = PartErrors()
@@ -258,7 +259,7 @@ class PartErrors:
         self.channels[name] = self.channels[name] + diff_sq if name in self.channels else diff_sq
         self.energy[name] = self.energy[name] + ref_sq if name in self.energy else ref_sq
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> dict[str, PartError]:
         return {name: {**a.summary(), "diff_sq_by_prompt": a.diff_sq_by_prompt,
                        "channels": channel_concentration(
                            relative_channel_error(self.channels[name], self.energy[name]).tolist())}
@@ -350,7 +351,7 @@ class PartsPass:
     def __init__(self, source, gold, reference_spec, progress):
         self.source, self.gold, self.reference_spec, self.progress = source, gold, reference_spec, progress
         self._records: dict[int, list[PartRecord]] = {}
-        self._floors: dict[tuple, dict[str, dict[str, Any]]] = {}
+        self._floors: dict[tuple, dict[str, PartError]] = {}
 
     @property
     def refusal(self) -> str | None:
@@ -359,7 +360,7 @@ class PartsPass:
             return "the reference streams one layer at a time from the shards; the parts need it in memory"
         return None
 
-    def measure(self, target, floor, index: int) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]] | None]:
+    def measure(self, target, floor, index: int) -> tuple[dict[str, PartError], dict[str, PartError] | None]:
         """(the target's part errors in layer `index`, its floor's or None)."""
         if floor is not None and (floor, index) not in self._floors:
             self._floors[(floor, index)] = self._errors(floor, index)
@@ -381,7 +382,7 @@ class PartsPass:
             self.progress(f"{self.reference_spec.label}: parts of layer {index}", 1, 1)
         return self._records[index]
 
-    def _errors(self, spec, index: int) -> dict[str, dict[str, Any]]:
+    def _errors(self, spec, index: int) -> dict[str, PartError]:
         from llm_adapt.accuracy.runner import Runner
 
         records = self._reference(index)
@@ -394,7 +395,7 @@ class PartsPass:
             self.progress(f"{spec.label}: parts of layer {index}", 1, 1)
 
 
-def part_rows(target: dict[str, dict[str, Any]], floor: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
+def part_rows(target: dict[str, PartError], floor: dict[str, PartError] | None) -> list[dict[str, Any]]:
     """Each part's own error, beside its floor's and the relative spread the prompts show (what the judge
     allows it, verdict.allowance). Pure."""
     rows = []

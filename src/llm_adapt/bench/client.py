@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import aiohttp
 
@@ -51,6 +51,28 @@ class Record:
     usage_reported: bool = False
     client_tokens: int | None = None
     text: str = ""
+
+
+class RecordRow(TypedDict):
+    """A Record as the requests' JSONL file holds it (dataclasses.asdict), the form the statistics read."""
+
+    index: int
+    scheduled: float
+    max_tokens: int
+    start: float
+    dispatch_lag: float
+    success: bool
+    error_kind: str | None
+    error: str | None
+    ttft: float | None
+    itl: list[float]
+    e2el: float
+    chunks: int
+    output_tokens: int | None
+    prompt_tokens: int | None
+    usage_reported: bool
+    client_tokens: int | None
+    text: str
 
 
 def payload(spec: RequestSpec, model: str) -> tuple[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable
 
 import aiohttp
 
-from llm_adapt.bench.client import Record, RequestSpec, send
+from llm_adapt.bench.client import Record, RecordRow, RequestSpec, send
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
 
@@ -133,7 +133,7 @@ def _flush_counted(rows: list[dict], count, dst) -> None:
     rows.clear()
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[RecordRow]:
     with open(path) as handle:
         return [json.loads(line) for line in handle if line.strip()]
 

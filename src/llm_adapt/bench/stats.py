@@ -12,9 +12,12 @@ One deviation: a metric with no values is NaN here (vLLM writes 0); the vLLM-for
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from llm_adapt.bench.client import RecordRow
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -35,13 +38,13 @@ def describe(values: Iterable[float], prefix: str, scale: float = 1000.0, pcts=P
     return out
 
 
-def output_len(record: dict[str, Any]) -> int:
+def output_len(record: RecordRow) -> int:
     """vLLM: `output_tokens` from usage, else the tokenizer's count of the generated text. Without
     either we count token events (vLLM would count 1)."""
     return record.get("output_tokens") or record.get("client_tokens") or record.get("chunks") or 0
 
 
-def tpot(record: dict[str, Any]) -> float | None:
+def tpot(record: RecordRow) -> float | None:
     """Time per output token after the first; None for outputs of one token (vLLM leaves them out)."""
     n = output_len(record)
     if n > 1 and record["ttft"] is not None:
@@ -49,14 +52,14 @@ def tpot(record: dict[str, Any]) -> float | None:
     return None
 
 
-def meets_slo(record: dict[str, Any], slo: dict[str, float]) -> bool:
+def meets_slo(record: RecordRow, slo: dict[str, float]) -> bool:
     """Goodput: a request counts when every SLO (in ms) holds. As vLLM: value <= slo / 1000 in seconds,
     and a one-token output's TPOT is 0, so it passes the TPOT SLO."""
     values = {"ttft": record["ttft"], "tpot": tpot(record) or 0.0, "e2el": record["e2el"]}
     return all(values[k] is not None and values[k] <= limit / 1000 for k, limit in slo.items())
 
 
-def peak_rates(ok: list[dict[str, Any]]) -> tuple[float, int]:
+def peak_rates(ok: list[RecordRow]) -> tuple[float, int]:
     """vLLM's max_output_tokens_per_s and max_concurrent_requests: token events and active requests
     counted in one-second buckets from the first successful request's start."""
     if not ok:
@@ -73,7 +76,7 @@ def peak_rates(ok: list[dict[str, Any]]) -> tuple[float, int]:
     return float(tokens.max()), int(active.max())
 
 
-def compute_metrics(records: list[dict[str, Any]], duration_s: float, slo: dict[str, float] | None = None,
+def compute_metrics(records: list[RecordRow], duration_s: float, slo: dict[str, float] | None = None,
                     pcts: Iterable[float] = PERCENTILES) -> dict[str, Any]:
     """Aggregate per-request records (warm-up excluded by the caller) into one metrics dict."""
     pcts = tuple(pcts)
@@ -136,7 +139,7 @@ def latency_summary(e2els: list[float]) -> dict[str, float]:
             **{f"p{p}_latency": float(np.percentile(arr, p)) for p in (10, 25, 50, 75, 90, 99)}}
 
 
-def token_accounting(records: list[dict[str, Any]], tolerance: float = 0.05) -> dict[str, Any]:
+def token_accounting(records: list[RecordRow], tolerance: float = 0.05) -> dict[str, Any]:
     """Server usage vs client tokenizer vs chunk count, and whether the fixed lengths were honoured
     (every request asks for ignore_eos with min_tokens = max_tokens)."""
     ok = [r for r in records if r["success"]]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.evaluation.baseline import Baseline
 from llm_adapt.evaluation.power import DETECT_POINTS, Sizing, sizing
 from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD, disagree, rulings
-from llm_adapt.messages import reason
+from llm_adapt.messages import Said, reason
 from llm_adapt.evaluation.stats import (
     DEFAULT_RTOL,
     judge,
@@ -14,6 +19,23 @@ from llm_adapt.evaluation.stats import (
     worst,
 )
 from llm_adapt.status import Status
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.result import Verdict
+
+
+@with_config(ConfigDict(extra="allow"))
+class BaselineRow(TypedDict):
+    """A published value against the served score (baseline_rows); served None where it was not measured."""
+
+    task: str
+    metric: str
+    published: float
+    served: float | None
+    rtol: float
+    status: Status
+    reason: Said
+    source: NotRequired[str | None]
 
 
 def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],
@@ -50,7 +72,7 @@ def sizing_line(row: dict):
     return reason("tv_unseen", **args)
 
 
-def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline | None) -> list[dict]:
+def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline | None) -> list[BaselineRow]:
     """Published values for this task, judged with the baseline's rtol; a metric not measured is said so."""
     if baseline is None:
         return []
@@ -66,7 +88,7 @@ def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline
     return rows
 
 
-def verdict(paired_rows_: list[dict], baseline_rows_: list[dict], skipped: list[str]) -> dict:
+def verdict(paired_rows_: list[dict], baseline_rows_: list[BaselineRow], skipped: list[str]) -> Verdict:
     rows = paired_rows_ + baseline_rows_
     status = worst([r["status"] for r in rows]) if rows else Status.SKIP
     reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=r["reason"])

@@ -26,7 +26,8 @@ from llm_adapt.evaluation.harness import (
     served_backend,
     stderrs,
 )
-from llm_adapt.evaluation.judge import baseline_rows, paired_rows, verdict
+from llm_adapt.accuracy.result import Verdict
+from llm_adapt.evaluation.judge import BaselineRow, baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.power import DETECT_POINTS
 from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
@@ -46,10 +47,10 @@ class EvalResult(StageResult):
     settings: dict[str, Any]  # limit, num_fewshot, num_concurrent, batch_size, seed, rtol
     scores: list[dict[str, Any]]  # per task and metric: served and gold aggregate as lm-eval reports them
     paired: list[dict[str, Any]]  # per task and metric: n, served, gold, diff, ci, p_value, status, reason
-    baseline: list[dict[str, Any]]  # per published metric: published, served, rtol, status, reason
+    baseline: list[BaselineRow]  # per published metric
     skipped: list[str]  # one line per task that could not run here
     seconds: dict[str, float]  # wall time per side and group
-    verdict: dict[str, Any]  # status, reasons, skipped
+    verdict: Verdict  # status, reasons, skipped
     aisbench: dict[str, Any] | None = None  # --backend aisbench: dataset_conf, request_conf, max_out_len, batch_size,
     #   generation_kwargs, accuracy (served, gold; points), failed_requests, version, threshold: its nightly form
 

@@ -4,8 +4,31 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.inspect.caveats import Caveat, platform_caveats
 from llm_adapt.inspect.inventory import ModelFacts, inventory_rows
+from llm_adapt.messages import Said
+
+
+# inspect.json's forms of Operator and Caveat: typed dicts, so the file keeps its shape and its readers their access
+@with_config(ConfigDict(extra="allow"))
+class OperatorRecord(TypedDict):
+    name: str
+    value: Said
+    evidence: Said
+    caveats: list[Said]
+
+
+@with_config(ConfigDict(extra="allow"))
+class CaveatRecord(TypedDict):
+    id: str
+    operator: str
+    platform: str
+    text: Said
+    check: Said
+    source: Said
 
 
 @dataclass(frozen=True)
@@ -30,8 +53,8 @@ def operator_inventory(facts: ModelFacts, platform: str, cpu_flags: set[str] | N
     return ops
 
 
-def caveat_dicts(facts: ModelFacts, platform: str, cpu_flags: set[str] | None = None) -> list[dict[str, str]]:
+def caveat_dicts(facts: ModelFacts, platform: str, cpu_flags: set[str] | None = None) -> list[CaveatRecord]:
     return [c.to_dict() for c in platform_caveats(facts, platform, cpu_flags)]
 
 
-__all__ = ["Caveat", "Operator", "caveat_dicts", "operator_inventory"]
+__all__ = ["Caveat", "CaveatRecord", "Operator", "OperatorRecord", "caveat_dicts", "operator_inventory"]

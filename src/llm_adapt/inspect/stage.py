@@ -11,7 +11,7 @@ from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
 from llm_adapt.inspect.model_walk import read_facts
-from llm_adapt.inspect.operators import caveat_dicts, operator_inventory
+from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, registry_for
@@ -60,11 +60,11 @@ class InspectResult(StageResult):
     kv_cache_bytes_per_token: int
     kv_dtype: str
     support: dict[str, Any]  # support.Support.to_dict: its words, with their message keys where they have them
-    operators: list[dict[str, Any]]
+    operators: list[OperatorRecord]
     platform: PlatformReport
     plan: DeployPlan
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
-    caveats: list[dict[str, Any]] = []  # platform caveats with source and accuracy check (and their message keys)
+    caveats: list[CaveatRecord] = []  # platform caveats with source and accuracy check (and their message keys)
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
     operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
     # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature

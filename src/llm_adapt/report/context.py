@@ -14,6 +14,7 @@ from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message,
                                 rendered_check, verdict_reasons)
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
 from llm_adapt.report.data import RunData
+from llm_adapt.run_status import StageRecord
 from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
                                       recommendation, stage_status, troubleshooting)
 from llm_adapt.report.first_screen import FirstScreen, first_screen, weights_clause
@@ -48,7 +49,7 @@ class ReportContext:
     main_target: RunnerReport | None  # `main`: the in-process target the verdict judges
     quant_targets: list[RunnerReport]  # `quants`: the emulated quantizations (informational)
     logit_rows: list[tuple[str, RunnerReport]]  # each distinct runner once, floors first, with its label
-    stages: dict[str, dict[str, Any]]  # status.json's stages but the report's own
+    stages: dict[str, StageRecord]  # status.json's stages but the report's own
     peak_server: dict[str, Any] | None  # `peak_rss`: the highest server RSS, KV-cache use and device memory seen
     commands: dict[str, Any] | None  # `rec`: the command this run verified and the others (findings.recommendation)
 

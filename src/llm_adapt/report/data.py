@@ -20,7 +20,7 @@ from llm_adapt.probes.run import ProbesResult
 from llm_adapt import rundir
 from llm_adapt.results import StageResult, UnreadableResult, read_checked
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import RunStatus
+from llm_adapt.run_status import RunStatus, StageRecord
 from llm_adapt.tune.run import TuneResult
 
 # result name (rundir.RESULTS) -> the record its file is read as
@@ -97,7 +97,7 @@ class RunData:
         return self.parts.get("settings")  # type: ignore[return-value]
 
     @property
-    def stages(self) -> dict[str, dict[str, Any]]:
+    def stages(self) -> dict[str, StageRecord]:
         """status.json's stages by name (none without a status.json)."""
         return self.status.stages if self.status else {}
 

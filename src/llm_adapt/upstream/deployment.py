@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
 from llm_adapt.inspect.plan import DeployPlan
@@ -19,11 +21,19 @@ from llm_adapt.inspect.stage import PlatformReport
 from llm_adapt.report.data import RunData
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream.origin import npu_series as series_of
+from llm_adapt.inspect.operators import CaveatRecord
 
 PLANNED = "planned, not run on an NPU"
 PLANNED_ZH = "仅为规划，未在 NPU 上运行"
 RAN = "run on an NPU"
 RAN_ZH = "已在 NPU 上运行"
+
+
+class ModeCommand(TypedDict):
+    """A deployment mode's serve command (eager or graph), and whether this run started exactly it."""
+
+    text: str  # the shell text
+    verified: bool
 
 
 @dataclass(frozen=True)
@@ -32,14 +42,14 @@ class Deployment:
     plan: DeployPlan  # for platform npu
     platform: PlatformReport  # inspect.json's platform entry of that plan
     gates: dict[str, Any]  # capacity, features, operators, max_model_len (inspect/gates.py)
-    commands: dict[str, dict[str, Any]]  # eager / graph: {"text": shell text, "verified": bool}
+    commands: dict[str, ModeCommand]  # eager / graph
     version: str  # the vLLM-Ascend the flags are for, e.g. "vLLM-Ascend v0.23.0.post1"
     hardware: str  # the NPUs, in words
     hardware_zh: str
     vllm: str  # the vLLM under it: the run's, or the one the planned release pins
     vllm_zh: str = ""
     support: dict[str, Any] = field(default_factory=dict)  # native / backend / unsupported, judged for that vLLM
-    caveats: list[dict[str, Any]] = field(default_factory=list)  # the model's caveats on an NPU (inspect/caveats.py)
+    caveats: list[CaveatRecord] = field(default_factory=list)  # the model's caveats on an NPU (inspect/caveats.py)
     scenarios: list[Any] = field(default_factory=list)  # upstream/scenarios.Scenario: long context, ...
     servers: dict[str, cmd.Shown] = field(default_factory=dict)  # eager / graph: the server command as data
 
@@ -75,7 +85,7 @@ def _servers(plan: DeployPlan, model_id: str) -> dict[str, cmd.Shown]:
     return {mode: cmd.serve(plan.command(mode).argv(), plan.env, model_id) for mode in ("eager", "graph")}
 
 
-def from_npu_run(run: RunData, model_id: str, commands: dict[str, dict[str, Any]]) -> Deployment:
+def from_npu_run(run: RunData, model_id: str, commands: dict[str, ModeCommand]) -> Deployment:
     """The deployment of a run on an NPU: its own plan and the gates its adaptation stage judged."""
     inspect, ad = run.inspect, run.adaptation
     plan = inspect.plan

@@ -36,7 +36,7 @@ from llm_adapt.results import write_text_atomic
 from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream import formats, origin
-from llm_adapt.upstream.deployment import Deployment, from_npu_run, planned_for_npu
+from llm_adapt.upstream.deployment import Deployment, ModeCommand, from_npu_run, planned_for_npu
 
 TARGETS = ("vllm-ascend",)
 LANGS = ("en", "zh")
@@ -72,7 +72,7 @@ def same_options(planned: list[str], started: list[str]) -> bool:
     return bool(planned) and bool(started) and options(planned) == options(started)
 
 
-def commands(plan: DeployPlan, serve: ServeResult | None, started: bool) -> dict[str, dict[str, Any]]:
+def commands(plan: DeployPlan, serve: ServeResult | None, started: bool) -> dict[str, ModeCommand]:
     """The plan's eager and graph commands, each marked verified when this run started exactly it
     (on another port). Pure."""
     served = serve.argv if serve else []

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.messages import Reason, reason
+from llm_adapt.inspect.operators import CaveatRecord
 
 # caveat id -> (title key, phenomenon key, solution key); the solution may take the facts below
 BY_CAVEAT = {
@@ -35,7 +36,7 @@ class FaqEntry:
     solution: Reason
 
 
-def faq_entries(caveats: list[dict[str, Any]], plan: DeployPlan, config: dict[str, Any]) -> list[FaqEntry]:
+def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: dict[str, Any]) -> list[FaqEntry]:
     """The FAQ of one model's NPU deployment: its caveats, then the plan's memory and KV cache entries, then
     any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
     facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
