@@ -143,10 +143,11 @@ def vllm_bf16_server(request, default_model, tmp_path_factory):
     yield from _vllm_session_server(default_model, tmp_path_factory, "bf16")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def transformers_server(default_model, tmp_path_factory):
     """A real `transformers serve` on the default model, the lighter second engine, in the dtype `run`
-    serves in on this machine (its `dtype`)."""
+    serves in on this machine (its `dtype`). One per module that uses it (three use it, one test each): a
+    session's would stay with its worker to the end, about 1 GiB beside the other worker's engines."""
     from llm_adapt.engines.server import ManagedServer, free_port
     from llm_adapt.engines.transformers_serve import transformers_launch
     from llm_adapt.platforms import default_serving_dtype
