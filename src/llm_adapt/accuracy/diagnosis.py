@@ -209,7 +209,7 @@ def diagnose(sections: dict[str, EndpointSection], verdict: Verdict, bound: floa
     PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the
     same-dtype pass threshold, or the floor's KL x the allowed ratio); `peaks` (the gold's largest
     |value| per tensor) and `dtype` (the served one): the range signature. Pure."""
-    if verdict.get("status") not in (Status.FAIL, Status.WARN):
+    if verdict.get("status") not in OUT_OF_LINE:
         return None
     tf, greedy = sections.get("teacher_forced") or {}, sections.get("greedy") or {}
     found = []

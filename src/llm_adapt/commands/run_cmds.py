@@ -214,7 +214,6 @@ def said_when_stopped(out: Path, args: argparse.Namespace):
         # it half made, and importing it again then fails
         from llm_adapt.messages import verdict_shown
 
-
         print(f"verdict: {verdict_shown(Status.INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")
         raise
 

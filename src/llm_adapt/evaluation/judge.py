@@ -18,7 +18,7 @@ from llm_adapt.evaluation.stats import (
     paired,
     worst,
 )
-from llm_adapt.status import Status
+from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.result import Verdict
@@ -92,5 +92,5 @@ def verdict(paired_rows_: list[dict], baseline_rows_: list[BaselineRow], skipped
     rows = paired_rows_ + baseline_rows_
     status = worst([r["status"] for r in rows]) if rows else Status.SKIP
     reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=r["reason"])
-               for r in rows if r["status"] in (Status.FAIL, Status.WARN)]
+               for r in rows if r["status"] in OUT_OF_LINE]
     return {"status": status, "reasons": reasons, "skipped": skipped}

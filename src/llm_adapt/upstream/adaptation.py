@@ -14,6 +14,7 @@ from llm_adapt.engines.session import ServeResult
 from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import JUDGE_CONTENT
 from llm_adapt.report.data import RunData
+from llm_adapt.run_status import StageStatus
 from llm_adapt.inspect.gates import AdaptationResult  # declared beside the gates, where the report reads it
 
 
@@ -28,13 +29,13 @@ def stage_facts(run: RunData, dummy: bool) -> dict[str, Any]:
     started = run.stages.get("serve", {}).get("status")
     return {
         "weights": "dummy (random, --load-format dummy)" if dummy else "the checkpoint's",
-        "engine_starts": {"done": True, "skipped": None}.get(started, False) if started else None,
+        "engine_starts": {StageStatus.DONE: True, StageStatus.SKIPPED: None}.get(started, False) if started else None,
         "startup_seconds": serve.startup_seconds if serve else None,
         "kv_as_planned": serve.prediction_matches if serve else None,
         "first_request": chat.get("status") == "supported" if rows else None,
         "first_request_evidence": (chat.get("evidence") or "")[:160] or None,
         "api_features": f"{len(ok)} of {len(content_free)}" if content_free else None,
-        "checkpoint_loads": None if dummy else started == "done",
+        "checkpoint_loads": None if dummy else started == StageStatus.DONE,
         "served_accuracy": None if dummy or not ep or not ep.verdict else ep.verdict["status"],
         "in_process_accuracy": None if dummy or not acc else acc.verdict.get("status"),
     }
