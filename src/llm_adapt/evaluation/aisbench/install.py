@@ -79,13 +79,16 @@ def torch_pin() -> list[str]:
 def install(venv: Path, say=print) -> Path:
     """Create `venv` and install AISBench into it (minutes; needs the package index)."""
     python = venv / "bin" / "python"
+    # without this environment's PYTHONPATH (make setup sets it to src/): the venv's pip would take whatever
+    # it names for installed packages
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if not python.exists():
         say(f"creating {venv}")
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
     pins = torch_pin()
     if pins:  # first, so AISBench's unpinned torch is already met
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *pins], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *PINS, *pins], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *pins], check=True, env=env)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *PINS, *pins], check=True, env=env)
     found = executable_in(venv)
     if found is None:
         raise UsageError(f"{venv}: installed, but it has no bin/ais_bench")
