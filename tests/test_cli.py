@@ -145,8 +145,12 @@ def test_an_unknown_architecture_gets_the_plans_verdict_in_a_few_lines(capsys, u
     assert "error" not in out and "port required" not in out and "Deployment plan" not in out
 
 
-def test_an_unknown_architecture_is_one_line_where_an_engine_would_start(capsys, unknown_arch, tmp_path):
-    code, _, err = run_cli(capsys, "serve", unknown_arch, "--dummy", "--platform", "cpu", "--out", tmp_path / "o")
+@pytest.mark.parametrize("kv_gib", [None, 4096])
+def test_an_unknown_architecture_is_one_line_where_an_engine_would_start(capsys, unknown_arch, tmp_path, kv_gib):
+    """Said before the plan sizes memory: with a KV cache no host holds (or a host short of memory, as when another
+    test's engines filled it) the answer is still that no engine serves it, not to free memory."""
+    extra = ["--kv-cache-space", kv_gib] if kv_gib else []
+    code, _, err = run_cli(capsys, "serve", unknown_arch, "--dummy", "--platform", "cpu", *extra, "--out", tmp_path / "o")
     assert code == 1 and not (tmp_path / "o").exists()
     one_line_error(err, "unsupported: NoSuchForCausalLM")
 

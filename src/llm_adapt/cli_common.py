@@ -122,16 +122,27 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], out: Path
                     offline=args.offline, log=lambda line: print(line, file=sys.stderr))
     cfg = replace(cfg, **fields)
     state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not cfg.dummy, offline=args.offline))
+    refuse_unsupported(state.source, args.platform)
     stages.plan(cfg, state)
-    if state.inspect.support["vllm"] == "unsupported":  # no engine to start: the plan's verdict, in one line
-        from llm_adapt.inspect.summary import unsupported_verdict
-
-        raise AdaptError(unsupported_verdict(state.inspect).removeprefix("verdict: "))
     if not cfg.dummy:
         state.source.require_weights("starting an engine")
     cfg = replace(cfg, out=out or open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
     stages.save_plan(cfg, state)
     return cfg, state
+
+
+def refuse_unsupported(source, platform: str | None) -> None:
+    """No engine to start for an architecture vLLM does not serve: the plan's verdict in one line, before the
+    plan sizes memory (a memory refusal would send the user to free memory for a model no engine serves)."""
+    from llm_adapt.inspect.stage import architecture_support
+    from llm_adapt.inspect.summary import unsupported_verdict
+    from llm_adapt.inspect.support import UNSUPPORTED
+    from llm_adapt.models.spec import load_spec
+
+    support = architecture_support(source, platform)
+    if support.vllm == UNSUPPORTED:
+        verdict = unsupported_verdict(load_spec(source.path).architecture, support.registry)
+        raise AdaptError(verdict.removeprefix("verdict: "))
 
 
 @dataclass

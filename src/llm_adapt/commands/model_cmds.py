@@ -75,7 +75,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     else:
         print_inspect(result, Console())
     if result.support["vllm"] == "unsupported":  # the plan's verdict, not an error: the way on is printed above
-        print(unsupported_verdict(result), file=sys.stderr if args.json else sys.stdout)
+        print(unsupported_verdict(result.architecture, result.support["registry"]), file=sys.stderr if args.json else sys.stdout)
         return 1
     if result.strategy.get("plugin"):
         sys.stderr.write(f"llm-adapt inspect: error: {result.strategy['headline']}; plugin skeleton in "

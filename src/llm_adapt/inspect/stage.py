@@ -14,7 +14,7 @@ from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
-from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, classify, registry_for
+from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import gate_of_model
 from llm_adapt.models.provenance import Provenance, provenance_of, recorded
@@ -175,6 +175,13 @@ def plan_inputs(source: ModelSource, options: PlanOptions, platform: str | None 
     if options.tool_calling is None:  # enabled where the chat template declares tools in a format vLLM parses
         options = replace(options, tool_calling=tool_calling(read_chat_template(source.path)))
     return PlanInputs(spec, params, target, options, support, tensors)
+
+
+def architecture_support(source: ModelSource, platform: str | None = None) -> Support:
+    """Whether vLLM on `platform` (this host's by default) serves the architecture: asked before a plan sizes
+    anything where an engine would start, since no engine serves an unsupported one whatever its memory."""
+    target = platforms.get_platform(platform or platforms.detect_platform())
+    return classify(load_spec(source.path), registry_for(target.name))
 
 
 def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:

@@ -16,9 +16,9 @@ def gib(n: float) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
-def unsupported_verdict(result: InspectResult) -> str:
-    """The plan's verdict on an architecture no engine serves, in one line."""
-    return (f"verdict: unsupported: {result.architecture} is in neither {result.support['registry']} nor "
+def unsupported_verdict(architecture: str, registry: str) -> str:
+    """The plan's verdict on an architecture no engine serves, in one line (`registry`: where the answer came from)."""
+    return (f"verdict: unsupported: {architecture} is in neither {registry} nor "
             f"transformers; it needs a port (an out-of-tree vLLM plugin)")
 
 
