@@ -7,7 +7,7 @@ run's eval.json, pure.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.evaluation.stage import EvalResult
@@ -34,6 +34,17 @@ E2E_REQUIRED = ("model_name", "hardware", "tasks", "num_fewshot")
 # the upstream test's defaults, written as its configs write them (not measurements)
 E2E_CONSTANTS = {"model_type": "vllm", "batch_size": "auto"}
 BUILTIN_PREFIX = "builtin-"
+
+
+class TaskRow(TypedDict):
+    """One served score as upstream's test can rerun it (task_rows): its metric's value, and the few-shot count
+    and chat template it was measured with (None where the eval.json did not record them)."""
+    task: str
+    metric: str
+    value: float
+    stderr: float | None
+    num_fewshot: int | None
+    chat: bool | None
 
 
 def vllm_dtype(dtype: str) -> str:
@@ -84,7 +95,7 @@ def chat_of(score: dict[str, Any], seconds: dict[str, Any]) -> bool | None:
     return groups == {"generative"} if len(groups) == 1 else None
 
 
-def task_rows(ev: EvalResult) -> tuple[list[dict[str, Any]], list[str]]:
+def task_rows(ev: EvalResult) -> tuple[list[TaskRow], list[str]]:
     """The eval's served scores that upstream's test can rerun as one config, and one line for each
     task left out and why. One config applies one chat-template and few-shot setting to every task:
     the tasks that share the first public task's are kept. Pure."""
@@ -92,14 +103,14 @@ def task_rows(ev: EvalResult) -> tuple[list[dict[str, Any]], list[str]]:
     if ev.backend == "aisbench":  # AISBench's scores are no lm_eval metric: they go to the nightly form
         return [], [f"{task}: measured by AISBench (its nightly config is written instead)"
                     for task in dict.fromkeys(s["task"] for s in ev.scores)]
-    kept: list[dict[str, Any]] = []
+    kept: list[TaskRow] = []
     left: dict[str, str] = {}
     for s in ev.scores:
         if s.get("served") is None:
             continue
         shots = settings.get("num_fewshot") if settings.get("num_fewshot") is not None else s.get("num_fewshot")
-        row = {"task": s["task"], "metric": s["metric"], "value": round(float(s["served"]), 4),
-               "stderr": s.get("served_stderr"), "num_fewshot": shots, "chat": chat_of(s, seconds)}
+        row = TaskRow(task=s["task"], metric=s["metric"], value=round(float(s["served"]), 4),
+                      stderr=s.get("served_stderr"), num_fewshot=shots, chat=chat_of(s, seconds))
         why = _left_out(row, kept[0] if kept else None)
         if why:
             left.setdefault(s["task"], why)
@@ -108,7 +119,7 @@ def task_rows(ev: EvalResult) -> tuple[list[dict[str, Any]], list[str]]:
     return kept, [f"{task}: {why}" for task, why in left.items()]
 
 
-def _left_out(row: dict[str, Any], first: dict[str, Any] | None) -> str | None:
+def _left_out(row: TaskRow, first: TaskRow | None) -> str | None:
     if row["task"].startswith(BUILTIN_PREFIX):
         return "llm-adapt's built-in task, not a dataset upstream's test can load"
     if row["num_fewshot"] is None or row["chat"] is None:
@@ -119,7 +130,7 @@ def _left_out(row: dict[str, Any], first: dict[str, Any] | None) -> str | None:
     return None
 
 
-def e2e_config(rows: list[dict[str, Any]], *, model_id: str, hardware: str, serve: dict[str, Any],
+def e2e_config(rows: list[TaskRow], *, model_id: str, hardware: str, serve: dict[str, Any],
                limit: int | None) -> dict[str, Any]:
     """tests/e2e/models/configs/<Model>.yaml as a dict, keys in upstream's order. `rows` from task_rows
     (not empty); `serve` the settings the scores were measured with. Pure."""
@@ -150,7 +161,7 @@ def model_args(config: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def report_fields(config: dict[str, Any], rows: list[dict[str, Any]], versions: dict[str, str]) -> dict[str, Any]:
+def report_fields(config: dict[str, Any], rows: list[TaskRow], versions: dict[str, str]) -> dict[str, Any]:
     """The fields tests/e2e/models/report_template.md renders, computed as upstream's generate_report
     computes them from the config. `versions`: vllm_version, vllm_commit, vllm_ascend_version,
     vllm_ascend_commit, cann_version, torch_version, torch_npu_version ("unknown" where not known, as
