@@ -37,12 +37,77 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.result import CategoryStats, EndpointSection, Verdict
+
+
+class Peak(TypedDict):
+    """A tensor's largest |value| in the gold (activation_peaks), in the order a forward reaches it."""
+    name: str
+    max_abs: float
+
+
+class PathSignature(TypedDict):
+    signature: str  # decode, prefill or both
+    prefill_kl: float
+    decode_kl: float
+    bound: float
+    prefill_positions: int
+    decode_positions: int
+
+
+class OnsetSignature(TypedDict):
+    signature: str  # positions
+    from_position: int
+    kl_before: float
+    kl_after_min: float
+    bound: float
+    bins: list[dict[str, float]]  # from, to, kl of each bin that has enough positions
+
+
+class CategorySignature(TypedDict):
+    signature: str  # category
+    category: str
+    genuine: int
+    prompts: int | None
+    clean_categories: list[str]
+
+
+class RangeSignature(TypedDict):
+    signature: str  # range
+    tensor: str
+    max_abs: float
+    limit: float
+    share: float
+    dtype: str
+    peaks: list[Peak]
+
+
+class ModeFigures(TypedDict):
+    """One mode's endpoint verdict and served KL, for graph_vs_eager."""
+    status: Status | None
+    reasons: list[Any]
+    kl: float | None
+    decode_kl: float | None
+
+
+class GraphSignature(TypedDict):
+    signature: str  # graph
+    graph: ModeFigures
+    eager: ModeFigures
+    kl_ratio: float | None
+
+
+class Diagnosis(TypedDict):
+    """diagnose's answer: each candidate is a signature's figures with its cause and next command."""
+    candidates: list[dict[str, Any]]
+    unknown: bool
+    rules: str
+
 
 ONSET_FACTOR = 10.0  # a signature's "out of line" side must exceed the in-bounds side this many times
 MIN_POSITIONS = 8  # a bin or side with fewer positions says nothing
@@ -53,25 +118,26 @@ def _finite(x) -> bool:
 
 
 def prefill_vs_decode(prefill_kl: float | None, decode_kl: float | None, bound: float,
-                      prefill_positions: int = 0, decode_positions: int = 0) -> dict[str, Any] | None:
+                      prefill_positions: int = 0, decode_positions: int = 0) -> PathSignature | None:
     """Which path is out of line: 'decode' when prefill is within `bound` and decode exceeds both the
     bound and ONSET_FACTOR x prefill; 'prefill' the reverse; 'both' when both exceed it; None when
     neither does or a side is missing. Pure."""
     if not (_finite(prefill_kl) and _finite(decode_kl)) or min(prefill_positions, decode_positions) < MIN_POSITIONS:
         return None
-    figures = {"prefill_kl": prefill_kl, "decode_kl": decode_kl, "bound": bound,
-               "prefill_positions": prefill_positions, "decode_positions": decode_positions}
     prefill_out, decode_out = prefill_kl > bound, decode_kl > bound
     if decode_out and not prefill_out and decode_kl >= ONSET_FACTOR * max(prefill_kl, 1e-30):
-        return {"signature": "decode", **figures}
-    if prefill_out and not decode_out and prefill_kl >= ONSET_FACTOR * max(decode_kl, 1e-30):
-        return {"signature": "prefill", **figures}
-    if prefill_out and decode_out:
-        return {"signature": "both", **figures}
-    return None
+        signature = "decode"
+    elif prefill_out and not decode_out and prefill_kl >= ONSET_FACTOR * max(decode_kl, 1e-30):
+        signature = "prefill"
+    elif prefill_out and decode_out:
+        signature = "both"
+    else:
+        return None
+    return PathSignature(signature=signature, prefill_kl=prefill_kl, decode_kl=decode_kl, bound=bound,
+                         prefill_positions=prefill_positions, decode_positions=decode_positions)
 
 
-def position_onset(profile: list[dict[str, Any]], bound: float) -> dict[str, Any] | None:
+def position_onset(profile: list[dict[str, Any]], bound: float) -> OnsetSignature | None:
     """The first position bin out of line after at least one bin in bounds, with every bin from there
     on out of line and above ONSET_FACTOR x the in-bounds bins' mean. Pure."""
     bins = [b for b in profile if b.get("positions", 0) >= MIN_POSITIONS and _finite(b.get("kl_lb_mean"))]
@@ -87,7 +153,7 @@ def position_onset(profile: list[dict[str, Any]], bound: float) -> dict[str, Any
     return None
 
 
-def category_concentration(by_category: dict[str, CategoryStats]) -> dict[str, Any] | None:
+def category_concentration(by_category: dict[str, CategoryStats]) -> CategorySignature | None:
     """Genuine greedy divergences in exactly one prompt category, which has at least two of them,
     while every other category (at least two others) has none. Pure."""
     hit = {c: v.get("genuine", 0) for c, v in by_category.items() if v.get("genuine", 0) > 0}
@@ -112,7 +178,7 @@ def largest_finite(dtype: str) -> float | None:
     return float(torch.finfo(torch_dtype).max) if torch_dtype is not None else None
 
 
-def dtype_range(peaks: list[dict[str, Any]], dtype: str, headroom: float = RANGE_HEADROOM) -> dict[str, Any] | None:
+def dtype_range(peaks: list[Peak], dtype: str, headroom: float = RANGE_HEADROOM) -> RangeSignature | None:
     """The first tensor whose largest |value| in the gold reaches `headroom` of the dtype's largest finite
     value: {signature, tensor, max_abs, limit, share, dtype}; None when every tensor stays below. `peaks`:
     [{"name", "max_abs"}] in the order a forward reaches them. Pure."""
@@ -128,7 +194,7 @@ def dtype_range(peaks: list[dict[str, Any]], dtype: str, headroom: float = RANGE
     return None
 
 
-def range_reason(found: dict[str, Any]) -> str:
+def range_reason(found: RangeSignature) -> str:
     """One line for a verdict's reasons: the figures and the cause. Pure."""
     return (f"likely cause: {found['dtype']}'s range: the gold's {found['tensor']} reaches {found['max_abs']:.3g}, "
             f"{found['share']:.0%} of {found['dtype']}'s largest finite value ({found['limit']:.6g}); "
@@ -138,7 +204,7 @@ def range_reason(found: dict[str, Any]) -> str:
 WARN_FACTOR = 3.0  # a graph mode that only WARNs must hold this many times the eager engine's KL
 
 
-def mode_figures(verdict: Verdict | None, sections: dict[str, EndpointSection] | None) -> dict[str, Any]:
+def mode_figures(verdict: Verdict | None, sections: dict[str, EndpointSection] | None) -> ModeFigures:
     """What a mode comparison needs from one endpoint accuracy result: its verdict and the served
     teacher-forced and decode-side top-k KL (None where not measured). Pure."""
     sections = sections or {}
@@ -149,7 +215,7 @@ def mode_figures(verdict: Verdict | None, sections: dict[str, EndpointSection] |
             if greedy.get("status") == "done" else None}
 
 
-def graph_vs_eager(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -> dict[str, Any] | None:
+def graph_vs_eager(graph: ModeFigures | None, eager: ModeFigures | None) -> GraphSignature | None:
     """'graph' when the graph-mode engine is out of line and the eager one, judged the same way, passes:
     a graph FAIL, or a graph WARN whose teacher-forced KL is at least WARN_FACTOR x the eager one's.
     None when either side is missing, both are out of line (the fault is in both paths: the layers
@@ -165,7 +231,7 @@ def graph_vs_eager(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -
             "kl_ratio": kl / eager_kl if _finite(kl) and _finite(eager_kl) and eager_kl > 0 else None}
 
 
-def graph_cause(graph: dict[str, Any] | None, eager: dict[str, Any] | None) -> dict[str, Any] | None:
+def graph_cause(graph: ModeFigures | None, eager: ModeFigures | None) -> dict[str, Any] | None:
     """graph_vs_eager() as a candidate cause (with its next command), or None. Pure."""
     found = graph_vs_eager(graph, eager)
     return {"cause": CAUSES["graph"][0], "next": CAUSES["graph"][1], **found} if found else None
@@ -204,7 +270,7 @@ CAUSES = {
 
 
 def diagnose(sections: dict[str, EndpointSection], verdict: Verdict, bound: float,
-             peaks: list[dict[str, Any]] | None = None, dtype: str | None = None) -> dict[str, Any] | None:
+             peaks: list[Peak] | None = None, dtype: str | None = None) -> Diagnosis | None:
     """Likely causes of a served model that is out of line, from its endpoint sections; None for a
     PASS (nothing to explain). `bound`: the mean top-k KL a clean server stays under here (the
     same-dtype pass threshold, or the floor's KL x the allowed ratio); `peaks` (the gold's largest

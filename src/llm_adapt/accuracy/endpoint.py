@@ -35,7 +35,7 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
-from llm_adapt.accuracy.result import EndpointAccuracyResult  # its typed result, declared where the report reads it
+from llm_adapt.accuracy.result import EndpointAccuracyResult, EndpointSection, SkippedPrompt  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 SECTIONS = ENDPOINT_SECTIONS
@@ -98,7 +98,7 @@ def served_max_model_len(listed: list[dict[str, Any]] | None, model: str) -> int
     return None
 
 
-def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) -> dict[str, Any]:
+def _tokenization(client: EndpointClient, gold: Gold, tokenizer, progress=None) -> EndpointSection:
     replies = send_all(client, [tokenize_request(*_prompt_of(ref, tokenizer)) for ref in gold.prompts],
                        progress=progress)
     if gone := first_gone(replies):
@@ -123,19 +123,19 @@ def _prompt_of(ref, tokenizer) -> tuple[str | None, list[dict[str, str]] | None]
     return plain_text(ref.prompt), None
 
 
-def _gone(reply: Reply) -> dict[str, Any]:
+def _gone(reply: Reply) -> EndpointSection:
     return {"status": "not run", "reason": reply.detail, "gone": True}
 
 
-def _unsupported(why: Any) -> dict[str, Any]:
+def _unsupported(why: Any) -> EndpointSection:
     return {"status": "unsupported", "reason": why}
 
 
-def _skip(ref, why: Any) -> dict[str, Any]:
+def _skip(ref, why: Any) -> SkippedPrompt:
     return {"id": ref.prompt.id, "reason": why}
 
 
-def _none_fits(skipped: list[dict[str, Any]]) -> dict[str, Any]:
+def _none_fits(skipped: list[SkippedPrompt]) -> EndpointSection:
     return _unsupported(reason("es_none_fits", reasons=[s["reason"] for s in skipped]))
 
 
@@ -146,7 +146,7 @@ def _fits(ref, tokens: int, served_len: int | None) -> Any:
 
 
 def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
-                    progress=None) -> dict[str, Any]:
+                    progress=None) -> EndpointSection:
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
     per_prompt: list[list[tuple[float, float]]] = []  # (server, floor) KL of each position the floor has
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
@@ -224,7 +224,7 @@ def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
     return boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
 
 
-def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> dict[str, Any]:
+def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> EndpointSection:
     server_nll, ref_nll, floor_nll, skipped = [], [], [], 0
     fits = [served_len is None or len(window) + 1 <= served_len for window in gold.corpus]
     replies = send_all(client, [prompt_logprobs_request(w, 1) for w, ok in zip(gold.corpus, fits) if ok],
@@ -257,7 +257,7 @@ def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None
 
 
 def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData | None,
-            served_len: int | None, progress=None) -> dict[str, Any]:
+            served_len: int | None, progress=None) -> EndpointSection:
     rows, skipped, decode, floor_decode = [], [], [], []
     floor_rows = []
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)]

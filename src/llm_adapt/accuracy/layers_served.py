@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 import torch
@@ -34,11 +34,30 @@ from llm_adapt.accuracy.verdict import locate_and_judge, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.accuracy.result import LayersResult  # its typed result, declared where the report reads it
+from llm_adapt.accuracy.result import LayerRow, LayersResult, LocatedFault  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
               "inherits; the first layer out of line is where the excess starts")
+
+
+class TensorRow(TypedDict):
+    """One tensor's error over the captured prompts (TensorAccumulator.summary), with the squared errors
+    the spreads resample: per prompt, and per prompt and position."""
+    name: str
+    rel_l2: float
+    cos_mean: float
+    cos_min: float
+    max_abs: float
+    max_rel: float
+    thousandth_ratio: float
+    sqnr_db: float
+    nan_mismatch: bool
+    cos_tensor: float
+    share_over: dict[str, float]
+    diff_sq_by_prompt: list[float]
+    diff_sq_by_position: list[np.ndarray]
+    diff_4th_by_position: list[np.ndarray]
 
 
 class LayerDump(Protocol):
@@ -98,7 +117,7 @@ def check_plugin(directory: Path) -> dict[str, Any]:
     return json.loads(ready.read_text())
 
 
-def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progress) -> list[dict[str, Any]]:
+def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progress) -> list[TensorRow]:
     """The in-process floor's full error per tensor on the gold's sequences (summaries with the
     per-prompt squared errors kept for the bootstrap)."""
     runner = Runner(spec, model_path)
@@ -114,18 +133,18 @@ def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progr
     return [accumulated(name, a) for name, a in zip(gold.names, acc)]
 
 
-def accumulated(name: str, acc: m.TensorAccumulator) -> dict[str, Any]:
+def accumulated(name: str, acc: m.TensorAccumulator) -> TensorRow:
     """A tensor's summary with the squared errors the spreads resample: per prompt and per position."""
     return {"name": name, **acc.summary(), "diff_sq_by_prompt": acc.diff_sq_by_prompt,
             "diff_sq_by_position": acc.diff_sq_by_position, "diff_4th_by_position": acc.diff_4th_by_position}
 
 
-def floor_spread(floor: list[dict[str, Any]], variant: list[dict[str, Any]]) -> dict[str, float]:
+def floor_spread(floor: list[TensorRow], variant: list[TensorRow]) -> dict[str, float]:
     """Per tensor, how much the floor's rel. L2 error moves on another kernel path (relative)."""
     return {f["name"]: relative_change(v["rel_l2"], f["rel_l2"]) for f, v in zip(floor, variant)}
 
 
-def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[TensorRow], list[dict[str, str]]]:
     """The engine's per-tensor errors over every prompt it captured; the prompts it did not, with why."""
     acc = [m.TensorAccumulator() for _ in gold.names]
     missing = []
@@ -140,7 +159,7 @@ def served_rows(gold: Gold, dump: LayerDump) -> tuple[list[dict[str, Any]], list
     return [accumulated(name, a) for name, a in zip(gold.names, acc)], missing
 
 
-def sampling_spread(row: dict[str, Any], floor: dict[str, Any],
+def sampling_spread(row: TensorRow, floor: TensorRow,
                     units: tuple[list[np.ndarray], int] | None) -> dict[str, float]:
     """How much the ratio to the floor moves by chance, two ways (see positions.py): prompts
     resampled, and the chance within the elements that carry the error (its effective count, shared
@@ -162,8 +181,8 @@ def sampling_spread(row: dict[str, Any], floor: dict[str, Any],
     return out
 
 
-def against_floor(rows: list[dict[str, Any]], floor: list[dict[str, Any]] | None,
-                  spread: dict[str, float] | None, sequences: list[list[int]] | None = None) -> list[dict[str, Any]]:
+def against_floor(rows: list[TensorRow], floor: list[TensorRow] | None,
+                  spread: dict[str, float] | None, sequences: list[list[int]] | None = None) -> list[LayerRow]:
     """Each row with its floor's error, the ratio and the ratio the floor's spread allows (as
     compare.with_floor does: chance, here the larger of sampling_spread's two, and the floor's
     kernel spread, in quadrature), and the local fields the localization reads, set to the full ones.
@@ -196,7 +215,7 @@ def captured_gold(gold: Gold, missing: list[dict[str, str]]) -> Gold:
     return replace(gold, prompts=[p for p in gold.prompts if p.prompt.id not in skip])
 
 
-def layers_result(rows: list[dict[str, Any]], missing: list[dict[str, str]], floor: list[dict[str, Any]] | None,
+def layers_result(rows: list[TensorRow], missing: list[dict[str, str]], floor: list[TensorRow] | None,
                   spread: dict[str, float] | None, *, gold: Gold, floor_label: str | None, served_dtype: str,
                   reference: RunnerSpec, local_factor: float, **facts: Any) -> LayersResult:
     """The typed result from the engine's rows and the in-process floor's (facts: model, endpoint,
@@ -220,7 +239,7 @@ def floor_spec_for(reference: RunnerSpec, served_dtype: str) -> RunnerSpec:
 
 
 def measure_floor_with_spread(spec: RunnerSpec, model_path: Path, gold: Gold,
-                              progress: Progress) -> tuple[list[dict[str, Any]], dict[str, float] | None]:
+                              progress: Progress) -> tuple[list[TensorRow], dict[str, float] | None]:
     """The floor's rows, and its spread on another kernel path (none when the floor is that path)."""
     floor = floor_layers(spec, model_path, gold, progress)
     if spec.kernel == VARIANT_KERNEL:
@@ -283,9 +302,9 @@ def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, cap
     return result
 
 
-def with_served_parts(where: dict[str, Any] | None, client: EndpointClient, capture_dir: Path, gold: Gold,
+def with_served_parts(where: LocatedFault | None, client: EndpointClient, capture_dir: Path, gold: Gold,
                       model_path: Path, opts, floor_spec: RunnerSpec, served_dtype: str,
-                      progress: Progress) -> dict[str, Any] | None:
+                      progress: Progress) -> LocatedFault | None:
     """The located layer with its parts inside the engine (accuracy/parts_served.py): one more prefill of
     each captured prompt with that layer's attention and MLP recorded. The layer's location and every
     figure before it stand if the look inside fails; the reason is kept."""

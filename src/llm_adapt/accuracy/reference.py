@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.diagnosis import Peak
 from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.prompts import Prompt, corpus_windows, render
@@ -74,13 +75,13 @@ def layer_contraction(model_path: Path, gold: Gold) -> int | None:
                        spec.head_dim, sequence) or None
 
 
-def activation_peaks(gold: Gold) -> list[dict[str, Any]]:
+def activation_peaks(gold: Gold) -> list[Peak]:
     """The gold's largest |value| of each captured tensor (embeddings, each layer's output, the final norm)
     over every prompt, in forward order: how close the model's residual stream comes to a dtype's range."""
     peaks = []
     for j, name in enumerate(gold.names):
         values = [float(p.hidden[j].abs().max()) for p in gold.prompts if p.hidden[j].numel()]
-        peaks.append({"name": name, "max_abs": max(values, default=0.0)})
+        peaks.append(Peak(name=name, max_abs=max(values, default=0.0)))
     return peaks
 
 

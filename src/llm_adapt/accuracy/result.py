@@ -188,6 +188,13 @@ class RoundoffBasis(TypedDict):
     allowed: float
 
 
+class SkippedPrompt(TypedDict):
+    """A prompt left out of a comparison (too long for the served length, say), and why."""
+
+    id: str
+    reason: Said
+
+
 @with_config(ConfigDict(extra="allow"))
 class EndpointSection(TypedDict):
     """One section of endpoint accuracy (tokenization, teacher-forced, perplexity, greedy): done with its

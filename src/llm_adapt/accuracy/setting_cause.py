@@ -27,11 +27,48 @@ Pure: rows in, a record out. Tried on faults it was not tuned on: see tests/accu
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from llm_adapt.messages import reason
 from llm_adapt.results import StageResult
 from llm_adapt.status import JUDGED, OUT_OF_LINE, Status
+
+
+class SettingRow(TypedDict):
+    """One setting's row (run/differential.setting_row writes it): what setting_cause judges (label, features,
+    status, located, routing) beside the table's figures."""
+    setting: dict[str, Any]  # the Setting as written (deploy_settings.py)
+    label: str
+    features: list[str]  # of tp, ep, graph
+    dir: str  # the setting's folder, relative to the run directory
+    error: str | None  # the engine refused the setting: never judged
+    status: Status | None  # PASS / WARN / FAIL, None where not judged
+    kl: float | None
+    kl_ratio: float | None
+    allowed: float | None
+    same_top1: float | None
+    greedy: dict[str, int] | None  # genuine divergences, prompts
+    startup_seconds: float | None
+    init_seconds: float | None
+    compile_cache: Any
+    kv: dict[str, Any] | None  # predicted and logged KV tokens
+    located: Any  # a Reason (located_reason) or None
+    routing: str | None  # "wrong" where the capture saw the router choose other experts
+
+
+class Head(TypedDict):
+    baseline: str | None
+    not_run: list[str]
+
+
+class SettingCause(Head):
+    """setting_cause's answer: which setting moved accuracy, and the settings on each side."""
+    status: str  # not judged, everywhere, unknown, clean, moved, ambiguous, cured
+    out_of_line: list[str]
+    clean: list[str]
+    feature: str | None  # tp, ep, graph, or two joined by + (a combination)
+    cause: str | None
+    summary: Any  # a Reason
 
 
 class SettingsResult(StageResult):
@@ -51,14 +88,14 @@ ROUTING = "expert routing"
 WITHOUT = {"tp": "the one-rank path", "ep": "the path with every expert on each rank", "graph": "the eager path"}
 
 
-def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def setting_cause(rows: list[SettingRow]) -> SettingCause:
     """rows: one per setting, the baseline first: {"label", "features": [tp|ep|graph], "status": PASS / WARN /
     FAIL or None (not judged), "located": a Reason or None, "routing": "wrong" where the capture saw the
     router choose other experts, or weigh them, beyond rounding (routing.routing_verdict)}. Pure."""
     judged = [r for r in rows if r.get("status") in JUDGED]
     not_run = [r["label"] for r in rows if r.get("status") not in JUDGED]
     base = rows[0] if rows else None
-    head = {"baseline": base["label"] if base else None, "not_run": not_run}
+    head = Head(baseline=base["label"] if base else None, not_run=not_run)
     if not base or base.get("status") not in JUDGED or len(judged) < 2:
         return _result("not judged", head, [], [], None, None, reason("sc_not_judged", not_run=", ".join(not_run)))
     bad = [r for r in judged if r["status"] in OUT_OF_LINE]
@@ -74,7 +111,7 @@ def setting_cause(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return _moved(head, bad, good)
 
 
-def _moved(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str, Any]]) -> dict[str, Any]:
+def _moved(head: Head, bad: list[SettingRow], good: list[SettingRow]) -> SettingCause:
     """Baseline clean, some settings out of line: the feature that separates them."""
     common = set.intersection(*(set(r["features"]) for r in bad))
     separating = common - set().union(*(set(r["features"]) for r in good))
@@ -94,7 +131,7 @@ def _moved(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
     return _result("moved" if cause else "ambiguous", head, bad, good, feature, cause, summary)
 
 
-def _cured(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _cured(head: Head, bad: list[SettingRow], good: list[SettingRow]) -> SettingCause | None:
     """Baseline out of line, some settings clean: the one feature every clean setting has and no out-of-line one
     has. The fault then lives on the path that feature replaces (graph mode clean, eager FAIL: an op eager runs as
     vLLM's own kernel and graph mode compiles from torch code). None where no one feature separates them."""
@@ -109,7 +146,7 @@ def _cured(head: dict[str, Any], bad: list[dict[str, Any]], good: list[dict[str,
     return _result("cured", head, bad, good, feature, WITHOUT[feature], summary)
 
 
-def _out_of_line(bad: list[dict[str, Any]]) -> tuple[str, Any]:
+def _out_of_line(bad: list[SettingRow]) -> tuple[str, Any]:
     """The out-of-line settings' one status (FAIL where they differ) and the first place a capture located."""
     worst = bad[0]["status"] if all(r["status"] == bad[0]["status"] for r in bad) else Status.FAIL
     return worst, next((r["located"] for r in bad if r.get("located")), None)
@@ -124,13 +161,13 @@ def _feature_words(features) -> str:
     return " + ".join(CAUSE_OF[f] for f in sorted(features)) or "-"
 
 
-def _labels(rows: list[dict[str, Any]]) -> str:
+def _labels(rows: list[SettingRow]) -> str:
     return ", ".join(r["label"] for r in rows) or "-"
 
 
-def _result(status: str, head: dict[str, Any], bad, good, feature, cause, summary) -> dict[str, Any]:
-    return {"status": status, **head, "out_of_line": [r["label"] for r in bad], "clean": [r["label"] for r in good],
-            "feature": feature, "cause": cause, "summary": summary}
+def _result(status: str, head: Head, bad, good, feature, cause, summary) -> SettingCause:
+    return SettingCause(status=status, **head, out_of_line=[r["label"] for r in bad], clean=[r["label"] for r in good],
+                        feature=feature, cause=cause, summary=summary)
 
 
 def located_reason(where: dict[str, Any] | None):

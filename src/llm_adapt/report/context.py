@@ -5,7 +5,7 @@ name (SHORT_NAMES: `S`, `p`, `fs`, `rec`, ...), and call its methods, each in th
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypedDict
 
 from llm_adapt.accuracy.result import AccuracyResult, Check, LayerRow, RunnerReport, Verdict
 from llm_adapt.accuracy.verdict import allowance, target_basis
@@ -15,8 +15,8 @@ from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message,
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
 from llm_adapt.report.data import RunData
 from llm_adapt.run_status import StageRecord
-from llm_adapt.report.findings import (findings, main_target, notes, overall_verdict, part_name, quant_targets,
-                                      recommendation, stage_status, troubleshooting)
+from llm_adapt.report.findings import (Recommendation, findings, main_target, notes, overall_verdict, part_name,
+                                      quant_targets, recommendation, stage_status, troubleshooting)
 from llm_adapt.report.first_screen import FirstScreen, first_screen, weights_clause
 from llm_adapt.report.page import SECTION, SECTIONS
 from llm_adapt.bench.modes import BenchResult
@@ -25,6 +25,13 @@ from llm_adapt.results import StageResult
 # A field the templates read by a short name: the short name -> the field's own.
 SHORT_NAMES = {"S": "words", "p": "parts", "fs": "screen", "rec": "commands", "main": "main_target",
                "quants": "quant_targets", "trouble": "troubleshooting", "peak_rss": "peak_server"}
+
+
+class PeakServer(TypedDict):
+    """The highest server RSS (bytes), KV-cache use (a share) and device memory (bytes) over all benchmark runs."""
+    rss: int | None
+    kv: float | None
+    device: int | None
 
 
 @dataclass(frozen=True)
@@ -50,8 +57,8 @@ class ReportContext:
     quant_targets: list[RunnerReport]  # `quants`: the emulated quantizations (informational)
     logit_rows: list[tuple[str, RunnerReport]]  # each distinct runner once, floors first, with its label
     stages: dict[str, StageRecord]  # status.json's stages but the report's own
-    peak_server: dict[str, Any] | None  # `peak_rss`: the highest server RSS, KV-cache use and device memory seen
-    commands: dict[str, Any] | None  # `rec`: the command this run verified and the others (findings.recommendation)
+    peak_server: PeakServer | None  # `peak_rss`: the highest server RSS, KV-cache use and device memory seen
+    commands: Recommendation | None  # `rec`: the command this run verified and the others (findings.recommendation)
 
     def names(self) -> dict[str, Any]:
         """The names the templates see: every field (also under its short name) and every method."""
@@ -71,10 +78,10 @@ class ReportContext:
     def part_name(self, part: str) -> str:
         return part_name(part, self.lang)
 
-    def stage_reason(self, body: dict[str, Any]) -> Any:
+    def stage_reason(self, body: StageRecord) -> Any:
         return message(body.get("reason") or "", self.lang)
 
-    def stage_status(self, body: dict[str, Any]) -> str:
+    def stage_status(self, body: StageRecord) -> str:
         return stage_status(body, self.lang)
 
     def check_in(self, check: Check) -> dict[str, Any]:
@@ -145,7 +152,7 @@ def logit_rows(acc: AccuracyResult | None, lang: str = "en") -> list[tuple[str, 
     return rows + [(t.label, t) for t in acc.targets if t.label not in shown]
 
 
-def peak_server(run: RunData) -> dict[str, Any] | None:
+def peak_server(run: RunData) -> PeakServer | None:
     """The highest server RSS and KV-cache usage seen over all benchmark runs."""
     samples = [r["server"] for b in run.bench.values() for r in b.runs if r.get("server")]
     rss = [s["rss_bytes_max"] for s in samples if s.get("rss_bytes_max")]

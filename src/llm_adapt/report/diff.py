@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verdict
 from llm_adapt.bench.modes import BenchResult
@@ -18,6 +18,9 @@ from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt import rundir
 from llm_adapt.status import Status, worse as status_worse, worst
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.setting_cause import SettingCause
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -34,6 +37,36 @@ class Metric:
     higher_is_better: bool
     unit: str = ""
     busy: bool = False  # measured while other processes kept the host's cores busy
+
+
+class MetricChange(TypedDict):
+    """One figure of both runs compared (compare_metric): B - A, its standard error and the bound it is held to."""
+    group: str
+    name: str
+    a: float
+    b: float
+    delta: float
+    se: float | None
+    relative: float | None
+    bound: float
+    change: str  # regression | improvement | same | not judged (busy host)
+    unit: str
+    busy: list[bool]  # A's and B's host was busy
+
+
+class FeatureChange(TypedDict):
+    """One probed feature whose status differs between the runs (feature_change)."""
+    name: str
+    a: str | None
+    b: str | None
+    change: str  # lost | gained | changed | not measured in A | not measured in B
+
+
+class SettingsMoved(TypedDict):
+    """Two runs served in different settings: each one's label, and the setting that moved accuracy."""
+    a: str
+    b: str
+    cause: SettingCause
 
 
 class DiffResult(StageResult):
@@ -118,7 +151,7 @@ def _resource_metrics(run: RunData) -> list[Metric]:
     return out
 
 
-def compare_metric(a: Metric, b: Metric) -> dict[str, Any]:
+def compare_metric(a: Metric, b: Metric) -> MetricChange:
     """delta = b - a with its standard error; 'regression' / 'improvement' only beyond K_SE standard
     errors and MIN_RELATIVE of a; without any standard error, only beyond 5 x MIN_RELATIVE. A figure
     either run measured on a busy host is 'not judged (busy host)': the other load moved it."""
@@ -148,7 +181,7 @@ def feature_change(a: str | None, b: str | None) -> str:
     return "lost" if a == "supported" else "gained" if b == "supported" else "changed"
 
 
-def feature_changes(run_a: RunData, run_b: RunData) -> list[dict[str, Any]]:
+def feature_changes(run_a: RunData, run_b: RunData) -> list[FeatureChange]:
     rows_a = {r["name"]: r["status"] for r in (run_a.probes.rows if run_a.probes else [])}
     rows_b = {r["name"]: r["status"] for r in (run_b.probes.rows if run_b.probes else [])}
     return [{"name": n, "a": rows_a.get(n), "b": rows_b.get(n), "change": feature_change(rows_a.get(n), rows_b.get(n))}
@@ -156,7 +189,7 @@ def feature_changes(run_a: RunData, run_b: RunData) -> list[dict[str, Any]]:
             if rows_a.get(n) != rows_b.get(n) and not {rows_a.get(n), rows_b.get(n)} <= set(NOT_MEASURED)]
 
 
-def diff_verdict(metrics: list[dict[str, Any]], features: list[dict[str, Any]], verdicts: tuple[str, str]) -> dict[str, Any]:
+def diff_verdict(metrics: list[MetricChange], features: list[FeatureChange], verdicts: tuple[str, str]) -> dict[str, Any]:
     """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
     WARN: a performance or resource regression, a run that was interrupted (not judged), or features one run
     did not measure; else PASS."""
@@ -198,7 +231,7 @@ def diff_runs(dir_a: Path, dir_b: Path) -> DiffResult:
                       settings=settings_moved(run_a, run_b))
 
 
-def settings_moved(run_a: RunData, run_b: RunData) -> dict[str, Any] | None:
+def settings_moved(run_a: RunData, run_b: RunData) -> SettingsMoved | None:
     """Where the two runs served the same weights in different settings (eager against TP=2, say): each
     one's setting and endpoint verdict, and the setting that moved accuracy, judged as a differential run
     judges its settings (accuracy/setting_cause.py, A the baseline); None where the settings are the same."""

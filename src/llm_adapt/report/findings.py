@@ -3,7 +3,7 @@ Pure functions of RunData's records."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport
 from llm_adapt.accuracy.verdict import target_basis
@@ -14,7 +14,7 @@ from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import INCOMPLETE, RunStatus, StageStatus, interrupted_verdict, signal_words
+from llm_adapt.run_status import INCOMPLETE, RunStatus, StageRecord, StageStatus, interrupted_verdict, signal_words
 from llm_adapt.status import JUDGED, Status, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
@@ -30,8 +30,34 @@ def quant_targets(acc: AccuracyResult | None) -> list[RunnerReport]:
     return [t for t in acc.targets if t.quant] if acc else []
 
 
+class FalseReady(TypedDict):
+    """Whether the server answered (its first core feature) while its answers are wrong (endpoint FAIL)."""
+    false_ready: bool
+    answered: bool
+    accuracy: Status | None  # the endpoint verdict's status
+    evidence: str  # the first core feature's evidence, cut to 200 characters
+    reasons: list[Any]  # the endpoint verdict's first three reasons
+    source: str  # where the term comes from
+
+
+class ModeCommandRef(TypedDict):
+    mode: str
+    command: str
+
+
+class LabelledCommand(TypedDict):
+    label: str
+    command: str
+
+
+class Recommendation(TypedDict):
+    """The command this run started and verified (None: none was), and every other, labelled as not verified."""
+    verified: ModeCommandRef | None
+    unverified: list[LabelledCommand]
+
+
 def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracyResult | None,
-                dummy: bool = False) -> dict[str, Any] | None:
+                dummy: bool = False) -> FalseReady | None:
     """vLLM-Ascend's "false-ready": the server starts and answers (its chat completion returns 200 with
     text), but what it answers is wrong (served accuracy against the gold is FAIL). A failure, never a
     pass. None when it does not apply (dummy weights, no probes or no endpoint verdict). Pure."""
@@ -138,7 +164,7 @@ def settings_parts(settings: SettingsResult | None) -> list[tuple[str, Any]]:
                   for r in rows[1:] if not r.get("status")]
 
 
-def stage_status(body: dict, lang: str) -> str:
+def stage_status(body: StageRecord, lang: str) -> str:
     """A stage's status word (status.json) in the report's language."""
     return REPORT_NOTES[lang].get("statuses", {}).get(body.get("status"), body.get("status") or "")
 
@@ -224,7 +250,7 @@ def _stop_findings(run: RunData, T: dict[str, str]) -> list[str]:
     return out
 
 
-def recommendation(run: RunData) -> dict[str, Any] | None:
+def recommendation(run: RunData) -> Recommendation | None:
     """The command this run started and verified, and every other command labelled as not verified.
 
     Verified: the plan's command for the mode vLLM was started in, with the served model judged
@@ -309,7 +335,7 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
     return diagnose((serve.engine_facts.get("warnings") if serve else None) or [], seen, platform, lang)
 
 
-def _no_endpoint(stage: dict[str, Any]) -> bool:
+def _no_endpoint(stage: StageRecord) -> bool:
     """A stage left out for want of an endpoint: by its reason's key, or by its words in a status.json
     written before stage reasons kept their keys."""
     why = stage.get("reason")

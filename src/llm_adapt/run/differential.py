@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_adapt import rundir
 from llm_adapt.errors import AdaptError
-from llm_adapt.accuracy.setting_cause import SettingsResult, located_reason
+from llm_adapt.accuracy.setting_cause import SettingRow, SettingsResult, located_reason
 from llm_adapt.results import read_checked
 from llm_adapt.status import OUT_OF_LINE
 
@@ -144,7 +144,7 @@ def localize(cfg: "RunConfig", state: "RunState", out: Path, setting: "Setting")
     result.save(out / rundir.LAYERS)
 
 
-def setting_row(setting: "Setting", folder: Path, relative: str, error: str | None = None) -> dict[str, Any]:
+def setting_row(setting: "Setting", folder: Path, relative: str, error: str | None = None) -> SettingRow:
     """One setting's row, from the files its check wrote in `folder` (the run directory for the first)."""
     serve, ep, layers = (_read(folder / name) for name in (rundir.SERVE, rundir.ENDPOINT_ACCURACY, rundir.LAYERS))
     verdict = (ep or {}).get("verdict") or {}

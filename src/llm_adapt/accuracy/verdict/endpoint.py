@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.accuracy.result import Check, EndpointSection, Verdict
+from llm_adapt.accuracy.result import Check, EndpointSection, SkippedPrompt, Verdict
 from llm_adapt.accuracy.verdict.checks import (allowance, allowed_ratio, GREEDY_ARGS, K_SPREAD, MIN_GREEDY, SAME_DTYPE_KL, SAME_DTYPE_TOP1,
                                                band, check, decided_status, genuine_count, graded, greedy_status, relative_spread,
                                                ppl_check, stops_check, top1_evidence, top1_figures, top1_status,
@@ -28,7 +28,7 @@ def clean_kl_bound(sections: dict[str, EndpointSection]) -> float:
     return floor * allowance(tf["spread"], "relative")
 
 
-def judge_endpoint(sections: dict[str, EndpointSection], gold_skipped: list[dict[str, Any]] = ()) -> Verdict:
+def judge_endpoint(sections: dict[str, EndpointSection], gold_skipped: list[SkippedPrompt] = ()) -> Verdict:
     """PASS / WARN / FAIL for a served model, from its sections (see verdict.py for the rules);
     `gold_skipped`: prompts left out before the gold was measured, listed with the others."""
     checks = []
