@@ -10,7 +10,7 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, TypedDict
 
 import httpx
 
@@ -57,6 +57,28 @@ class BenchOptions:
     sla_any: bool = False  # one SLO met is enough (else all)
     sla_max: int = 64
     sla_percentile: int = 99
+
+
+class BenchRun(TypedDict, total=False):
+    """One run at one level (_one_run), or a level's entry in BenchResult.runs (_level: a single run as it is,
+    repeats as the median of each metric with its spread)."""
+    metrics: dict[str, Any]  # stats.compute_metrics
+    records: str  # the requests' JSONL
+    sent: int
+    warmup: int
+    token_accounting: dict[str, Any]
+    client_processes: int
+    server: dict[str, Any]  # the server process's CPU and memory over the run (ResourceSampler)
+    server_metrics: dict[str, Any] | None  # the server's own histograms, where it has vLLM's /metrics
+    latency: dict[str, Any]  # mode latency
+    vllm_result: str  # the run in `vllm bench serve`'s result format
+    label: str
+    load: float
+    partial: bool  # an interrupted level's runs so far
+    spread: dict[str, Any]
+    repeats: list[BenchRun]
+    sla: dict[str, Any]  # mode sla: whether the point met the SLO
+    # and "from": "latency" on a sweep's concurrency-1 level taken from the latency run (with_latency_level)
 
 
 class BenchResult(StageResult):
@@ -159,7 +181,7 @@ def run_bench(endpoint: Endpoint, model: str, work: Workload, opts: BenchOptions
     if opts.suite and not opts.reuse_prompts:
         result.notes.append("a prompt suite repeats its prompts across levels; the server's prefix cache may "
                             "flatter later levels' TTFT")
-    done: list[dict[str, Any]] = []
+    done: list[BenchRun] = []
     plan = None
     clients = opts.client_processes or 1
     if opts.mode == "sla":
@@ -200,7 +222,7 @@ def _run_sla(endpoint, model, work, opts: BenchOptions, out: Path, result: Bench
     try:
         while (level := sla.search_next(history, opts.sla_max)) is not None:
             plan = Plan(f"c{level}", level, max(opts.num_prompts, 2 * level), math.inf, level)
-            done: list[dict[str, Any]] = []
+            done: list[BenchRun] = []
             clients = _repeats(endpoint, model, work, opts, plan, out, pid, progress, clients, done, vllm_files=False)
             verdict = sla.point_meets([r["metrics"] for r in done], opts.slo, opts.sla_any, opts.sla_percentile)
             history[level] = verdict["met"]
@@ -217,7 +239,7 @@ def _run_sla(endpoint, model, work, opts: BenchOptions, out: Path, result: Bench
 
 
 def _repeats(endpoint, model, work, opts: BenchOptions, plan: Plan, out: Path, pid, progress, clients: int,
-             done: list[dict[str, Any]], vllm_files: bool) -> int:
+             done: list[BenchRun], vllm_files: bool) -> int:
     """`opts.repeats` runs at one level, fresh prompts each, appended to `done` as each ends (an interrupt
     keeps those); `vllm_files`: each also saved in `vllm bench serve`'s result format. Returns the
     client processes for the next run: with --client-processes unset, spread when one got busy."""
@@ -235,7 +257,7 @@ def _repeats(endpoint, model, work, opts: BenchOptions, plan: Plan, out: Path, p
 
 
 def _save_vllm_result(opts: BenchOptions, plan: Plan, repeat: int, model: str, specs: list[RequestSpec],
-                      run: dict[str, Any], out: Path) -> Path:
+                      run: BenchRun, out: Path) -> Path:
     info = vllm_format.RunInfo(
         backend="openai-chat" if any(s.messages is not None for s in specs) else "openai", model_id=model,
         tokenizer_id=opts.tokenizer_id, num_prompts=plan.n, request_rate=plan.rate, burstiness=opts.burstiness,
@@ -262,9 +284,9 @@ def with_latency_level(sweep: BenchResult, latency: BenchResult) -> BenchResult:
     return out
 
 
-def _level(plan: Plan, runs: list[dict[str, Any]], partial: bool = False) -> dict[str, Any]:
+def _level(plan: Plan, runs: list[BenchRun], partial: bool = False) -> BenchRun:
     """One entry per level: a single run as it is; repeats as the median of each metric and its spread."""
-    entry: dict[str, Any] = {"label": plan.label, "load": plan.load, **runs[-1]}
+    entry: BenchRun = {"label": plan.label, "load": plan.load, **runs[-1]}
     if partial:
         entry["partial"] = True
     if len(runs) > 1:
@@ -274,7 +296,7 @@ def _level(plan: Plan, runs: list[dict[str, Any]], partial: bool = False) -> dic
     return entry
 
 
-def _keep_partial(result: BenchResult, opts: BenchOptions, plan: Plan, done: list[dict[str, Any]], partial: Path) -> None:
+def _keep_partial(result: BenchResult, opts: BenchOptions, plan: Plan, done: list[BenchRun], partial: Path) -> None:
     runs = list(done)
     if partial.exists() and len(done) < opts.repeats:
         records = read_records(partial)
@@ -312,7 +334,7 @@ def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts
 
 
 def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid, progress, label,
-             clients: int = 1) -> dict[str, Any]:
+             clients: int = 1) -> BenchRun:
     sampler = ResourceSampler(endpoint, pid)
     count = ((lambda texts: [len(ids) for ids in work.tokenizer(texts, add_special_tokens=False)["input_ids"]])
              if work.tokenizer else None)
@@ -329,9 +351,10 @@ def _one_run(endpoint, model, work, opts, specs, records_path, concurrency, pid,
                                          progress=progress, label=f"bench {label}"))
     records = read_records(records_path)
     metrics = stats.compute_metrics(records, timing["duration"], opts.slo, opts.percentiles)
-    run = {"metrics": metrics, "records": str(records_path), "sent": timing["sent"], "warmup": timing["warmup"],
-           "token_accounting": stats.token_accounting(records), "client_processes": clients,
-           "server": sampler.summary(clients), "server_metrics": server_view(timing, metrics, model, opts.percentiles)}
+    run: BenchRun = {"metrics": metrics, "records": str(records_path), "sent": timing["sent"],
+                     "warmup": timing["warmup"], "token_accounting": stats.token_accounting(records),
+                     "client_processes": clients, "server": sampler.summary(clients),
+                     "server_metrics": server_view(timing, metrics, model, opts.percentiles)}
     if opts.mode == "latency":
         run["latency"] = stats.latency_summary([r["e2el"] for r in records if r["success"]])
     return run

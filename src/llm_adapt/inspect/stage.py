@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -80,7 +80,34 @@ class InspectResult(StageResult):
         return recorded(self.provenance, self.model, self.parameters, self.config)
 
 
-def config_summary(spec: ModelSpec) -> dict[str, Any]:
+class ConfigSummary(TypedDict):
+    """inspect.json's `config`: the figures of config.json the plan and the report use."""
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int | None
+    tie_word_embeddings: bool
+    torch_dtype: str | None
+    custom_code: bool
+    quantization: dict[str, Any] | None  # the checkpoint's quantization_config as read (models/quant.py)
+
+
+class ParameterReport(TypedDict, total=False):
+    """inspect.json's `parameters`: counted from the config, and from the weights where they are here."""
+    from_config: int
+    breakdown: dict[str, int]
+    from_weights: int | None
+    weights_by_dtype: dict[str, int] | None
+    agree: bool | None
+    accounting: dict[str, Any]  # the weights' groups against the config's (inspect/accounting.py)
+    weight_sizing: dict[str, Any]  # the weights' bytes from the safetensors headers (plan_inputs)
+
+
+def config_summary(spec: ModelSpec) -> ConfigSummary:
     return {
         "hidden_size": spec.hidden_size, "intermediate_size": spec.intermediate_size,
         "num_layers": spec.num_layers, "num_heads": spec.num_heads, "num_kv_heads": spec.num_kv_heads,
@@ -91,11 +118,11 @@ def config_summary(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
-def parameter_report(spec: ModelSpec, source: ModelSource) -> dict[str, Any]:
+def parameter_report(spec: ModelSpec, source: ModelSource) -> ParameterReport:
     breakdown = mem.parameter_breakdown(spec)
     from_weights = parameters_from_weights(source.path)
-    report: dict[str, Any] = {"from_config": breakdown.total, "breakdown": breakdown.to_dict(),
-                              "from_weights": None, "weights_by_dtype": None, "agree": None}
+    report: ParameterReport = {"from_config": breakdown.total, "breakdown": breakdown.to_dict(),
+                               "from_weights": None, "weights_by_dtype": None, "agree": None}
     if from_weights is not None:
         total, by_dtype = from_weights
         pack = spec.quant.pack_factor if spec.quant else 1
@@ -144,7 +171,7 @@ class PlanInputs:
     platform, the options completed from this host and the checkpoint, the support level, the tensors."""
 
     spec: ModelSpec
-    params: dict[str, Any]
+    params: ParameterReport
     target: Any  # platforms.Platform
     options: PlanOptions
     support: dict[str, Any]

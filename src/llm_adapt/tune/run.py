@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypedDict
 
 from llm_adapt.inspect.plan import render_command
 from llm_adapt.results import StageResult
@@ -16,6 +16,9 @@ from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.platforms import get_platform
 from llm_adapt import rundir
 from llm_adapt.status import Status
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.diagnosis import ModeFigures
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}
@@ -33,6 +36,33 @@ class TuneOptions:
     output_len: int = 32
     startup_timeout_s: float = 900.0
     accuracy_check: bool = True  # each trial's server against the fp32 gold (quick suite); needs real weights
+
+
+class TrialRow(TypedDict, total=False):
+    """One trial in tune.json: its settings, then what it measured (or why it failed). Each of METRICS is a
+    stats.summary over the trial's runs; vs_baseline its gain and test against the baseline (recommend)."""
+    name: str
+    knob: str
+    graph: bool
+    argv: list[str]
+    env: dict[str, str]
+    unset_env: list[str]
+    startup_s: float
+    accuracy: ModeFigures | None  # the accuracy check's figures (and graph mode's cause, name_graph_causes)
+    accuracy_seconds: float
+    status: str  # done | failed
+    reason: str  # a failed trial's first line
+    runs: list[dict[str, float]]  # each repeat's metrics
+    bench_seconds_each: float
+    merged_into_baseline: bool  # the baseline's second session, counted in the first's figures
+    vs_baseline: dict[str, Any]
+    output_throughput: dict[str, float]
+    median_ttft_ms: dict[str, float]
+    p99_ttft_ms: dict[str, float]
+    median_tpot_ms: dict[str, float]
+    p99_tpot_ms: dict[str, float]
+    median_e2el_ms: dict[str, float]
+    request_goodput: dict[str, float]
 
 
 class TuneResult(StageResult):
@@ -98,14 +128,14 @@ METRICS = ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms
            "request_goodput")
 
 
-def _merge_runs(baseline: dict[str, Any], again: dict[str, Any]) -> None:
+def _merge_runs(baseline: TrialRow, again: TrialRow) -> None:
     """The baseline's statistics over both of its sessions (start and end)."""
     baseline["runs"] = baseline["runs"] + again["runs"]
     _summarize(baseline)
     again["merged_into_baseline"] = True
 
 
-def _summarize(row: dict[str, Any]) -> None:
+def _summarize(row: TrialRow) -> None:
     for key in METRICS:
         values = [m[key] for m in row["runs"] if m.get(key) is not None and not math.isnan(m[key])]
         row[key] = stats.summary(values)
@@ -147,7 +177,7 @@ class AccuracyCheck:
         return f"quick suite, {self.options.max_new_tokens} new tokens, against {self.options.reference.label}" + (
             f" with the {self.floor.label} floor" if self.floor else "")
 
-    def run(self, endpoint, out: Path) -> dict[str, Any]:
+    def run(self, endpoint, out: Path) -> ModeFigures:
         """The verdict, its first reasons and the served KL figures (what a mode comparison reads)."""
         from llm_adapt.accuracy.diagnosis import mode_figures
         from llm_adapt.accuracy.endpoint import compare_endpoint
@@ -157,7 +187,7 @@ class AccuracyCheck:
         return mode_figures(result.verdict, result.sections)
 
 
-def name_graph_causes(trials: list[dict[str, Any]]) -> None:
+def name_graph_causes(trials: list[TrialRow]) -> None:
     """Each graph-mode trial whose accuracy check is out of line while the eager baseline's passed gets
     graph mode as its likely cause (accuracy/diagnosis.py), with both figures. Pure but for the rows."""
     from llm_adapt.accuracy.diagnosis import graph_cause
@@ -171,15 +201,15 @@ def name_graph_causes(trials: list[dict[str, Any]]) -> None:
 
 
 def _trial(trial: Trial, inspect_result, opts: TuneOptions, out: Path, progress, log, suffix: str = "",
-           checker: AccuracyCheck | None = None) -> dict[str, Any]:
+           checker: AccuracyCheck | None = None) -> TrialRow:
     """Start a server with the trial's settings, benchmark it `repeats` times, stop it."""
     from llm_adapt.engines.server import LaunchSpec, ManagedServer, free_port
     from llm_adapt.engines.vllm import launched
 
     plan = inspect_result.plan
     command, env = apply_trial(plan.command(), plan.env, trial)
-    row: dict[str, Any] = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph,
-                           "argv": command.argv(), "env": env, "unset_env": list(trial.unset_env)}
+    row: TrialRow = {"name": trial.name + suffix, "knob": trial.knob, "graph": trial.graph,
+                     "argv": command.argv(), "env": env, "unset_env": list(trial.unset_env)}
     port = free_port()
     launch = launched(command).with_option("--port", str(port))
     spec = LaunchSpec(engine="vllm", argv=launch.argv(), env=env, host="127.0.0.1", port=port,
@@ -221,7 +251,7 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:60]
 
 
-def recommend(trials: list[dict[str, Any]], metric: str, higher: bool, alpha: float = stats.ALPHA) -> dict[str, Any] | None:
+def recommend(trials: list[TrialRow], metric: str, higher: bool, alpha: float = stats.ALPHA) -> dict[str, Any] | None:
     """The best trial among those that beat the baseline after correcting for the number of trials
     (one-sided t-tests with the run-to-run noise pooled over all trials, Holm at family-wise alpha); else the baseline, saying so."""
     done = [t for t in trials if t.get("status") == "done" and t.get(metric, {}).get("n") and not t.get("merged_into_baseline")]
@@ -263,11 +293,11 @@ def _gain(trial: dict[str, float], baseline: dict[str, float], higher: bool) -> 
     return {"gain": round(ratio, 4), "gain_uncertainty": round(err, 4)}
 
 
-def accuracy_ok(trial: dict[str, Any]) -> bool:
+def accuracy_ok(trial: TrialRow) -> bool:
     """A trial may be recommended unless its accuracy check failed (no check: allowed, and said so)."""
     return (trial.get("accuracy") or {}).get("status") != Status.FAIL
 
 
-def _recommendation(best: dict[str, Any], metric: str) -> dict[str, Any]:
+def _recommendation(best: TrialRow, metric: str) -> dict[str, Any]:
     return {"name": best["name"], "metric": metric, "argv": best["argv"], "env": best["env"],
             "unset_env": best.get("unset_env", []), "command": render_command(best["env"], best["argv"])}
