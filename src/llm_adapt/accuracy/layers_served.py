@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -34,27 +34,17 @@ from llm_adapt.accuracy.verdict import locate_and_judge, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.accuracy.result import LayerRow, LayersResult, LocatedFault  # its typed result, declared where the report reads it
+from llm_adapt.accuracy.result import LayerRow, LayersResult, LocatedFault, TensorStats  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
               "inherits; the first layer out of line is where the excess starts")
 
 
-class TensorRow(TypedDict):
-    """One tensor's error over the captured prompts (TensorAccumulator.summary), with the squared errors
-    the spreads resample: per prompt, and per prompt and position."""
+class TensorRow(TensorStats):
+    """One tensor's error over the captured prompts, with the squared errors the spreads resample: per
+    prompt, and per prompt and position."""
     name: str
-    rel_l2: float
-    cos_mean: float
-    cos_min: float
-    max_abs: float
-    max_rel: float
-    thousandth_ratio: float
-    sqnr_db: float
-    nan_mismatch: bool
-    cos_tensor: float
-    share_over: dict[str, float]
     diff_sq_by_prompt: list[float]
     diff_sq_by_position: list[np.ndarray]
     diff_4th_by_position: list[np.ndarray]

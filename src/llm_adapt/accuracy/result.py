@@ -14,7 +14,7 @@ from llm_adapt.status import Status
 
 __all__ = ["AccuracyResult", "CategoryStats", "ChannelConcentration", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
            "LogitStats", "PartError", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
-           "Verdict", "VsFloor"]
+           "SkippedPrompt", "TensorStats", "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
@@ -230,9 +230,8 @@ class ChannelConcentration(TypedDict):
     top: list[int]  # the worst channels, at most 8
 
 
-class PartError(TypedDict):
-    """One part of a layer (attention, MLP, a norm) against the reference's over every prompt: the tensor
-    statistics (metrics.TensorAccumulator.summary), the squares per prompt, the channel concentration."""
+class TensorStats(TypedDict):
+    """A tensor against the reference's over every prompt (metrics.TensorAccumulator.summary)."""
 
     rel_l2: float
     cos_mean: float
@@ -244,6 +243,12 @@ class PartError(TypedDict):
     nan_mismatch: bool
     cos_tensor: float
     share_over: dict[str, float]
+
+
+class PartError(TensorStats):
+    """One part of a layer (attention, MLP, a norm) against the reference's over every prompt: the tensor
+    statistics, the squares per prompt, the channel concentration."""
+
     diff_sq_by_prompt: list[float]
     channels: ChannelConcentration
     heads: NotRequired[dict[str, Any]]  # the attention's per query head (sublayer.HeadErrors.summary)
