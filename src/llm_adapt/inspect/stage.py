@@ -80,22 +80,6 @@ class InspectResult(StageResult):
         return recorded(self.provenance, self.model, self.parameters, self.config)
 
 
-class ConfigSummary(TypedDict):
-    """inspect.json's `config`: the figures of config.json the plan and the report use."""
-    hidden_size: int
-    intermediate_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    max_position_embeddings: int | None
-    tie_word_embeddings: bool
-    torch_dtype: str | None
-    custom_code: bool
-    quantization: dict[str, Any] | None  # the checkpoint's quantization_config as read (models/quant.py)
-
-
 class ParameterReport(TypedDict, total=False):
     """inspect.json's `parameters`: counted from the config, and from the weights where they are here."""
     from_config: int
@@ -107,7 +91,8 @@ class ParameterReport(TypedDict, total=False):
     weight_sizing: dict[str, Any]  # the weights' bytes from the safetensors headers (plan_inputs)
 
 
-def config_summary(spec: ModelSpec) -> ConfigSummary:
+def config_summary(spec: ModelSpec) -> dict[str, Any]:
+    """inspect.json's `config`: the ModelSpec figures the plan and the report use."""
     return {
         "hidden_size": spec.hidden_size, "intermediate_size": spec.intermediate_size,
         "num_layers": spec.num_layers, "num_heads": spec.num_heads, "num_kv_heads": spec.num_kv_heads,

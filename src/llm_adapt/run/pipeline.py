@@ -16,7 +16,7 @@ from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
 from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
-from llm_adapt.messages import reason
+from llm_adapt.messages import Said, reason
 from llm_adapt.run.state import RunState
 from llm_adapt.run_status import RunStatus, StageStatus, interrupted_verdict, signal_words
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
@@ -146,7 +146,7 @@ def run_stage(cfg: RunConfig, state: RunState, stage: Stage) -> None:
     _run(cfg, state, stage)
 
 
-def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] | None:
+def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[StageStatus, Said] | None:
     """(status, reason) for a stage this run does not mean to run, before anything is measured."""
     if stage.stood_in_by_endpoint and cfg.endpoint is not None:
         return StageStatus.SKIPPED, reason("external_endpoint", url=cfg.endpoint.base_url)
@@ -158,11 +158,11 @@ def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] 
     if why:
         return StageStatus.SKIPPED, why
     if cfg.dummy and stage.needs_real_weights:
-        return "not applicable", reason("dummy_weights")
+        return StageStatus.NOT_APPLICABLE, reason("dummy_weights")
     return None
 
 
-def _blocked(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[str, str] | None:
+def _blocked(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[StageStatus, Said] | None:
     """(status, reason) for a stage that cannot run with what the stages before it left."""
     if stage.needs_endpoint and state.server is None and cfg.endpoint is None:
         serve = state.status.stages.get(ENGINE_STAGE, {}).get("status", "did not start")
