@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,17 @@ def tiny_llama(tmp_path_factory, default_model) -> Path:
     from llm_adapt.models.synthetic import write_tiny_llama
 
     return write_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama", tokenizer_from=default_model.path)
+
+
+@contextmanager
+def scratch(tmp_path_factory, name: str):
+    """A directory for model copies that goes when the block ends, pass or fail: they are rebuilt from code,
+    and a module's copies of the default model add up to GBs on the disk the whole session shares."""
+    root = tmp_path_factory.mktemp(name)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def table_stage(name: str, **changes):

@@ -8,7 +8,7 @@ import pytest
 from llm_adapt.accuracy.compare import compare
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.runner import RunnerSpec, default_target
-from tests.conftest import CORPUS_TOKENS
+from tests.conftest import CORPUS_TOKENS, scratch
 
 from . import faults as f
 
@@ -40,13 +40,13 @@ if os.environ.get("LLM_ADAPT_ALL_FAULTS") == "1":
 
 @pytest.fixture(scope="module")
 def judged(default_model, tmp_path_factory):
-    root = tmp_path_factory.mktemp("faults")
-    specs = {name: RunnerSpec("cpu", dtype, model_path=build(default_model.path, root / name))
-             for name, (build, dtype, _, _) in FAULTS.items()}
-    clean = default_target("cpu")  # as `run` measures it here: bf16 emulated in fp32 where the CPU has no bf16
-    opts = CompareOptions(reference=FP32, targets=(clean, *specs.values()), prompts="quick", max_new_tokens=24,
-                          ppl_window=128, corpus_tokens=CORPUS_TOKENS)
-    result = compare(default_model, opts)
+    with scratch(tmp_path_factory, "faults") as root:  # nine copies of the default model: 4.7 GB
+        specs = {name: RunnerSpec("cpu", dtype, model_path=build(default_model.path, root / name))
+                 for name, (build, dtype, _, _) in FAULTS.items()}
+        clean = default_target("cpu")  # as `run` measures it here: bf16 emulated in fp32 where the CPU has no bf16
+        opts = CompareOptions(reference=FP32, targets=(clean, *specs.values()), prompts="quick", max_new_tokens=24,
+                              ppl_window=128, corpus_tokens=CORPUS_TOKENS)
+        result = compare(default_model, opts)
     by_label = {t.label: t for t in result.targets}
     return {name: by_label[spec.label] for name, spec in specs.items()} | {"clean": by_label[clean.label]}
 

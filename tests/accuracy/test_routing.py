@@ -82,20 +82,21 @@ def moe_judged(default_model, tmp_path_factory):
     from llm_adapt.accuracy.runner import RunnerSpec, default_target
     from llm_adapt.models.source import resolve_model
     from llm_adapt.models.synthetic import write_zoo_model
-    from tests.conftest import CORPUS_TOKENS
+    from tests.conftest import CORPUS_TOKENS, scratch
 
     from . import faults as f
 
-    root = tmp_path_factory.mktemp("moe")
-    model = write_zoo_model("qwen3_moe", root / "qwen3_moe", tokenizer_from=default_model.path, sharp=True,
-                            num_experts=8)
-    faulty = {"top-k 1": f.moe_top_k(model, root / "topk"), "no renormalization":
-              f.moe_no_renormalization(model, root / "norenorm"), "router rows": f.router_rows_swapped(model, root / "rows")}
-    specs = {name: RunnerSpec("cpu", "fp32", model_path=path) for name, path in faulty.items()}
-    clean = default_target("cpu")
-    opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(clean, *specs.values()), prompts="quick",
-                          max_new_tokens=12, corpus_tokens=CORPUS_TOKENS)
-    by_label = {t.label: t for t in compare(resolve_model(str(model)), opts).targets}
+    with scratch(tmp_path_factory, "moe") as root:
+        model = write_zoo_model("qwen3_moe", root / "qwen3_moe", tokenizer_from=default_model.path, sharp=True,
+                                num_experts=8)
+        faulty = {"top-k 1": f.moe_top_k(model, root / "topk"), "no renormalization":
+                  f.moe_no_renormalization(model, root / "norenorm"),
+                  "router rows": f.router_rows_swapped(model, root / "rows")}
+        specs = {name: RunnerSpec("cpu", "fp32", model_path=path) for name, path in faulty.items()}
+        clean = default_target("cpu")
+        opts = CompareOptions(reference=RunnerSpec("cpu", "fp32"), targets=(clean, *specs.values()), prompts="quick",
+                              max_new_tokens=12, corpus_tokens=CORPUS_TOKENS)
+        by_label = {t.label: t for t in compare(resolve_model(str(model)), opts).targets}
     return {name: by_label[spec.label] for name, spec in specs.items()} | {"clean": by_label[clean.label]}
 
 

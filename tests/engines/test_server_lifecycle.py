@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -68,6 +69,38 @@ def test_stop_reaches_grandchildren(tmp_path):
     time.sleep(0.5)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family)
     assert server.proc.poll() is not None
+
+
+# A vLLM stand-in that leaves an inter-process socket where vLLM puts its own, as a signalled engine does.
+LEAVES_A_SOCKET = CHILDREN.replace("import http.server,", """import os, socket, uuid
+socket.socket(socket.AF_UNIX).bind(os.path.join(os.environ["VLLM_RPC_BASE_PATH"], str(uuid.uuid4())))
+import http.server,""")
+
+
+def test_a_vllm_servers_sockets_go_with_it(tmp_path):
+    port = free_port()
+    fake_vllm = replace_engine(spec([sys.executable, "-c", LEAVES_A_SOCKET, str(port)], port), "vllm")
+    with ManagedServer(fake_vllm, tmp_path / "log") as server:
+        rpc_dir = server.rpc_dir
+        assert len(os.listdir(rpc_dir)) == 1 and os.path.dirname(rpc_dir) == tempfile.gettempdir()
+    assert not os.path.exists(rpc_dir)
+
+
+def test_a_vllm_server_that_fails_to_start_leaves_no_socket_directory(tmp_path, monkeypatch):
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(real_mkdtemp(**kw)) or made[-1])
+    argv = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    with pytest.raises(EngineStartError, match="exited with code 3"):
+        with ManagedServer(replace_engine(spec(argv, free_port()), "vllm"), tmp_path / "log"):
+            pass
+    assert made and not any(os.path.exists(path) for path in made)
+
+
+def replace_engine(launch: LaunchSpec, engine: str) -> LaunchSpec:
+    from dataclasses import replace
+
+    return replace(launch, engine=engine)
 
 
 # A stand-in for `llm-adapt serve`: starts a fake engine whose children include one that left the

@@ -8,13 +8,14 @@ import json
 import pytest
 
 from llm_adapt.models.synthetic import MOE, SHARP_SCALE, TIED_IN_VLLM, ZOO, write_zoo_model
+from tests.conftest import scratch
 
 
 @pytest.fixture(scope="module")
 def zoo(default_model, tmp_path_factory):
-    root = tmp_path_factory.mktemp("zoo")
-    return {family: write_zoo_model(family, root / family, tokenizer_from=default_model.path, sharp=True)
-            for family in ZOO}
+    with scratch(tmp_path_factory, "zoo") as root:
+        yield {family: write_zoo_model(family, root / family, tokenizer_from=default_model.path, sharp=True)
+               for family in ZOO}
 
 
 def test_every_family_is_planned_as_vllm_serves_it(zoo):

@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,9 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
 from llm_adapt.engines.watchdog import die_with_parent
 from llm_adapt.errors import EngineStartError  # noqa: F401 - raised here, and its users import it from here
+
+
+RPC_ENV = "VLLM_RPC_BASE_PATH"
 
 
 @dataclass
@@ -69,6 +74,7 @@ class ManagedServer:
         self.proc: subprocess.Popen | None = None
         self.watchdog: subprocess.Popen | None = None
         self.startup_seconds: float | None = None
+        self.rpc_dir: str | None = None
 
     @property
     def endpoint(self) -> Endpoint:
@@ -89,6 +95,10 @@ class ManagedServer:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in self.spec.unset_env} | self.spec.env
+        if self.spec.engine == "vllm" and RPC_ENV not in env:
+            # vLLM's inter-process sockets go to the temp directory, and an engine stopped by a signal leaves
+            # them there: a directory of this server's own, removed when it stops, keeps them from piling up.
+            self.rpc_dir = env[RPC_ENV] = tempfile.mkdtemp(prefix="llm-adapt-rpc-")  # short: 107-byte socket paths
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
             self.proc = self._forked_warm(env, log) or subprocess.Popen(
@@ -130,6 +140,7 @@ class ManagedServer:
     def stop(self, grace_s: float = 20.0) -> None:
         """SIGTERM the whole group, wait, then SIGKILL whatever is left (descendants included)."""
         if self.proc is None:
+            self._remove_rpc_dir()
             return
         family = _descendants(self.proc.pid)
         _signal_group(self.proc.pid, signal.SIGTERM)
@@ -142,6 +153,12 @@ class ManagedServer:
             _kill_quietly(child)
         psutil.wait_procs(family, timeout=5)
         self._stop_watchdog()
+        self._remove_rpc_dir()
+
+    def _remove_rpc_dir(self) -> None:
+        if self.rpc_dir is not None:
+            shutil.rmtree(self.rpc_dir, ignore_errors=True)
+            self.rpc_dir = None
 
     def _stop_watchdog(self) -> None:
         if self.watchdog is None:
