@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -81,8 +82,9 @@ def _filled(text: str, role: str) -> str:
             .replace("<IFNAME>", INTERFACES[role]))
 
 
-def _start(node: dict, role: str, log) -> subprocess.Popen:
-    env = [f"{k}={_filled(v, role)}" for k, v in node["env"].items()]
+def _start(node: dict, role: str, log, rpc_dir: Path) -> subprocess.Popen:
+    # vLLM's inter-process sockets in the test's directory: a signalled engine leaves them behind
+    env = [f"{k}={_filled(v, role)}" for k, v in node["env"].items()] + [f"VLLM_RPC_BASE_PATH={rpc_dir}"]
     words = [_filled(w, role) for w in node["serve_argv"]]
     assert words[:2] == ["vllm", "serve"], words
     # eager, as every served test here: graph mode's compile costs about 100 s per engine on 2 cores
@@ -128,7 +130,7 @@ def test_the_cpu_data_parallel_plan_runs_across_two_hosts(two_hosts, vllm_server
     (form,) = [f for f in plan.multinode["forms"] if f["name"] == "data_parallel"]
     head, worker = form["nodes"]
     logs = {role: open(tmp_path / f"{role}.log", "w") for role in ("head", "worker")}
-    procs = [_start(head, "head", logs["head"]), _start(worker, "worker", logs["worker"])]
+    procs = [_start(node, role, logs[role], tmp_path) for node, role in ((head, "head"), (worker, "worker"))]
     try:
         port = head["serve_argv"][head["serve_argv"].index("--port") + 1]
         started = time.monotonic()
