@@ -29,7 +29,7 @@ def test_run_delta_on_captured_vllm_text():
 
 
 def hist(buckets, total):
-    return {"buckets": buckets, "sum": total, "count": buckets[-1][1]}
+    return prom.Histogram(buckets, total, buckets[-1][1])
 
 
 def test_quantile_interpolates_like_prometheus():
@@ -44,7 +44,8 @@ def test_quantile_interpolates_like_prometheus():
 def test_delta_subtracts_bucket_by_bucket():
     before = hist([(0.1, 1.0), (math.inf, 2.0)], 1.0)
     after = hist([(0.1, 4.0), (math.inf, 7.0)], 3.5)
-    assert prom.delta_histogram(after, before) == {"buckets": [(0.1, 3.0), (math.inf, 5.0)], "sum": 2.5, "count": 5.0}
+    assert prom.delta_histogram(after, before) == prom.Histogram([(0.1, 3.0), (math.inf, 5.0)], 2.5, 5.0)
+    assert prom.delta_histogram(after, None) == after  # the server had none before the run
 
 
 def test_parse_skips_comments_and_reads_labels():

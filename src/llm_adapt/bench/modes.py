@@ -69,7 +69,7 @@ class BenchRun(TypedDict, total=False):
     token_accounting: dict[str, Any]
     client_processes: int
     server: dict[str, Any]  # the server process's CPU and memory over the run (ResourceSampler)
-    server_metrics: dict[str, Any] | None  # the server's own histograms, where it has vLLM's /metrics
+    server_metrics: prometheus.ServerView | None  # the server's own histograms, where it has vLLM's /metrics
     latency: dict[str, Any]  # mode latency
     vllm_result: str  # the run in `vllm bench serve`'s result format
     label: str
@@ -317,7 +317,7 @@ def fast_loop_factory():
         return None
 
 
-def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts) -> dict[str, Any] | None:
+def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts) -> prometheus.ServerView | None:
     """The server's histograms over the run beside the client's means, where the server has vLLM's /metrics."""
     before, after = timing.get("metrics_before"), timing.get("metrics_after")
     if not before or not after:

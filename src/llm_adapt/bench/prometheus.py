@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, TypedDict
 
 HISTOGRAMS = {"ttft": "vllm:time_to_first_token_seconds", "itl": "vllm:inter_token_latency_seconds",
               "tpot": "vllm:request_time_per_output_token_seconds", "e2el": "vllm:e2e_request_latency_seconds",
@@ -32,6 +32,14 @@ class Sample:
     name: str
     labels: dict[str, str]
     value: float
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A Prometheus histogram summed over its label sets: cumulative counts by upper bound, ascending."""
+    buckets: list[tuple[float, float]]
+    sum: float
+    count: float
 
 
 def parse(text: str) -> list[Sample]:
@@ -57,8 +65,8 @@ def counter(samples: Iterable[Sample], name: str, model: str | None = None) -> f
     return sum(values) if values else None
 
 
-def histogram(samples: Iterable[Sample], name: str, model: str | None = None) -> dict[str, Any] | None:
-    """{buckets: [(upper bound, cumulative count)], sum, count} summed over label sets; None if absent."""
+def histogram(samples: Iterable[Sample], name: str, model: str | None = None) -> Histogram | None:
+    """The histogram `name` summed over its label sets; None if absent."""
     buckets: dict[float, float] = {}
     total = count = 0.0
     found = False
@@ -75,30 +83,49 @@ def histogram(samples: Iterable[Sample], name: str, model: str | None = None) ->
             count += s.value
     if not found:
         return None
-    return {"buckets": sorted(buckets.items()), "sum": total, "count": count}
+    return Histogram(sorted(buckets.items()), total, count)
+
+
+class Agreement(TypedDict):
+    """One latency metric's client mean against the server's (compare)."""
+    metric: str
+    client_mean_ms: float
+    server_mean_ms: float
+    difference_ms: float
+    allowed_ms: list[float]  # [-tol, overhead + tol]
+    agree: bool
+
+
+class ServerView(TypedDict, total=False):
+    """The server's own figures over one run (run_delta), as bench.json keeps them under server_metrics."""
+    histograms: dict[str, dict[str, float]]  # ttft, itl, ...: describe_histogram
+    counters: dict[str, float]  # preemptions, requests, ...: after minus before
+    prefix_cache_hit_rate: float | None
+    client_overhead_ms: float  # the health check's round trip, added by bench/modes.server_view
+    comparison: list[Agreement]
 
 
 def _model_ok(sample: Sample, model: str | None) -> bool:
     return model is None or sample.labels.get("model_name", model) == model
 
 
-def delta_histogram(after: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:
+def delta_histogram(after: Histogram, before: Histogram | None) -> Histogram:
     """What the run added: bucket-wise after - before (before None: the server had none yet)."""
     if before is None:
         return after
-    prior = dict(before["buckets"])
-    return {"buckets": [(le, c - prior.get(le, 0.0)) for le, c in after["buckets"]],
-            "sum": after["sum"] - before["sum"], "count": after["count"] - before["count"]}
+    prior = dict(before.buckets)
+    return Histogram([(le, c - prior.get(le, 0.0)) for le, c in after.buckets], after.sum - before.sum,
+                     after.count - before.count)
 
 
-def quantile(hist: dict[str, Any], q: float) -> float:
+def quantile(hist: Histogram, q: float) -> float:
     """Prometheus' histogram_quantile: linear interpolation inside the bucket holding rank q * count; a
     rank in the +Inf bucket gives the highest finite bound."""
-    count = hist["count"]
+    count = hist.count
     if count <= 0:
         return math.nan
     rank, lower, prev = q * count, 0.0, 0.0
-    for le, cum in hist["buckets"]:
+    for le, cum in hist.buckets:
         if cum >= rank:
             if math.isinf(le):
                 return lower
@@ -108,10 +135,10 @@ def quantile(hist: dict[str, Any], q: float) -> float:
     return lower
 
 
-def describe_histogram(hist: dict[str, Any], pcts: Iterable[float]) -> dict[str, float]:
+def describe_histogram(hist: Histogram, pcts: Iterable[float]) -> dict[str, float]:
     """count, exact mean (sum / count) and bucket-interpolated percentiles, in milliseconds."""
-    count = hist["count"]
-    out = {"count": count, "mean_ms": hist["sum"] / count * 1000 if count > 0 else math.nan}
+    count = hist.count
+    out = {"count": count, "mean_ms": hist.sum / count * 1000 if count > 0 else math.nan}
     out.update({f"p{_pct(p)}_ms": quantile(hist, p / 100) * 1000 for p in pcts})
     return out
 
@@ -121,11 +148,11 @@ def _pct(p: float) -> str:
 
 
 def run_delta(before_text: str, after_text: str, pcts: Iterable[float] = (50, 90, 99),
-              model: str | None = None) -> dict[str, Any]:
+              model: str | None = None) -> ServerView:
     """The server's histograms and counters over one run (after minus before)."""
     before, after = parse(before_text), parse(after_text)
     pcts = tuple(pcts)
-    out: dict[str, Any] = {"histograms": {}, "counters": {}}
+    out: ServerView = {"histograms": {}, "counters": {}}
     for key, name in HISTOGRAMS.items():
         h_after = histogram(after, name, model)
         if h_after is not None:
@@ -139,7 +166,7 @@ def run_delta(before_text: str, after_text: str, pcts: Iterable[float] = (50, 90
     return out
 
 
-def compare(client: dict[str, Any], server: dict[str, Any], overhead_ms: float, rel_tol: float = 0.05) -> list[dict[str, Any]]:
+def compare(client: dict[str, Any], server: ServerView, overhead_ms: float, rel_tol: float = 0.05) -> list[Agreement]:
     """Client mean vs server mean per latency metric. The client's clock also holds the HTTP round trip
     and the API server's work, so client - server should lie in [-tol, overhead + tol], tol being
     `rel_tol` of the server's mean (bucket-free: both means are exact). Outside it: a disagreement."""
