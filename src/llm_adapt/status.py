@@ -52,10 +52,21 @@ def decides(status: str | None) -> bool:
     return (status or "").lower() != UNJUDGED
 
 
-def worst(statuses: Iterable[str], default: str = Status.PASS) -> str:
-    """The most severe of the statuses that decide (see `decides`), in the case it was given; `default`
-    when none does."""
-    return max((s for s in statuses if decides(s)), key=severity, default=default)
+def worst(statuses: Iterable[str], default: Status = Status.PASS) -> Status:
+    """The most severe of the statuses that decide (see `decides`), given in either case, as a Status;
+    `default` when none does. PASS beside SKIP is a PASS: something was judged, and it passed."""
+    decided = [s for s in statuses if decides(s)]
+    return Status.of(max(decided, key=lambda s: (severity(s), s.upper() == Status.PASS), default=default))
+
+
+LISTED = (Status.FAIL.check, Status.WARN.check, UNJUDGED)  # a report lists checks in this order, the rest after
+
+
+def listing_rank(status: str | None) -> int:
+    """Where a check of this status is listed, in either case: FAIL, WARN, unjudged (it decided nothing,
+    and says why), then PASS and the rest."""
+    word = (status or "").lower()
+    return LISTED.index(word) if word in LISTED else len(LISTED)
 
 
 def worse(a: str, b: str) -> bool:

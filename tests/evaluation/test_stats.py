@@ -12,7 +12,6 @@ from llm_adapt.evaluation.stats import (
     paired,
     paired_diff_ci,
     within_rtol,
-    worst,
 )
 
 
@@ -103,7 +102,3 @@ def test_baseline_judgement():
     assert status == "WARN" and "published" in reason
 
 
-def test_worst():
-    assert worst(["PASS", "WARN", "SKIP"]) == "WARN"
-    assert worst(["PASS", "FAIL", "WARN"]) == "FAIL"
-    assert worst([]) == "PASS"

@@ -16,9 +16,8 @@ from llm_adapt.evaluation.stats import (
     judge,
     judge_baseline,
     paired,
-    worst,
 )
-from llm_adapt.status import OUT_OF_LINE, Status
+from llm_adapt.status import OUT_OF_LINE, Status, worst
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.result import Verdict

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from llm_adapt.messages import reason
-from llm_adapt.status import Status, worst as most_severe
+from llm_adapt.status import Status
 
 ALPHA = 0.05  # significance level of the paired test
 Z_95 = 1.959963984540054  # two-sided 95 % normal quantile
@@ -110,5 +110,3 @@ def judge_baseline(measured: float, baseline: float, rtol: float) -> tuple[str, 
     return Status.WARN, reason("tv_outside_published", text=text)
 
 
-def worst(statuses: Sequence[str]) -> Status:
-    return Status.of(most_severe(statuses))

@@ -127,7 +127,7 @@ def overall_verdict(run: RunData) -> dict[str, Any]:
     judged = any(p[1].key in JUDGED_KEYS for p in parts)
     if not judged:  # no accuracy was judged (dummy weights, or the stages did not run): never a PASS
         reasons.append(reason("nothing_judged"))
-    status = Status.of(worst(p[0] for p in parts))
+    status = worst(p[0] for p in parts)
     if (incomplete or run.unreadable or not judged) and status == Status.PASS:
         status = Status.WARN
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),

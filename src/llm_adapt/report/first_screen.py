@@ -18,7 +18,7 @@ from llm_adapt.messages import verdict_shown
 from llm_adapt.report.data import RunData
 from llm_adapt.probes.context import core_broken, core_features
 from llm_adapt.report.findings import main_target, overall_verdict, quant_targets
-from llm_adapt.status import Status
+from llm_adapt.status import Status, listing_rank
 
 MAX_CHECKS = 8
 
@@ -273,7 +273,6 @@ def _memory_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -> 
                   W["from_memory"].format(section=numbers.get("resources", "?")), "resources")
 
 
-ORDER = {Status.FAIL: 0, Status.WARN: 1, "UNJUDGED": 2, Status.PASS: 3}  # an unjudged check is shown before the passing ones
 HEADLINE = ("kl", "top1", "nonfinite", "greedy")  # a passing source shows these of its checks first
 PER_SOURCE = 2  # passing checks shown per judged source; every failed or warned one is shown
 
@@ -281,7 +280,7 @@ PER_SOURCE = 2  # passing checks shown per judged source; every failed or warned
 def _rank(check: dict[str, Any]) -> tuple[int, int]:
     key = str(check.get("key") or check.get("name") or "")
     headline = next((i for i, word in enumerate(HEADLINE) if word in key), len(HEADLINE))
-    return ORDER.get(str(check["status"]).upper(), 3), headline
+    return listing_rank(check["status"]), headline
 
 
 def _checks_of(verdict: Verdict | None, where: str, lang: str) -> list[Check]:
@@ -306,7 +305,7 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
         names = [probe_words(n, lang) for n in core]
         value = W["broken"] + ": " + W["and"].join(probe_words(n, lang) for n in broken) if broken else W["works"]
         found.append(Check(W["probes"], W["and"].join(names), value, "-", Status.FAIL if broken else Status.PASS))
-    return sorted(found, key=lambda c: ORDER.get(c.status, 3))[:MAX_CHECKS]
+    return sorted(found, key=lambda c: listing_rank(c.status))[:MAX_CHECKS]
 
 
 def informational_checks(run: RunData, lang: str = "en") -> list[Check]:

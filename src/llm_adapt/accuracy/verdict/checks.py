@@ -22,7 +22,7 @@ from typing import Any
 
 from llm_adapt.accuracy.result import Check, GreedyRow, Verdict
 from llm_adapt.messages import CHECK_FIELDS, check_text, reason
-from llm_adapt.status import NOTED, Status, UNJUDGED, decides, worst as _worst
+from llm_adapt.status import NOTED, Status, UNJUDGED, decides, worst
 
 
 K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
@@ -60,11 +60,6 @@ RULE_OF_THREE = 3.0
 
 
 MIN_DECISIVE = math.ceil(RULE_OF_THREE / (1 - ABSOLUTE_TOP1[1]) - 1e-9)
-
-
-def worst(statuses: list[str]) -> Status:
-    """The verdict the checks' statuses give: the worst that decided, PASS when none did."""
-    return Status.of(_worst(statuses, default=Status.PASS.check))
 
 
 def greedy_min_prompts(fail_p: float = GREEDY_P[1]) -> int:
