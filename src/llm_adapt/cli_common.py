@@ -139,9 +139,10 @@ def refuse_unsupported(source, platform: str | None) -> None:
     from llm_adapt.inspect.support import UNSUPPORTED
     from llm_adapt.models.spec import load_spec
 
-    support = architecture_support(source, platform)
+    spec = load_spec(source.path)
+    support = architecture_support(spec, platform)
     if support.vllm == UNSUPPORTED:
-        verdict = unsupported_verdict(load_spec(source.path).architecture, support.registry)
+        verdict = unsupported_verdict(spec.architecture, support.registry)
         raise AdaptError(verdict.removeprefix("verdict: "))
 
 

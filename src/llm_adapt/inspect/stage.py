@@ -189,11 +189,11 @@ def plan_inputs(source: ModelSource, options: PlanOptions, platform: str | None 
     return PlanInputs(spec, params, target, options, support, tensors)
 
 
-def architecture_support(source: ModelSource, platform: str | None = None) -> Support:
+def architecture_support(spec: ModelSpec, platform: str | None = None) -> Support:
     """Whether vLLM on `platform` (this host's by default) serves the architecture: asked before a plan sizes
     anything where an engine would start, since no engine serves an unsupported one whatever its memory."""
     target = platforms.get_platform(platform or platforms.detect_platform())
-    return classify(load_spec(source.path), registry_for(target.name))
+    return classify(spec, registry_for(target.name))
 
 
 def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None = None) -> InspectResult:

@@ -38,9 +38,20 @@ class TuneOptions:
     accuracy_check: bool = True  # each trial's server against the fp32 gold (quick suite); needs real weights
 
 
-class TrialRow(TypedDict, total=False):
-    """One trial in tune.json: its settings, then what it measured (or why it failed). Each of METRICS is a
-    stats.summary over the trial's runs; vs_baseline its gain and test against the baseline (recommend)."""
+class TrialMetrics(TypedDict, total=False):
+    """What a trial is compared on (METRICS), each a stats.summary over the trial's runs."""
+    output_throughput: dict[str, float]
+    median_ttft_ms: dict[str, float]
+    p99_ttft_ms: dict[str, float]
+    median_tpot_ms: dict[str, float]
+    p99_tpot_ms: dict[str, float]
+    median_e2el_ms: dict[str, float]
+    request_goodput: dict[str, float]
+
+
+class TrialRow(TrialMetrics, total=False):
+    """One trial in tune.json: its settings, then what it measured (TrialMetrics) or why it failed;
+    vs_baseline its gain and test against the baseline (recommend)."""
     name: str
     knob: str
     graph: bool
@@ -56,13 +67,6 @@ class TrialRow(TypedDict, total=False):
     bench_seconds_each: float
     merged_into_baseline: bool  # the baseline's second session, counted in the first's figures
     vs_baseline: dict[str, Any]
-    output_throughput: dict[str, float]
-    median_ttft_ms: dict[str, float]
-    p99_ttft_ms: dict[str, float]
-    median_tpot_ms: dict[str, float]
-    p99_tpot_ms: dict[str, float]
-    median_e2el_ms: dict[str, float]
-    request_goodput: dict[str, float]
 
 
 class TuneResult(StageResult):
@@ -124,8 +128,7 @@ def _cost(trial: Trial, startup, run_s, opts) -> float:
     return trial_cost_s(trial, startup, run_s, opts.repeats)
 
 
-METRICS = ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_e2el_ms",
-           "request_goodput")
+METRICS = tuple(TrialMetrics.__annotations__)  # in the order tune.json and its table give them
 
 
 def _merge_runs(baseline: TrialRow, again: TrialRow) -> None:
