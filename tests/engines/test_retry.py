@@ -39,10 +39,10 @@ def test_argv_length_rewrite():
 
 
 def test_prediction_follows_the_served_length():
-    assert session.predicted_for(PLAN, 37248) == {"kv_cache_tokens": 37376, "max_concurrency": 1.0,
-                                                  "max_model_len": 37248, "exact": True, "ranks": 1,
-                                                  "kv_space_gib_per_rank": 2.0}
-    assert session.predicted_for(PLAN, 4096)["kv_cache_tokens"] == 37376  # 292 blocks / 32 per request x 4096
+    assert session.predicted_for(PLAN, 37248).model_dump() == {"kv_cache_tokens": 37376, "max_concurrency": 1.0,
+                                                               "max_model_len": 37248, "exact": True, "ranks": 1,
+                                                               "kv_space_gib_per_rank": 2.0}
+    assert session.predicted_for(PLAN, 4096).kv_cache_tokens == 37376  # 292 blocks / 32 per request x 4096
 
 
 # A fake vLLM: refuses any --max-model-len above 300 with vLLM's message, else serves /health and /v1/models.
@@ -102,7 +102,7 @@ def test_prediction_is_judged_at_the_served_length(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "launch_spec", fake_launch)
     plan = fake_plan(256, "plan").model_copy(update={"kv_cache_tokens": 999})  # a stale figure for another length must not count
     with session.started_engine(Inspected(plan), "vllm", tmp_path, notify=print) as (_, result):
-        assert result.predicted["kv_cache_tokens"] == 384 and result.prediction_matches
+        assert result.predicted.kv_cache_tokens == 384 and result.prediction_matches
 
 
 def test_a_length_the_user_set_is_not_changed(tmp_path, monkeypatch):
@@ -116,4 +116,4 @@ def test_a_length_the_user_set_is_not_changed(tmp_path, monkeypatch):
 def test_a_plan_that_fits_starts_once(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "launch_spec", fake_launch)
     with session.started_engine(Inspected(fake_plan(256, "plan")), "vllm", tmp_path, notify=print) as (_, result):
-        assert [a["outcome"] for a in result.attempts] == ["started"]
+        assert [a.outcome for a in result.attempts] == ["started"]

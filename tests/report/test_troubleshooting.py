@@ -5,7 +5,7 @@ English sentence of the tool's own."""
 import json
 import re
 
-from llm_adapt.engines.session import ServeResult
+from llm_adapt.engines.session import KvPrediction, ServeResult
 from llm_adapt.report import page, render
 from tests.records import run_data
 from llm_adapt.report.findings import notes, troubleshooting
@@ -26,7 +26,9 @@ UNKNOWN = ["Some warning <b>no</b> row explains", "Another one", "A third", "A f
 def serve(warnings, attempts=()):
     return ServeResult(engine="vllm", endpoint={}, host="127.0.0.1", argv=["vllm"], env={}, mode="eager",
                        startup_seconds=70.0, log="/runs/x/engine.log", engine_facts={"warnings": warnings},
-                       predicted={}, prediction_matches=None, attempts=list(attempts))
+                       predicted=KvPrediction(kv_cache_tokens=4096, max_concurrency=2.0, max_model_len=2048, exact=True,
+                                              ranks=1, kv_space_gib_per_rank=1.0),
+                       prediction_matches=None, attempts=list(attempts))
 
 
 def rendered(tmp_path, warnings, attempts=()):

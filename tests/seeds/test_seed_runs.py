@@ -44,8 +44,8 @@ def test_llama_3b_plans_longest_length_starts_and_kv_tokens_match(tmp_path, defa
     assert plan.kv_cache_blocks == 73 and plan.max_model_len == plan.longest_max_model_len == 72 * 128
     assert plan.max_model_len_from == "plan"
     with started_engine(inspected, "vllm", tmp_path / "run", dummy=True) as (server, result):
-        assert result.attempts == [{"max_model_len": 9216, "outcome": "started", "cause": None,
-                                    "log": str(tmp_path / "run" / "engine.log")}]
+        assert [a.model_dump() for a in result.attempts] == [{"max_model_len": 9216, "outcome": "started", "cause": None,
+                                                              "log": str(tmp_path / "run" / "engine.log")}]
         assert result.engine_facts["kv_cache_tokens"] == plan.kv_cache_tokens == 9344 and result.prediction_matches
         assert result.engine_facts["max_model_len"] == 9216
         reply = httpx.post(server.endpoint.base_url + "/completions", timeout=120,

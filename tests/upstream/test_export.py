@@ -13,7 +13,7 @@ import yaml
 
 from llm_adapt import rundir
 from llm_adapt.cli import main
-from llm_adapt.engines.session import ServeResult
+from llm_adapt.engines.session import ServeResult, predicted_for
 from llm_adapt.environment import collect
 from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.inspect.plan import PlanOptions
@@ -70,7 +70,7 @@ def npu_run(out: Path, model: Path, ascend: str = "0.23.0", scores=GSM8K, eval_j
     ServeResult(engine="vllm", endpoint=ENDPOINT, host="127.0.0.1", argv=argv, env=plan.env, mode="eager",
                 startup_seconds=41.5, log=str(out / "engine.log"), engine_facts={"max_model_len": 512,
                                                                                   "kv_cache_tokens": 9344},
-                predicted={"kv_cache_tokens": 9344}, prediction_matches=True).save(out / rundir.SERVE)
+                predicted=predicted_for(plan, 512), prediction_matches=True).save(out / rundir.SERVE)
     stages = {"inspect": {"status": "done"}, "serve": {"status": "done"}, "probes": {"status": "done"}}
     RunStatus(model="hf:acme/tiny-llama", platform="npu", stages=stages, workload={}).save(out / rundir.STATUS)
     ProbesResult(endpoint=ENDPOINT, model="tiny-llama", rows=[NPU_CHAT, STREAM], summary={"supported": 2},

@@ -79,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if facts.get("kv_cache_tokens") is not None:
             ranks = facts.get("kv_space_gib_by_rank") or []
             per_rank = f" ({len(ranks)} ranks, {', '.join(f'{g:g}' for g in ranks)} GiB each logged)" if len(ranks) > 1 else ""
-            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted['kv_cache_tokens']:,} "
+            print(f"KV cache: {facts['kv_cache_tokens']:,} tokens logged, {started.predicted.kv_cache_tokens:,} "
                   f"predicted{per_rank}")
         print("Ctrl-C stops the server.", file=sys.stderr)
         while server.alive():

@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
+from pydantic import BaseModel
+
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
@@ -22,6 +24,24 @@ from llm_adapt import rundir
 
 if TYPE_CHECKING:
     from llm_adapt.inspect.plan import DeployPlan
+
+
+class StartAttempt(BaseModel):
+    """One start of the engine: the length it was given, and whether it started or vLLM refused it (why)."""
+    max_model_len: int | None  # None: an engine that takes no --max-model-len
+    outcome: str  # started | refused
+    cause: str | None  # the log's root-cause line of a refusal
+    log: str
+
+
+class KvPrediction(BaseModel):
+    """The plan's KV figures at the length actually served (predicted_for), against what the engine logs."""
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int
+    exact: bool  # the plan knew the KV pool to the byte (vLLM-CPU's --kv-cache-space), not estimated
+    ranks: int
+    kv_space_gib_per_rank: float | None  # None where not exact
 
 
 class ServeResult(StageResult):
@@ -36,10 +56,10 @@ class ServeResult(StageResult):
     startup_seconds: float | None
     log: str
     engine_facts: dict[str, Any]
-    predicted: dict[str, Any]
+    predicted: KvPrediction
     prediction_matches: bool | None
     dummy_weights: bool = False
-    attempts: list[dict[str, Any]] = []  # one per start: max_model_len, outcome, cause, log
+    attempts: list[StartAttempt] = []  # one per start
 
 
 def choose_engine(requested: str | None) -> str:
@@ -109,14 +129,14 @@ def retry_length(cause: str | None, plan: DeployPlan, refused: int | None) -> in
     return estimate if 0 < estimate < refused else None
 
 
-def attempt_record(spec: LaunchSpec, outcome: str, cause: str | None, log: Path) -> dict[str, Any]:
+def attempt_record(spec: LaunchSpec, outcome: str, cause: str | None, log: Path) -> StartAttempt:
     from llm_adapt.engines.vllm import argv_max_model_len
 
-    return {"max_model_len": argv_max_model_len(spec.argv), "outcome": outcome, "cause": cause, "log": str(log)}
+    return StartAttempt(max_model_len=argv_max_model_len(spec.argv), outcome=outcome, cause=cause, log=str(log))
 
 
 def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: DeployPlan, run_dir: Path,
-           notify: Callable[[str], None]) -> tuple[ManagedServer, list[dict[str, Any]]]:
+           notify: Callable[[str], None]) -> tuple[ManagedServer, list[StartAttempt]]:
     from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
 
     log = run_dir / rundir.ENGINE_LOG
@@ -149,19 +169,20 @@ def serve_result(server: ManagedServer, spec, plan: DeployPlan, mode: str) -> Se
     predicted = predicted_for(plan, _served_len(spec, plan))
     matches = None
     if facts.get("kv_cache_tokens") is not None:
-        matches = facts["kv_cache_tokens"] == predicted["kv_cache_tokens"] and ranks_match(facts, predicted)
+        matches = facts["kv_cache_tokens"] == predicted.kv_cache_tokens and ranks_match(facts, predicted)
     return ServeResult(engine=spec.engine, endpoint=server.endpoint.redacted(), host=spec.host, argv=spec.argv,
                        env=spec.env, mode=mode, startup_seconds=server.startup_seconds, log=str(server.log_path),
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
 
 
-def ranks_match(facts: dict[str, Any], predicted: dict[str, Any]) -> bool:
+def ranks_match(facts: dict[str, Any], predicted: KvPrediction) -> bool:
     """Where the engine logged each rank's KV space (vLLM-CPU): one line per planned rank, each the planned
     space; True where it logged none (other engines). Pure."""
     logged = facts.get("kv_space_gib_by_rank") or []
-    if not logged or predicted.get("kv_space_gib_per_rank") is None:
+    per_rank = predicted.kv_space_gib_per_rank
+    if not logged or per_rank is None:
         return True
-    return len(logged) == predicted["ranks"] and all(abs(g - predicted["kv_space_gib_per_rank"]) < 0.01 for g in logged)
+    return len(logged) == predicted.ranks and all(abs(g - per_rank) < 0.01 for g in logged)
 
 
 def _served_len(spec: LaunchSpec, plan: DeployPlan) -> int:
@@ -170,14 +191,14 @@ def _served_len(spec: LaunchSpec, plan: DeployPlan) -> int:
     return (argv_max_model_len(spec.argv) if spec.engine == "vllm" else None) or plan.max_model_len
 
 
-def predicted_for(plan: DeployPlan, max_model_len: int) -> dict[str, Any]:
+def predicted_for(plan: DeployPlan, max_model_len: int) -> KvPrediction:
     """The plan's KV figures at the length actually served (vLLM's formula: whole blocks per request)."""
     from llm_adapt.inspect import memory as mem
 
     concurrency = mem.max_concurrency(plan.kv_cache_blocks, max_model_len, plan.block_size)
-    return {"kv_cache_tokens": int(concurrency * max_model_len), "max_concurrency": round(concurrency, 2),
-            "max_model_len": max_model_len, "exact": plan.kv_pool_exact, "ranks": plan.tensor_parallel,
-            "kv_space_gib_per_rank": round(plan.kv_pool_bytes / mem.GIB, 2) if plan.kv_pool_exact else None}
+    return KvPrediction(kv_cache_tokens=int(concurrency * max_model_len), max_concurrency=round(concurrency, 2),
+                        max_model_len=max_model_len, exact=plan.kv_pool_exact, ranks=plan.tensor_parallel,
+                        kv_space_gib_per_rank=round(plan.kv_pool_bytes / mem.GIB, 2) if plan.kv_pool_exact else None)
 
 
 class EngineSlot:

@@ -192,7 +192,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
                                            strategy=sup["strategy"].lower() if lang == "en" else
                                            message(sup["strategy"], lang))))
     if serve and serve.engine_facts.get("kv_cache_tokens") is not None:
-        logged, predicted = serve.engine_facts["kv_cache_tokens"], serve.predicted["kv_cache_tokens"]
+        logged, predicted = serve.engine_facts["kv_cache_tokens"], serve.predicted.kv_cache_tokens
         engine = {"vllm": "vLLM", "transformers": "transformers serve"}.get(serve.engine, serve.engine)
         same = T["same"] if logged == predicted else T["predicted"].format(predicted=predicted)
         out.append((2, T["started"].format(engine=engine, seconds=serve.startup_seconds, logged=logged, same=same)))
@@ -325,8 +325,8 @@ def troubleshooting(run: RunData, lang: str = "en") -> Diagnosis:
     a feature's error) explained by engines/troubleshoot.py's table: symptom, cause and fix for each match;
     the warnings it does not explain. Pure."""
     serve, stages = run.serve, run.stages
-    seen = [Seen(a["cause"], "refused_start") for a in (serve.attempts if serve else [])
-            if a.get("outcome") != "started" and a.get("cause")]
+    seen = [Seen(a.cause, "refused_start") for a in (serve.attempts if serve else [])
+            if a.outcome != "started" and a.cause]
     if stages.get("serve", {}).get("status") == StageStatus.FAILED and stages["serve"].get("reason"):
         seen.append(Seen(stages["serve"]["reason"], "start_failure"))
     seen += [Seen(str(r.get("evidence") or ""), "probe", r["name"]) for r in (run.probes.rows if run.probes else [])
