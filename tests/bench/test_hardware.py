@@ -7,15 +7,15 @@ from llm_adapt.platforms.host_perf import copy_bandwidth
 def test_decode_roofline_by_hand():
     # Llama-3.2-3B in bf16 (about 6.4 GB of weights) at 117 ms per token on a 43 GB/s host
     r = decode_roofline(6.4e9, 0, 0, 117.0, 43.0)
-    assert r["floor_ms"] == pytest.approx(6.4e9 / 43e9 * 1000) and r["achieved_gb_per_s"] == pytest.approx(6.4 / 0.117)
+    assert r.floor_ms == pytest.approx(6.4e9 / 43e9 * 1000) and r.achieved_gb_per_s == pytest.approx(6.4 / 0.117)
     # reads faster than the given bandwidth moves data: that limit is wrong, and no share above 100% is given
-    assert r["share_of_bandwidth_limit"] is None and "cannot be" in r["unreliable"]
+    assert r.share_of_bandwidth_limit is None and "cannot be" in r.unreliable
     # SmolLM2-135M: 270 MB of weights, 23,040 KV bytes per token, 160 tokens of context, 20 ms per token
     small = decode_roofline(270e6, 23040, 160, 20.0, 43.0)
-    assert small["bytes_per_token"] == 270e6 + 23040 * 160
-    assert small["share_of_bandwidth_limit"] == pytest.approx((270e6 + 23040 * 160) / 43e9 * 1000 / 20.0)
-    assert small["share_of_bandwidth_limit"] < 0.5  # far from the limit: overheads dominate
-    assert small["unreliable"] is None
+    assert small.bytes_per_token == 270e6 + 23040 * 160
+    assert small.share_of_bandwidth_limit == pytest.approx((270e6 + 23040 * 160) / 43e9 * 1000 / 20.0)
+    assert small.share_of_bandwidth_limit < 0.5  # far from the limit: overheads dominate
+    assert small.unreliable is None
 
 
 def test_copy_bandwidth_measures_something_plausible():
@@ -51,23 +51,23 @@ def test_batch_roofline_names_the_bound_that_binds():
 
     # 1 GB of weights, 100 GB/s: 10 ms per step whatever the batch; 1e9 params at 1 TFLOP/s: 2 ms per stream
     one = batch_roofline(10**9, 0, 0, 10**9, 1, 50.0, 100.0, 1.0)
-    assert one["bound"] == "memory" and one["limit_tok_s"] == pytest.approx(100.0)
-    assert one["share_of_limit"] == pytest.approx(0.5)
+    assert one.bound == "memory" and one.limit_tok_s == pytest.approx(100.0)
+    assert one.share_of_limit == pytest.approx(0.5)
     many = batch_roofline(10**9, 0, 0, 10**9, 16, 400.0, 100.0, 1.0)  # 32 ms of arithmetic > 10 ms of reading
-    assert many["bound"] == "compute" and many["limit_tok_s"] == pytest.approx(500.0)
-    assert many["share_of_limit"] == pytest.approx(0.8)
+    assert many.bound == "compute" and many.limit_tok_s == pytest.approx(500.0)
+    assert many.share_of_limit == pytest.approx(0.8)
     beyond = batch_roofline(10**9, 0, 0, 10**9, 1, 258.0, 100.0, 1.0)  # 258% of a limit: the limit is unreliable
-    assert beyond["share_of_limit"] is None and "258%" in beyond["unreliable"]
+    assert beyond.share_of_limit is None and "258%" in beyond.unreliable
     kv = batch_roofline(10**9, 10**6, 1000, 10**6, 8, 1.0, 100.0, 1000.0)  # KV of 8 streams: 8 GB more per step
-    assert kv["bound"] == "memory" and kv["limit_tok_s"] == pytest.approx(8 / 0.09)
+    assert kv.bound == "memory" and kv.limit_tok_s == pytest.approx(8 / 0.09)
 
 
 def test_best_level_is_the_fastest_sweep_level():
-    from llm_adapt.bench.hardware import best_level
+    from llm_adapt.bench.hardware import BestLevel, best_level
 
     runs = [{"load": 1, "metrics": {"output_throughput": 30.0}}, {"load": 4, "metrics": {"output_throughput": 90.0}},
             {"load": 8, "metrics": {"output_throughput": float("nan")}}]
-    assert best_level(runs) == {"output_tok_s": 90.0, "concurrency": 4}
+    assert best_level(runs) == BestLevel(output_tok_s=90.0, concurrency=4)
     assert best_level([{"load": "all", "metrics": {"output_throughput": 5.0}}]) is None
 
 

@@ -140,8 +140,8 @@ def test_decode_roofline_by_hand():
 
     r = decode_roofline(weight_bytes=1_000_000_000, kv_bytes_per_token=1000, context_tokens=1000, tpot_ms=100.0,
                         bandwidth_gb_s=20.0)
-    assert r["bytes_per_token"] == 1_001_000_000
-    assert r["floor_ms"] == pytest.approx(50.05) and r["share_of_bandwidth_limit"] == pytest.approx(0.5005)
+    assert r.bytes_per_token == 1_001_000_000
+    assert r.floor_ms == pytest.approx(50.05) and r.share_of_bandwidth_limit == pytest.approx(0.5005)
 
 
 def test_task_accuracy_enters_the_overall_verdict_and_an_offline_skip_does_not():

@@ -9,14 +9,50 @@ sweep level is held against whichever limit binds: bytes / bandwidth or FLOPs / 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from llm_adapt.platforms.host_perf import GB
 from llm_adapt.results import StageResult
 
 
+class DecodeRoofline(BaseModel):
+    """Single-stream decode against the memory-bandwidth limit (decode_roofline)."""
+    bytes_per_token: float  # the weights and the KV cache of the mean context, read once per token
+    floor_ms: float  # bytes per token / bandwidth: the fastest a token can come
+    tpot_ms: float
+    achieved_gb_per_s: float
+    share_of_bandwidth_limit: float | None  # floor / TPOT; None where above 100% (see unreliable)
+    unreliable: str | None
+
+
+class BatchRoofline(BaseModel):
+    """The best sweep level against the limit that binds at its batch size (batch_roofline)."""
+    concurrency: int
+    output_tok_s: float
+    limit_tok_s: float
+    bound: str  # memory | compute
+    memory_limit_tok_s: float
+    compute_limit_tok_s: float
+    share_of_limit: float | None  # None where above 100% (see unreliable)
+    unreliable: str | None
+
+
+class RooflineWorkload(BaseModel):
+    input_len: int
+    output_len: int
+
+
+@dataclass(frozen=True)
+class BestLevel:
+    output_tok_s: float
+    concurrency: int
+
+
 def decode_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: float, tpot_ms: float,
-                    bandwidth_gb_s: float) -> dict[str, float]:
+                    bandwidth_gb_s: float) -> DecodeRoofline:
     """Single-stream decode against the memory-bandwidth limit. Pure.
 
     bytes per token = weights + KV of `context_tokens` (the mean context while decoding);
@@ -24,9 +60,9 @@ def decode_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: 
     per_token = weight_bytes + kv_bytes_per_token * context_tokens
     floor_ms = per_token / (bandwidth_gb_s * GB) * 1000
     share, unreliable = bounded_share(floor_ms, tpot_ms)  # TPOT can be no shorter than its floor
-    return {"bytes_per_token": per_token, "floor_ms": floor_ms, "tpot_ms": tpot_ms,
-            "achieved_gb_per_s": per_token / (tpot_ms / 1000) / GB, "share_of_bandwidth_limit": share,
-            "unreliable": unreliable}
+    return DecodeRoofline(bytes_per_token=per_token, floor_ms=floor_ms, tpot_ms=tpot_ms,
+                          achieved_gb_per_s=per_token / (tpot_ms / 1000) / GB, share_of_bandwidth_limit=share,
+                          unreliable=unreliable)
 
 
 def bounded_share(value: float, limit: float) -> tuple[float | None, str | None]:
@@ -43,7 +79,7 @@ def bounded_share(value: float, limit: float) -> tuple[float | None, str | None]
 
 
 def batch_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: float, params: int, concurrency: int,
-                   output_tok_s: float, bandwidth_gb_s: float, tflops: float) -> dict[str, Any]:
+                   output_tok_s: float, bandwidth_gb_s: float, tflops: float) -> BatchRoofline:
     """A sweep level's output throughput against the limit that binds at its batch size. Pure.
 
     One decode step of B streams reads the weights once and B contexts of KV, and does 2 x params FLOPs
@@ -54,12 +90,13 @@ def batch_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: f
     compute_s = 2 * params * concurrency / (tflops * 1e12)
     limit_tok_s = concurrency / max(memory_s, compute_s)
     share, unreliable = bounded_share(output_tok_s, limit_tok_s)
-    return {"concurrency": concurrency, "output_tok_s": output_tok_s, "limit_tok_s": limit_tok_s,
-            "bound": "compute" if compute_s > memory_s else "memory", "memory_limit_tok_s": concurrency / memory_s,
-            "compute_limit_tok_s": concurrency / compute_s, "share_of_limit": share, "unreliable": unreliable}
+    return BatchRoofline(concurrency=concurrency, output_tok_s=output_tok_s, limit_tok_s=limit_tok_s,
+                         bound="compute" if compute_s > memory_s else "memory",
+                         memory_limit_tok_s=concurrency / memory_s, compute_limit_tok_s=concurrency / compute_s,
+                         share_of_limit=share, unreliable=unreliable)
 
 
-def best_level(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def best_level(runs: list[dict[str, Any]]) -> BestLevel | None:
     """The sweep level with the highest output throughput (its concurrency and tokens/s); a sweep
     level's load is its concurrency."""
     levels = [(r["metrics"].get("output_throughput"), r.get("load")) for r in runs]
@@ -67,7 +104,7 @@ def best_level(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not levels:
         return None
     tok_s, concurrency = max(levels)
-    return {"output_tok_s": tok_s, "concurrency": int(concurrency)}
+    return BestLevel(tok_s, int(concurrency))
 
 
 class HardwareResult(StageResult):
@@ -77,8 +114,8 @@ class HardwareResult(StageResult):
 
     platform: str
     bandwidth: dict[str, Any]
-    decode: dict[str, Any]  # floor_ms, tpot_ms, share_of_bandwidth_limit (None with `unreliable` when above 100%)
-    workload: dict[str, Any]
+    decode: DecodeRoofline
+    workload: RooflineWorkload
     compute: dict[str, Any] | None = None  # the matmul rate used (measured, or published on a GPU)
-    batch: dict[str, Any] | None = None  # the best sweep level against the limit that binds
+    batch: BatchRoofline | None = None
     host_load: dict[str, Any] | None = None  # other processes' CPU use while the limits were measured

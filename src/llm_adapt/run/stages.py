@@ -257,7 +257,7 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     """Decode against the hardware's limits. On CPU the host's bandwidth and matmul rate are measured
     here; on a GPU the datasheet figures are used, labelled as published; elsewhere (Ascend: no
     citable figure) the section is left out rather than given an assumed number."""
-    from llm_adapt.bench.hardware import HardwareResult, batch_roofline, best_level, decode_roofline
+    from llm_adapt.bench.hardware import HardwareResult, RooflineWorkload, batch_roofline, best_level, decode_roofline
     from llm_adapt.bench.hostload import Sampler
     from llm_adapt.platforms import get_platform
 
@@ -278,11 +278,11 @@ def hardware_limit(cfg: RunConfig, state: RunState, latency, sweep=None) -> None
     level = best_level(sweep.runs) if sweep else None
     params = (state.inspect.parameters or {}).get("from_config")
     batch = (batch_roofline(weights, kv, context, int(params / max(plan.tensor_parallel, 1)),
-                            level["concurrency"], level["output_tok_s"], bandwidth["gb_per_s"], compute["tflops"])
+                            level.concurrency, level.output_tok_s, bandwidth["gb_per_s"], compute["tflops"])
              if level and params else None)
     # the host's own load matters where the host is the device: it was measured beside the run
     HardwareResult(platform=platform.name, bandwidth=bandwidth, decode=roofline, compute=compute, batch=batch,
-                   workload={"input_len": s.input_len, "output_len": s.output_len},
+                   workload=RooflineWorkload(input_len=s.input_len, output_len=s.output_len),
                    host_load=load.summary() if platform.host_memory else None).save(cfg.out / rundir.HARDWARE)
 
 
