@@ -7,7 +7,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, TypedDict
 
 import aiohttp
 
@@ -138,6 +138,18 @@ def read_records(path: Path) -> list[RecordRow]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+class ServerResources(TypedDict):
+    """The server over one run (ResourceSampler.summary): the peaks of what was polled each second."""
+    samples: int
+    kv_cache_usage_max: float | None  # a share of the KV cache, from vLLM's /metrics
+    running_max: float | None
+    waiting_max: float | None
+    rss_bytes_max: int | None  # the whole process tree of a server we started
+    device_memory_bytes_max: int | None
+    device_memory_tool: str | None
+    cpu: dict[str, Any]  # who used the CPU (bench/hostload.py)
+
+
 class ResourceSampler:
     """Polls the server's /metrics (KV-cache usage, running and waiting requests) and, for a
     server we started, the RSS of its whole process tree and the accelerators' memory in use."""
@@ -171,7 +183,7 @@ class ResourceSampler:
                 self.samples.append(sample)
                 await asyncio.sleep(self.interval_s)
 
-    def summary(self, client_processes: int = 1) -> dict[str, Any]:
+    def summary(self, client_processes: int = 1) -> ServerResources:
         def peak(key):
             values = [s[key] for s in self.samples if s.get(key) is not None]
             return max(values) if values else None

@@ -18,7 +18,7 @@ from llm_adapt import rundir
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
-from llm_adapt.bench.load import ResourceSampler, quiet_transport_errors, read_records, run_load, run_load_processes
+from llm_adapt.bench.load import ResourceSampler, ServerResources, quiet_transport_errors, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.results import StageResult
@@ -66,9 +66,9 @@ class BenchRun(TypedDict, total=False):
     records: str  # the requests' JSONL
     sent: int
     warmup: int
-    token_accounting: dict[str, Any]
+    token_accounting: stats.TokenAccounting
     client_processes: int
-    server: dict[str, Any]  # the server process's CPU and memory over the run (ResourceSampler)
+    server: ServerResources
     server_metrics: prometheus.ServerView | None  # the server's own histograms, where it has vLLM's /metrics
     latency: dict[str, Any]  # mode latency
     vllm_result: str  # the run in `vllm bench serve`'s result format
@@ -89,7 +89,7 @@ class BenchResult(StageResult):
     model: str
     settings: dict[str, Any]
     runs: list[dict[str, Any]] = []
-    knee: dict[str, Any] | None = None
+    knee: stats.Knee | None = None
     sla: dict[str, Any] | None = None  # mode sla: the capacity, its bracket and each point's figures
     interrupted: bool = False
     notes: list[str] = []

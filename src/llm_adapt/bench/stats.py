@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterable
 
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 import numpy as np
 
 if TYPE_CHECKING:
@@ -139,7 +141,25 @@ def latency_summary(e2els: list[float]) -> dict[str, float]:
             **{f"p{p}_latency": float(np.percentile(arr, p)) for p in (10, 25, 50, 75, 90, 99)}}
 
 
-def token_accounting(records: list[RecordRow], tolerance: float = 0.05) -> dict[str, Any]:
+class TokenAccounting(TypedDict):
+    """Whose token counts agree (token_accounting), over a run's successful requests."""
+    requests: int
+    usage_reported: int  # requests whose server reported usage
+    client_vs_server_disagree: int  # the client's tokenizer against the server's usage, beyond the tolerance
+    chunks_vs_server_disagree: int  # streamed chunks against the server's usage
+    tolerance: float
+    fixed_length_honoured: bool  # every request produced exactly max_tokens (ignore_eos, min_tokens)
+    wrong_length: int
+
+
+class Knee(TypedDict):
+    """The smallest load of a sweep that reaches `share_of_best` of its best output throughput (knee)."""
+    load: int | float  # a concurrency, or a request rate
+    output_throughput: float
+    share_of_best: float
+
+
+def token_accounting(records: list[RecordRow], tolerance: float = 0.05) -> TokenAccounting:
     """Server usage vs client tokenizer vs chunk count, and whether the fixed lengths were honoured
     (every request asks for ignore_eos with min_tokens = max_tokens)."""
     ok = [r for r in records if r["success"]]
@@ -152,7 +172,7 @@ def token_accounting(records: list[RecordRow], tolerance: float = 0.05) -> dict[
             "tolerance": tolerance, "fixed_length_honoured": not wrong, "wrong_length": len(wrong)}
 
 
-def knee(points: list[dict[str, Any]], share: float = 0.9) -> dict[str, Any] | None:
+def knee(points: list[dict[str, Any]], share: float = 0.9) -> Knee | None:
     """The smallest load that reaches `share` of the best output throughput of a sweep."""
     if not points:
         return None
