@@ -9,7 +9,10 @@ uniform's; a random-weight Qwen3 (transformers' own init, hidden 256) had 29% an
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.result import LogitStats, Sharpness
 
 FLAT_ENTROPY = 0.9  # mean entropy at least this share of the uniform's: next to no preference at all
 FLAT_DECISIVE = 0.5  # fewer than this share of positions outside the tie margin
@@ -18,7 +21,7 @@ FLAT_DECISIVE = 0.5  # fewer than this share of positions outside the tie margin
 WEAKENED = ("same_top1", "greedy", "probes")
 
 
-def is_flat(sharpness: dict[str, Any] | None) -> bool:
+def is_flat(sharpness: Sharpness | LogitStats | None) -> bool:
     """Whether `sharpness` (metrics.logit_sharpness of the gold) says the logits are flat; False where
     nothing was measured (no position: a NaN of ours decides nothing). Pure."""
     if not sharpness or not sharpness.get("positions"):

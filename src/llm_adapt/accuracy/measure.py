@@ -26,7 +26,7 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, greedy_row
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
-from llm_adapt.accuracy.result import KernelSpread, RunnerReport
+from llm_adapt.accuracy.result import KernelSpread, LogitStats, Perplexity, RunnerReport
 from llm_adapt.accuracy.routing import GateRecord, RoutingCount, flips
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import UNIT_ROUNDOFF, msprobe_dtype_rule, msprobe_rule
@@ -241,7 +241,7 @@ def _msprobe_dtype_status(loc: dict[str, Any], dtype: str, reference_dtype: str 
     return msprobe_dtype_rule(loc["cos_tensor"], loc["max_abs"], loc["share_over"], dtype)
 
 
-def _logits_summary(stats, tie_margin: float) -> dict[str, Any]:
+def _logits_summary(stats, tie_margin: float) -> LogitStats:
     """The logits statistics summed up. Same top-1 is also given on the positions outside the gold's tie
     margin (`same_top1_decisive`), as endpoint_metrics.summarize gives it for a server: on a near-flat
     distribution a top-1 flip inside the margin is rounding, not a fault."""
@@ -263,7 +263,7 @@ def _logits_summary(stats, tie_margin: float) -> dict[str, Any]:
             "logit_cos_mean": float(np.concatenate(stats["cos"]).mean())}
 
 
-def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> dict[str, Any]:
+def _perplexity(ref_nll: list[np.ndarray], tgt_nll: list[np.ndarray]) -> Perplexity:
     r, t = np.concatenate(ref_nll), np.concatenate(tgt_nll)
     return {"ref": float(np.exp(r.mean())), "target": float(np.exp(t.mean())), "ln_ratio": m.ln_ppl_ratio(r, t),
             "ln_ratio_sem": m.ln_ppl_ratio_sem(r, t), "tokens": int(len(r))}

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from llm_adapt.accuracy.result import Sharpness
+
 EPS = 1e-12
 
 
@@ -205,7 +207,7 @@ def position_stats(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, next_ids:
     return stats, kept
 
 
-def logit_sharpness(logits: list[torch.Tensor], tie_margin: float, rows: int = STATS_ROWS) -> dict[str, float | int]:
+def logit_sharpness(logits: list[torch.Tensor], tie_margin: float, rows: int = STATS_ROWS) -> Sharpness:
     """How decisive the gold's own next-token distributions are, over every position of `logits` ([T, V]
     each): how many positions have their top-1 more than `tie_margin` nats above their top-2 (where a flip
     is not a near-tie), and the mean entropy as a share of the uniform distribution's, ln V (1.0: flat).

@@ -17,7 +17,7 @@ from llm_adapt.accuracy.diagnosis import Peak
 from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.prompts import Prompt, corpus_windows, render
-from llm_adapt.accuracy.result import RunnerReport
+from llm_adapt.accuracy.result import RunnerReport, Sharpness
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.accuracy.verdict import longest_sum
 from llm_adapt.errors import UsageError
@@ -53,9 +53,9 @@ class Gold:
     names: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)  # prompts that do not fit, with the reason
     key: str | None = None  # the measurement cache's key (accuracy/store.py); floors measured on it key off it
-    _sharpness: dict[float, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _sharpness: dict[float, Sharpness] = field(default_factory=dict, repr=False)
 
-    def sharpness(self, tie_margin: float) -> dict[str, Any]:
+    def sharpness(self, tie_margin: float) -> Sharpness:
         """How decisive the gold's own logits are (metrics.logit_sharpness), measured once per margin."""
         if tie_margin not in self._sharpness:
             self._sharpness[tie_margin] = m.logit_sharpness([p.logits for p in self.prompts], tie_margin)

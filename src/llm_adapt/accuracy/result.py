@@ -116,6 +116,15 @@ class GreedyRow(TypedDict):
     target_text: NotRequired[str]
 
 
+class Sharpness(TypedDict):
+    """How decisive the gold's own next-token distributions are (metrics.logit_sharpness)."""
+
+    positions: int
+    decisive_positions: int  # top-1 more than tie_margin nats above top-2
+    tie_margin: float
+    entropy_ratio: float  # mean entropy / ln V (1.0: flat); NaN where no position was measured
+
+
 @with_config(ConfigDict(extra="allow"))
 class LogitStats(TypedDict, total=False):
     """A runner's next-token distributions against the gold's, over every teacher-forced position (the
@@ -318,7 +327,7 @@ class EndpointAccuracyResult(StageResult):
     sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
     verdict: Verdict | None = None
     diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
-    gold_logits: dict[str, Any] | None = None  # how decisive the gold's logits are (metrics.logit_sharpness)
+    gold_logits: Sharpness | None = None  # how decisive the gold's logits are
 
 
 class LayersResult(StageResult):
