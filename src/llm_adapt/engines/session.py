@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 from pydantic import BaseModel
 
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
+from llm_adapt.engines.vllm import EngineFacts
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
@@ -55,7 +56,7 @@ class ServeResult(StageResult):
     mode: str
     startup_seconds: float | None
     log: str
-    engine_facts: dict[str, Any]
+    engine_facts: EngineFacts
     predicted: KvPrediction
     prediction_matches: bool | None
     dummy_weights: bool = False
@@ -161,7 +162,7 @@ def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: DeployPlan, run_
 
 
 def serve_result(server: ManagedServer, spec, plan: DeployPlan, mode: str) -> ServeResult:
-    facts: dict[str, Any] = {}
+    facts: EngineFacts = {}
     if spec.engine == "vllm":
         from llm_adapt.engines.vllm import parse_vllm_log
 
@@ -175,7 +176,7 @@ def serve_result(server: ManagedServer, spec, plan: DeployPlan, mode: str) -> Se
                        engine_facts=facts, predicted=predicted, prediction_matches=matches)
 
 
-def ranks_match(facts: dict[str, Any], predicted: KvPrediction) -> bool:
+def ranks_match(facts: EngineFacts, predicted: KvPrediction) -> bool:
     """Where the engine logged each rank's KV space (vLLM-CPU): one line per planned rank, each the planned
     space; True where it logged none (other engines). Pure."""
     logged = facts.get("kv_space_gib_by_rank") or []

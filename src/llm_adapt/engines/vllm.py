@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.command import Command
 from llm_adapt.engines.server import LaunchSpec
 from llm_adapt.engines.warm_start import API_SERVER_MODULE
@@ -54,10 +56,29 @@ def vllm_launch(plan: DeployPlan, *, port: int, mode: str = "eager", extra_args:
                       startup_timeout_s=startup_timeout_s)
 
 
-def parse_vllm_log(path: Path) -> dict:
+class LogWarning(TypedDict):
+    """Warnings that differ only in their numbers (one per layer, say), as one row (group_warnings)."""
+    message: str
+    count: int
+
+
+class EngineFacts(TypedDict, total=False):
+    """What a vLLM engine's log says of its start (parse_vllm_log); empty for an engine with no such log."""
+    kv_cache_tokens: int | None
+    max_concurrency: float | None
+    max_model_len: int | None
+    kv_pool: str  # vLLM's own words for the pool's size
+    version: str | None
+    kv_space_gib_by_rank: list[float]  # vLLM-CPU: one line per rank
+    engine_init_seconds: float  # where graph mode compiles
+    compile_cache: str | None  # loaded | saved: the compiled graph's cache
+    warnings: list[LogWarning]
+
+
+def parse_vllm_log(path: Path) -> EngineFacts:
     """Engine facts worth recording beside inspect's predictions."""
     text = Path(path).read_text(errors="replace") if Path(path).exists() else ""
-    facts: dict = {"kv_cache_tokens": None, "max_concurrency": None, "max_model_len": None, "version": None,
+    facts: EngineFacts = {"kv_cache_tokens": None, "max_concurrency": None, "max_model_len": None, "version": None,
                    "warnings": []}
     if match := KV_LINE.search(text):
         facts.update(kv_cache_tokens=int(match["tokens"].replace(",", "")), max_concurrency=float(match["conc"]),
@@ -82,9 +103,9 @@ def last_start(text: str) -> str:
     return text[text.rfind("\n", 0, at) + 1:] if at >= 0 else text
 
 
-def group_warnings(messages, limit: int = 30) -> list[dict]:
+def group_warnings(messages, limit: int = 30) -> list[LogWarning]:
     """Collapse warnings that differ only in numbers (one per layer, say) into one row with a count."""
-    groups: dict[str, dict] = {}
+    groups: dict[str, LogWarning] = {}
     for message in messages:
         key = re.sub(r"\d+", "N", message)
         group = groups.setdefault(key, {"message": message, "count": 0})
