@@ -6,25 +6,34 @@ ran them); the check is their evidence, with the platform it ran on. Pure functi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-from llm_adapt.messages import reason
+from llm_adapt.accuracy.setting_cause import SettingRow
+from llm_adapt.messages import Reason, reason
 
 FEATURE_ROWS = {"graph": "ACLGraph", "ep": "EP"}  # feature -> the row it is the evidence of (tp: the model table)
 
 
-def setting_checks(rows: list[dict[str, Any]], platform: str) -> dict[str, dict[str, Any]]:
+class SettingCheck(TypedDict):
+    """One feature's check (check_of): the setting that ran it, its verdict (None: the engine refused it)."""
+    label: str
+    status: str | None
+    dir: str  # relative to the run directory ("." for the run's own setting)
+    words: Reason  # the verdict with its figures, or the engine's refusal, as the export's tables say it
+
+
+def setting_checks(rows: list[SettingRow], platform: str) -> dict[str, SettingCheck]:
     """Per feature (tp, ep, graph): the setting of the run that checked it (the one turning on the fewest
     other features), its verdict or the engine's refusal, its figures and folder, and the check in words.
     `rows`: settings.json's rows (none without a differential run)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SettingCheck] = {}
     for row in sorted(rows, key=lambda r: len(r.get("features") or [])):
         for feature in row.get("features") or []:
             out.setdefault(feature, check_of(row, platform))
     return out
 
 
-def check_of(row: dict[str, Any], platform: str) -> dict[str, Any]:
+def check_of(row: SettingRow, platform: str) -> SettingCheck:
     """One setting's check: {label, status, dir, words}; the words say the verdict with its figures, or that
     the engine refused the setting, with its own line. Pure."""
     where = row.get("dir") or "."
@@ -37,7 +46,7 @@ def check_of(row: dict[str, Any], platform: str) -> dict[str, Any]:
     return {"label": row["label"], "status": row.get("status"), "dir": where, "words": words}
 
 
-def setting_words(row: dict[str, Any]):
+def setting_words(row: SettingRow) -> Reason:
     """'at TP=2', 'in graph mode', 'at TP=2 in graph mode': the setting as the sentence says it. Pure."""
     graph = "graph" in (row.get("features") or [])
     parallel = row["label"].replace(" + graph", "").replace("graph", "").strip()
@@ -46,7 +55,7 @@ def setting_words(row: dict[str, Any]):
     return reason("ev_in_graph_mode") if graph else reason("ev_at_setting", setting=parallel or row["label"])
 
 
-def figures(row: dict[str, Any]) -> str:
+def figures(row: SettingRow) -> str:
     """'KL/floor 1.02 (allowed 1.3), same top-1 98.7%': the row's accuracy figures, those it has. Pure."""
     out = []
     if isinstance(row.get("kl_ratio"), (int, float)):
@@ -59,7 +68,7 @@ def figures(row: dict[str, Any]) -> str:
     return ", ".join(out) or "-"
 
 
-def with_checks(features: list[dict[str, Any]], checks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def with_checks(features: list[dict[str, Any]], checks: dict[str, SettingCheck]) -> list[dict[str, Any]]:
     """The feature rows, the ACLGraph and EP rows with their setting's check added as `setting_check`. Pure."""
     by_row = {row: checks[f] for f, row in FEATURE_ROWS.items() if f in checks}
     return [r | {"setting_check": by_row[r["feature"]]["words"]} if r.get("feature") in by_row else r for r in features]
