@@ -7,6 +7,7 @@ stay float32 so an fp32 target of the copy differs from the reference only where
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Callable
@@ -18,16 +19,31 @@ FAULT_LAYER = 7  # the layer weight faults are planted in
 
 
 def _copy(src: Path, dst: Path) -> Path:
+    """The model's files, its weights hard-linked rather than copied (the default model's are 538 MB, and a
+    fault in its config or tokenizer leaves them as they are); a fault in the weights writes a file of its
+    own (_weights), never into the linked one."""
     if dst.exists():
         shutil.rmtree(dst)
-    shutil.copytree(src, dst)
+    shutil.copytree(src, dst, copy_function=_link_weights)
     return dst
 
 
+def _link_weights(src: str, dst: str) -> str:
+    if src.endswith(".safetensors"):
+        try:
+            os.link(src, dst)
+            return dst
+        except OSError:  # another file system: a copy
+            pass
+    return shutil.copy2(src, dst)
+
+
 def _weights(dst: Path, mutate: Callable[[dict[str, torch.Tensor]], None]) -> Path:
-    weights = load_file(dst / "model.safetensors")
+    path = dst / "model.safetensors"
+    weights = load_file(path)
     mutate(weights)
-    save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
+    path.unlink()  # linked to the source (_copy): never write through it
+    save_file(weights, path, metadata={"format": "pt"})
     return dst
 
 
