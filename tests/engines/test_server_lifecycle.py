@@ -117,14 +117,15 @@ child = ("import http.server, subprocess, sys\\n"
          "    def do_GET(self): self.send_response(200); self.end_headers()\\n"
          "    def log_message(self, *a): pass\\n"
          "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\\n")
-spec = LaunchSpec(engine="fake", argv=[sys.executable, "-c", child, str(port)], env={}, host="127.0.0.1", port=port,
-                  served_model="m", startup_timeout_s=30)
+spec = LaunchSpec(engine="vllm", argv=[sys.executable, "-c", child, str(port)], env={}, host="127.0.0.1", port=port,
+                  served_model="m", startup_timeout_s=30)  # "vllm": it gets a socket directory of its own
 with ManagedServer(spec, Path(sys.argv[1])) as server:
     while len(psutil.Process(server.proc.pid).children()) < 2:
         time.sleep(0.1)
     time.sleep(1.5)  # the watchdog polls twice a second: let it see the family
     family = [server.proc.pid] + [p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)]
     print(" ".join(map(str, family + [server.watchdog.pid])), flush=True)
+    print(server.rpc_dir, flush=True)
     time.sleep(600)
 """
 
@@ -145,12 +146,15 @@ def test_engine_and_its_escaped_children_die_with_a_killed_parent(tmp_path, sig)
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path / "log")], stdout=subprocess.PIPE, text=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
+        rpc_dir = parent.stdout.readline().strip()
         assert len(pids) == 4 and len(running(pids)) == 4  # engine, two children, watchdog
+        assert os.path.isdir(rpc_dir)
         os.kill(parent.pid, sig)
         deadline = time.monotonic() + 30
-        while running(pids) and time.monotonic() < deadline:
+        while (running(pids) or os.path.exists(rpc_dir)) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert running(pids) == []
+        assert not os.path.exists(rpc_dir)  # the watchdog removed what the killed parent could not
     finally:
         parent.kill()
         parent.wait()

@@ -104,7 +104,7 @@ class ManagedServer:
             self.proc = self._forked_warm(env, log) or subprocess.Popen(
                 self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
-        self.watchdog = start_watchdog(self.proc.pid)
+        self.watchdog = start_watchdog(self.proc.pid, self.rpc_dir)
         self._wait_ready(started)
         self.startup_seconds = round(time.monotonic() - started, 2)
 
@@ -179,9 +179,11 @@ def exit_summary(engine: str, returncode: int) -> str:
     return text
 
 
-def start_watchdog(engine_pid: int) -> subprocess.Popen:
-    """A process of ours, in its own session, that stops the engine's group and tree when we die."""
-    argv = [sys.executable, "-m", "llm_adapt.engines.watchdog", str(os.getpid()), str(engine_pid)]
+def start_watchdog(engine_pid: int, leftover: str | None = None) -> subprocess.Popen:
+    """A process of ours, in its own session, that stops the engine's group and tree when we die, and removes
+    `leftover` (the engine's socket directory) then."""
+    argv = [sys.executable, "-m", "llm_adapt.engines.watchdog", str(os.getpid()), str(engine_pid),
+            *([leftover] if leftover else [])]
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 

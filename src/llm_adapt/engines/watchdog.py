@@ -1,4 +1,5 @@
-"""`python -m llm_adapt.engines.watchdog PARENT_PID ENGINE_PID`: stop the engine when its parent dies.
+"""`python -m llm_adapt.engines.watchdog PARENT_PID ENGINE_PID [LEFTOVER_DIR]`: stop the engine when its parent
+dies, and remove LEFTOVER_DIR (the engine's socket directory, engines/server.py), which the parent would have.
 `die_with_parent` is the engine process's own half: its kernel death signal, set before it executes.
 
 PR_SET_PDEATHSIG reaches only the engine's own process; vLLM's engine core and workers are
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
@@ -73,7 +75,7 @@ def stop_engine(group: int, family: list[psutil.Process], grace_s: float = GRACE
             time.sleep(0.2)
 
 
-def watch(parent_pid: int, engine_pid: int) -> int:
+def watch(parent_pid: int, engine_pid: int, leftover: str | None = None) -> int:
     try:
         engine = psutil.Process(engine_pid)
     except psutil.Error:
@@ -82,6 +84,7 @@ def watch(parent_pid: int, engine_pid: int) -> int:
     while alive(engine):
         if os.getppid() != parent_pid:  # reparented: llm-adapt is gone
             stop_engine(engine_pid, list(family.values()))
+            _remove(leftover)
             return 0
         try:
             for child in engine.children(recursive=True):
@@ -91,12 +94,18 @@ def watch(parent_pid: int, engine_pid: int) -> int:
         time.sleep(POLL_S)
     if os.getppid() != parent_pid:  # the engine died first (its death signal), its children may remain
         stop_engine(engine_pid, list(family.values()))
+        _remove(leftover)
     return 0
+
+
+def _remove(leftover: str | None) -> None:
+    if leftover:
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for llm-adapt; it stops the engine itself
-    return watch(int(argv[0]), int(argv[1]))
+    return watch(int(argv[0]), int(argv[1]), argv[2] if len(argv) > 2 else None)
 
 
 if __name__ == "__main__":
