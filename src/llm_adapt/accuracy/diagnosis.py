@@ -42,13 +42,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
-    from llm_adapt.accuracy.result import CategoryStats, EndpointSection, Verdict
-
-
-class Peak(TypedDict):
-    """A tensor's largest |value| in the gold (activation_peaks), in the order a forward reaches it."""
-    name: str
-    max_abs: float
+    from llm_adapt.accuracy.result import CategoryStats, EndpointSection, Peak, Verdict
 
 
 class PathSignature(TypedDict):

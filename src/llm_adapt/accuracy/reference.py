@@ -13,11 +13,10 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.diagnosis import Peak
 from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.prompts import Prompt, corpus_windows, render
-from llm_adapt.accuracy.result import RunnerReport, Sharpness
+from llm_adapt.accuracy.result import Peak, RunnerReport, Sharpness
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.accuracy.verdict import longest_sum
 from llm_adapt.errors import UsageError

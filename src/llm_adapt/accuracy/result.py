@@ -13,8 +13,8 @@ from llm_adapt.rounding_basis import RoundingBasis
 from llm_adapt.status import Status
 
 __all__ = ["AccuracyResult", "CategoryStats", "ChannelConcentration", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
-           "LogitStats", "PartError", "PartRow", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
-           "SkippedPrompt", "TensorStats", "Verdict", "VsFloor"]
+           "LogitStats", "PartError", "PartRow", "Peak", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
+           "Sharpness", "SkippedPrompt", "TensorStats", "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
 # typed dicts: pydantic checks each declared field where a result model holds them, and they stay plain
@@ -114,6 +114,13 @@ class GreedyRow(TypedDict):
     mutual_topk: NotRequired[bool | None]
     ref_text: NotRequired[str]
     target_text: NotRequired[str]
+
+
+class Peak(TypedDict):
+    """A tensor's largest |value| in the gold (reference.activation_peaks), in the order a forward reaches it."""
+
+    name: str
+    max_abs: float
 
 
 class Sharpness(TypedDict):
