@@ -34,7 +34,7 @@ from llm_adapt.accuracy.verdict import locate_and_judge, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.accuracy.result import LayerRow, LayersResult, LocatedFault, TensorStats  # its typed result, declared where the report reads it
+from llm_adapt.accuracy.result import Capture, CapturePlugin, LayerRow, LayersResult, LocatedFault, TensorStats  # its typed result, declared where the report reads it
 from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
@@ -83,7 +83,7 @@ def capture_dir(out: Path) -> Path:
     return (Path(out) / rundir.CAPTURE).resolve()
 
 
-def capture_modes(graph: bool, accept_eager: bool) -> dict:
+def capture_modes(graph: bool, accept_eager: bool) -> Capture:
     """The capture runs eager; a graph-mode deployment is judged by it only when the user says so."""
     if graph and not accept_eager:
         raise UsageError("the deployment runs graph mode but layer capture needs eager mode (hooks do not run inside "
@@ -91,7 +91,7 @@ def capture_modes(graph: bool, accept_eager: bool) -> dict:
     return {"mode": "eager", "deploy_mode": "graph" if graph else "eager", "eager_for_graph": graph}
 
 
-def check_plugin(directory: Path) -> dict[str, Any]:
+def check_plugin(directory: Path) -> CapturePlugin:
     """What the plugin wrote at engine start: ready.json, else the reason it refused or did not load."""
     ready, refused = Path(directory) / plugin.READY, Path(directory) / plugin.REFUSED
     import json
@@ -241,7 +241,7 @@ def elapsed(started: float) -> float:
     return round(time.monotonic() - started, 2)
 
 
-def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, capture: dict[str, Any],
+def run_layers(source, endpoint, capture_dir: Path, opts, served_dtype: str, capture: Capture,
                progress: Progress, gold: Gold | None = None, keep_records: bool = False) -> LayersResult:
     """Gold (or the one given), the engine's capture of every prompt, the floor on the captured ones,
     compared. `capture`: the mode that ran and the deployment's, recorded in the result."""

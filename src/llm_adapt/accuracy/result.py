@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt.engines.endpoint import EndpointRecord
 from llm_adapt.messages import Said
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
@@ -311,43 +312,135 @@ class AccuracyVerdict(TypedDict):
     informational: dict[str, Status]
 
 
+@with_config(ConfigDict(extra="allow"))
+class ModelRef(TypedDict, total=False):
+    """The model measured: its name, its directory and, served, the name the engine serves it as."""
+
+    name: str
+    path: str
+    served: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class AccuracyPrompts(TypedDict, total=False):
+    """The prompts the in-process comparison measured, and those it could not."""
+
+    suite: str
+    count: int
+    skipped: list[SkippedPrompt]
+    categories: list[str]
+    tokens_compared: int
+    generated_tokens: int
+    corpus_tokens: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class AccuracySettings(TypedDict, total=False):
+    """The options the in-process comparison ran with (CompareOptions), and the reference it used."""
+
+    max_new_tokens: int
+    tie_margin: float
+    top_k: int
+    ppl_window: int
+    corpus_tokens: int | None  # None: the corpus's every token
+    local_factor: float
+    reference: str
+    reference_streaming: bool
+    reference_why: dict[str, str]  # `--reference auto`: where the gold was placed and why, per language
+
+
 class AccuracyResult(StageResult):
     KIND: ClassVar[str] = "accuracy"
 
-    model: dict[str, Any]
+    model: ModelRef
     reference: RunnerReport  # the reference's own generations and timing (errors all zero)
     floors: list[RunnerReport]
     targets: list[RunnerReport]
-    prompts: dict[str, Any]
-    settings: dict[str, Any]
+    prompts: AccuracyPrompts
+    settings: AccuracySettings
     verdict: AccuracyVerdict
+
+
+@with_config(ConfigDict(extra="allow"))
+class FloorSpread(TypedDict, total=False):
+    """How the served floor's spread was measured (accuracy/endpoint_floor.py)."""
+
+    method: str
+    variant: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class EndpointSettings(TypedDict, total=False):
+    """The options the endpoint check ran with, the served length, and the prompts it left out first."""
+
+    prompts: str
+    max_new_tokens: int
+    top_k: int
+    tie_margin: float
+    served_max_model_len: int | None
+    floor_spread: FloorSpread | None
+    skipped_before_gold: list[SkippedPrompt]
 
 
 class EndpointAccuracyResult(StageResult):
     KIND: ClassVar[str] = "endpoint_accuracy"
 
-    endpoint: dict[str, Any]
+    endpoint: EndpointRecord
     model: str
     reference: str
     floor: str | None
-    settings: dict[str, Any]
+    settings: EndpointSettings
     sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
     verdict: Verdict | None = None
     diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
     gold_logits: Sharpness | None = None  # how decisive the gold's logits are
 
 
+@with_config(ConfigDict(extra="allow"))
+class CapturePlugin(TypedDict, total=False):
+    """What the capture plugin reported at engine start (engines/capture_plugin.py's ready file)."""
+
+    pid: int
+    mode: str
+    names: list[str]  # the tensors it hooks, in forward order
+    model: str  # the class vLLM built
+
+
+@with_config(ConfigDict(extra="allow"))
+class Capture(TypedDict, total=False):
+    """How the layers were captured inside the engine (layers_served.capture_modes, then run_layers)."""
+
+    mode: str  # the mode that ran: eager
+    deploy_mode: str  # the deployment's: eager or graph
+    eager_for_graph: bool
+    escalated_from: str  # the endpoint verdict that escalated to this stage
+    directory: str
+    records: int
+    plugin: CapturePlugin
+    records_kept: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class LayersPrompts(TypedDict, total=False):
+    """The prompts captured inside the engine, and those missing."""
+
+    count: int
+    captured: int
+    missing: list[SkippedPrompt]  # not recorded by the engine's capture, and why
+    tokens: int
+
+
 class LayersResult(StageResult):
     KIND: ClassVar[str] = "layers"
 
-    model: dict[str, Any]
-    endpoint: dict[str, Any]
-    capture: dict[str, Any]  # mode that ran, the deployment's mode, where the records are, the plugin's report
+    model: ModelRef
+    endpoint: EndpointRecord
+    capture: Capture
     reference: str
     floor: str | None
     served_dtype: str
     error_kind: str
-    prompts: dict[str, Any]  # count, captured, missing (with why)
+    prompts: LayersPrompts
     layers: list[LayerRow]
     first_local_excess: LocatedFault | None
     verdict: Verdict

@@ -20,7 +20,7 @@ from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
 from llm_adapt.bench.load import ResourceSampler, ServerResources, quiet_transport_errors, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
-from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.results import StageResult
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class BenchResult(StageResult):
     KIND: ClassVar[str] = "bench"
 
     mode: str
-    endpoint: dict[str, Any]
+    endpoint: EndpointRecord
     model: str
     settings: dict[str, Any]
     runs: list[dict[str, Any]] = []

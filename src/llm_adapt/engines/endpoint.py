@@ -6,7 +6,18 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.errors import UsageError
+
+
+@with_config(ConfigDict(extra="allow"))
+class EndpointRecord(TypedDict, total=False):
+    """An endpoint as results record it (Endpoint.redacted): never the key itself; {} where none was used."""
+    base_url: str
+    model: str | None
+    api_key: str | None  # "set" or None
 
 
 @dataclass(frozen=True)
@@ -20,7 +31,7 @@ class Endpoint:
         """Server root, where /health, /metrics and /tokenize live."""
         return self.base_url.removesuffix("/").removesuffix("/v1")
 
-    def redacted(self) -> dict[str, str | None]:
+    def redacted(self) -> EndpointRecord:
         """What may be written to results: never the key itself."""
         return {"base_url": self.base_url, "model": self.model, "api_key": "set" if self.api_key else None}
 

@@ -13,10 +13,11 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 from pydantic import BaseModel
 
+from llm_adapt.engines.endpoint import EndpointRecord
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.engines.vllm import EngineFacts
 from llm_adapt.errors import AdaptError
@@ -49,7 +50,7 @@ class ServeResult(StageResult):
     KIND: ClassVar[str] = "serve"
 
     engine: str
-    endpoint: dict[str, Any]
+    endpoint: EndpointRecord
     host: str
     argv: list[str]
     env: dict[str, str]

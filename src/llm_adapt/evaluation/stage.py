@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.evaluation.baseline import Baseline
 from llm_adapt.evaluation.harness import (
     AUTO,
@@ -43,7 +43,7 @@ class EvalResult(StageResult):
 
     model: str  # the gold's model name
     backend: str = "lm-eval"  # lm-eval | aisbench: the harness that ran both sides
-    endpoint: dict[str, Any]  # base_url, model, api_key: 'set' | None
+    endpoint: EndpointRecord
     settings: dict[str, Any]  # limit, num_fewshot, num_concurrent, batch_size, seed, rtol
     scores: list[dict[str, Any]]  # per task and metric: served and gold aggregate as lm-eval reports them
     paired: list[dict[str, Any]]  # per task and metric: n, served, gold, diff, ci, p_value, status, reason

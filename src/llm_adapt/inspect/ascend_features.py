@@ -18,7 +18,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.messages import reason
+from llm_adapt.messages.core import Said
+
+@with_config(ConfigDict(extra="allow"))
+class FeatureRow(TypedDict, total=False):
+    """One feature's row, as adaptation.json and inspect.json's gates hold it."""
+    feature: str
+    status: str  # SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE or NOT_VERIFIED
+    evidence: Said
+    flag: str | None  # the flag that turns it on (None: on unless --enforce-eager)
+    flag_version: str
+    source: str
+    platform_name: str  # the graph row: the platform's name for graph mode
+    command: str | None  # the graph row: the command that serves it
+    deprecated: str  # FlashComm v1, where the deployed version still has it
+    setting_check: Said  # a differential run's check of the feature (upstream/setting_checks.with_checks)
+
 
 SUPPORTED, UNSUPPORTED, MISSING, NOT_APPLICABLE, NOT_VERIFIED = (
     "supported", "unsupported", "checkpoint-missing", "not-applicable", "not verified")
@@ -146,30 +165,25 @@ def version_label(version: str | None) -> str:
 
 
 def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, graph_command: str | None,
-              version: str | None = None, planned: bool = False) -> dict[str, Any]:
+              version: str | None = None, planned: bool = False) -> FeatureRow:
     """Graph mode (ACLGraph on NPU, CUDA graphs on CUDA, torch.compile on CPU): supported when this run
     served in graph mode and answered; not verified when it served eager (the command that would)."""
     from llm_adapt.platforms import PLATFORMS
 
     name = PLATFORMS[platform].graph_name if platform in PLATFORMS else "graph mode"
-    row = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command,
+    row: FeatureRow = {"feature": "ACLGraph", "platform_name": name, "source": DOCS["graph"], "command": graph_command,
            "flag": None, "flag_version": version_label(version)}  # on unless --enforce-eager: no flag of its own
     if served_mode == "graph":
         return row | {"status": SUPPORTED if served_ok else UNSUPPORTED,
-                      **_evidence(reason("ev_graph_answered" if served_ok else "ev_graph_silent", name=name))}
+                      "evidence": reason("ev_graph_answered" if served_ok else "ev_graph_silent", name=name)}
     why = reason("ev_graph_eager" if served_mode == "eager" else "ev_graph_planned" if planned else "ev_graph_no_engine",
                  name=name)
-    return row | {"status": NOT_VERIFIED, **_evidence(why)}
-
-
-def _evidence(text) -> dict[str, Any]:
-    """A row's evidence (a Reason where it has words in the report's other language)."""
-    return {"evidence": text}
+    return row | {"status": NOT_VERIFIED, "evidence": why}
 
 
 def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
                  served_ok: bool | None, graph_command: str | None, version: str | None = None,
-                 planned: bool = False) -> list[dict[str, Any]]:
+                 planned: bool = False) -> list[FeatureRow]:
     """The rows for the vLLM-Ascend `version` deployed (None: the release a plan targets, ASCEND_RELEASE).
     EP and sequence parallelism (and FlashComm v1, which it replaces) apply to MoE models only; MTP only
     to an architecture with MTP layers (checkpoint-missing where its checkpoint lacks them); multimodal
@@ -183,10 +197,10 @@ def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str,
     label = version_label(version)
     old = has_flashcomm(version)
 
-    def row(feature: str, key: str, applies: bool, evidence, absent_status: str, flag: str | None = None) -> dict[str, Any]:
+    def row(feature: str, key: str, applies: bool, evidence, absent_status: str, flag: str | None = None) -> FeatureRow:
         status = NOT_VERIFIED if applies else absent_status
         text = reason("ev_to_verify", evidence=evidence, device=device) if applies else evidence
-        return {"feature": feature, "status": status, **_evidence(text), "flag": FLAGS[flag or key],
+        return {"feature": feature, "status": status, "evidence": text, "flag": FLAGS[flag or key],
                 "flag_version": label, "source": DOCS[flag or key]}
 
     rows = [graph_row(platform, served_mode, served_ok, graph_command, version, planned),

@@ -4,9 +4,12 @@ the plan's KV arithmetic (its pool of cache blocks, as vLLM will log it). Pure."
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.messages import reason
+from llm_adapt.messages.core import Said
 
 BASELINE_LEN = 131072  # "max-model-len=128k"
 BASELINE_SEQS = 16  # "max-num-seqs=16"
@@ -15,12 +18,37 @@ SOURCE = ("vLLM-Ascend model-adapter skill, workflow-checklist.md §11: baseline
           "max-model-len=128k + max-num-seqs=16, or the explicit reason it is not feasible")
 
 
+class PlanFigures(TypedDict):
+    """What the baseline reads of a plan (DeployPlan.to_dict() holds these and more)."""
+    block_size: int
+    kv_cache_blocks: int
+    kv_bytes_per_token: int
+    kv_pool_bytes: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class Capacity(TypedDict, total=False):
+    """The baseline judged on one plan (capacity_baseline); {} in an adaptation.json of a run without one."""
+    length: int
+    seqs: int
+    status: str  # FEASIBLE, NOT_FEASIBLE or NOT_APPLICABLE
+    feasible: bool | None  # None where it does not apply
+    reasons: list[Said]
+    needed_blocks: int
+    pool_blocks: int
+    block_size: int
+    pool_tokens: int
+    longest_at_seqs: int
+    seqs_at_length: int
+    source: str
+
+
 def blocks_for(tokens: int, block: int) -> int:
     return math.ceil(tokens / block)
 
 
-def capacity_baseline(plan: dict[str, Any], max_position_embeddings: int | None,
-                      length: int = BASELINE_LEN, seqs: int = BASELINE_SEQS) -> dict[str, Any]:
+def capacity_baseline(plan: PlanFigures, max_position_embeddings: int | None,
+                      length: int = BASELINE_LEN, seqs: int = BASELINE_SEQS) -> Capacity:
     """Whether `seqs` sequences of `length` tokens fit the planned KV pool at once, with the numbers,
     the reasons when not, and the largest pairs that do fit (longest length at `seqs` sequences;
     most sequences at `length`). vLLM holds one block back (the null block). Not applicable (status

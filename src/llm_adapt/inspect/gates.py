@@ -9,14 +9,46 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from llm_adapt.inspect.capacity import NOT_APPLICABLE, capacity_baseline
-from llm_adapt.inspect.ascend_features import feature_rows, version_label
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.inspect.capacity import NOT_APPLICABLE, Capacity, PlanFigures, capacity_baseline
+from llm_adapt.inspect.ascend_features import FeatureRow, feature_rows, version_label
+from llm_adapt.inspect.operator_gate import OperatorGate
 from llm_adapt.results import StageResult
 
 
-def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: dict[str, Any],
-                   max_position_embeddings: int | None, operators: dict[str, Any], *, version: str | None = None,
-                   served_mode: str | None = None, served_ok: bool | None = None, planned: bool = False) -> dict[str, Any]:
+class PlanForGates(PlanFigures):
+    """What the gates read of a plan (DeployPlan.to_dict() holds these and more)."""
+    platform: str
+    max_model_len: int
+    longest_max_model_len: int | None
+    commands: dict[str, str]
+
+
+@with_config(ConfigDict(extra="allow"))
+class MaxModelLen(TypedDict, total=False):
+    """Both figures the skill asks for: the config's, the plan's (and the longest that fits), the engine's."""
+    config: int | None
+    planned: int | None
+    longest_planned: int | None
+    served: int | None  # as the engine logged it (adaptation.json only)
+
+
+@with_config(ConfigDict(extra="allow"))
+class Gates(TypedDict, total=False):
+    """planning_gates: the gates for one plan ({} in an inspect.json written before them)."""
+    platform: str
+    flags_for: str
+    capacity: Capacity
+    features: list[FeatureRow]
+    operators: OperatorGate
+    max_model_len: MaxModelLen
+
+
+def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: PlanForGates,
+                   max_position_embeddings: int | None, operators: OperatorGate, *, version: str | None = None,
+                   served_mode: str | None = None, served_ok: bool | None = None, planned: bool = False) -> Gates:
     """The gates for `plan` (DeployPlan.to_dict()). `version`: the vLLM-Ascend deployed (None: the
     release a plan targets); `served_mode` / `served_ok`: what a run served, when it served; `planned`:
     a plan no run has tried (`inspect`)."""
@@ -33,7 +65,7 @@ def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: dict[s
     }
 
 
-def capacity_line(capacity: dict[str, Any]) -> str:
+def capacity_line(capacity: Capacity) -> str:
     """The baseline in one line, with its numbers and the largest pairs that fit. Pure."""
     c = capacity
     head = f"capacity baseline {c['length']:,} x {c['seqs']}: {c['status']}"
@@ -47,7 +79,7 @@ def capacity_line(capacity: dict[str, Any]) -> str:
             f"{c['pool_blocks']:,} besides vLLM's null block; {fits}")
 
 
-def gate_lines(gates: dict[str, Any]) -> list[str]:
+def gate_lines(gates: Gates) -> list[str]:
     """What `inspect` prints of the gates: one line each. Pure."""
     lines = [f"Adapter gates (vLLM-Ascend's model-adapter workflow, judged on this plan without a device; "
              f"flags for {gates['flags_for']}):",
@@ -75,11 +107,11 @@ class AdaptationResult(StageResult):
 
     model: str
     platform: str
-    features: list[dict[str, Any]]
-    capacity: dict[str, Any]
-    operators: dict[str, Any]
+    features: list[FeatureRow]
+    capacity: Capacity
+    operators: OperatorGate
     false_ready: dict[str, Any] | None = None
-    max_model_len: dict[str, Any] = {}
+    max_model_len: MaxModelLen = {}
     stages: dict[str, Any] | None = None  # dummy-vs-real: {"dummy": {...}, "real": {...}, "rows": [...]}
     # a differential run's checks of tensor parallel, expert parallel and graph mode (upstream/setting_checks.py)
     setting_checks: dict[str, Any] = {}

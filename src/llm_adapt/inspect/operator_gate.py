@@ -12,9 +12,12 @@ from __future__ import annotations
 import ast
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.messages import reason
+from llm_adapt.messages.core import Said
 
 TORCH, TRITON, CUDA_FALLBACK, CUDA = "torch", "triton", "cuda-with-fallback", "cuda"
 CUDA_PACKAGES = frozenset({"flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
@@ -33,6 +36,27 @@ class FileFinding:
     file: str
     kind: str  # torch | triton | cuda-with-fallback | cuda
     evidence: list[str] = field(default_factory=list)
+
+
+@with_config(ConfigDict(extra="allow"))
+class FileGate(TypedDict, total=False):
+    """One file's finding with its conclusion."""
+    file: str
+    kind: str
+    evidence: list[str]
+    conclusion: Said
+
+
+@with_config(ConfigDict(extra="allow"))
+class OperatorGate(TypedDict, total=False):
+    """The gate over a model's own code, as inspect.json and adaptation.json hold it ({}: not read)."""
+    applies: bool
+    reason: Said  # why it does not apply
+    kind: str  # the worst file's kind, where it applies
+    conclusion: Said
+    blocking: bool
+    files: list[FileGate]
+    source: str
 
 
 def classify_source(name: str, text: str) -> FileFinding:
@@ -93,7 +117,7 @@ def _catches_missing(handler: ast.ExceptHandler) -> bool:
     return bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "OSError"})
 
 
-def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> dict[str, Any]:
+def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> OperatorGate:
     """The gate over a model's own code: per file, the worst kind and the skill's conclusion."""
     findings = [classify_source(name, text) for name, text in sorted(files.items())]
     findings += [FileFinding(name, CUDA, [f"{name}: CUDA source shipped with the model"]) for name in cu_sources]
@@ -104,11 +128,11 @@ def operator_gate(files: dict[str, str], cu_sources: list[str] = ()) -> dict[str
             "files": [asdict(f) | _conclusion(f.kind) for f in findings], "source": SOURCE}
 
 
-def _conclusion(kind: str) -> dict[str, Any]:
+def _conclusion(kind: str) -> FileGate:
     return {"conclusion": CONCLUSION[kind]}
 
 
-def gate_of_model(model_dir: Path) -> dict[str, Any]:
+def gate_of_model(model_dir: Path) -> OperatorGate:
     """operator_gate on the Python and .cu files of a model directory (I/O at the edge)."""
     directory = Path(model_dir)
     files = {p.name: p.read_text(errors="replace") for p in sorted(directory.glob("*.py"))}

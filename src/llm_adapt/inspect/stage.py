@@ -16,12 +16,12 @@ from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
-from llm_adapt.inspect.operator_gate import gate_of_model
+from llm_adapt.inspect.operator_gate import OperatorGate, gate_of_model
 from llm_adapt.models.provenance import Provenance, provenance_of, recorded
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, load_spec
-from llm_adapt.inspect.gates import planning_gates
+from llm_adapt.inspect.gates import Gates, planning_gates
 from llm_adapt.errors import UsageError
 from llm_adapt.results import StageResult
 
@@ -66,10 +66,10 @@ class InspectResult(StageResult):
     inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
     caveats: list[CaveatRecord] = []  # platform caveats with source and accuracy check (and their message keys)
     strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
-    operator_gate: dict[str, Any] = {}  # upstream/operators.py: the custom operators of the model's own code
+    operator_gate: OperatorGate = {}  # upstream/operators.py: the custom operators of the model's own code
     # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
     # applicability with evidence, operator gate, max-model-len), for this plan's platform
-    gates: dict[str, Any] = {}
+    gates: Gates = {}
     # models/provenance.py: what was measured (checkpoint, revision, format, quantization as loaded, the dtype it
     # was converted to); None in an inspect.json written before it was recorded (provenance.recorded rebuilds it)
     provenance: dict[str, Any] | None = None

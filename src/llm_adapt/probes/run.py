@@ -7,7 +7,7 @@ from typing import Any, Callable, ClassVar
 
 import httpx
 
-from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.probes.context import (ERROR, NO_CHAT_TEMPLATE, NOT_APPLICABLE, NOT_JUDGED, NOT_RUN, UNSUPPORTED, Outcome,
@@ -20,7 +20,7 @@ from llm_adapt import rundir
 class ProbesResult(StageResult):
     KIND: ClassVar[str] = "probes"
 
-    endpoint: dict[str, Any]
+    endpoint: EndpointRecord
     model: str
     engine: str | None = None
     rows: list[dict[str, Any]]
