@@ -37,12 +37,45 @@ class BaselineRow(TypedDict):
     source: NotRequired[str | None]
 
 
+@with_config(ConfigDict(extra="allow"))
+class RulingRecord(TypedDict):
+    """One rule's ruling on a row (rules.Ruling.as_dict)."""
+
+    status: Status
+    reason: Said
+
+
+@with_config(ConfigDict(extra="allow"))
+class PairedRow(TypedDict, total=False):
+    """One task metric, served against gold on the same items (paired_rows): the paired test's figures
+    (stats.Paired), its status and reason, upstream's rules beside it, and what the items could see."""
+
+    task: str
+    metric: str
+    n: int
+    served: float
+    gold: float
+    served_only: int
+    gold_only: int
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    rtol: float
+    status: Status
+    reason: Said
+    rules: dict[str, RulingRecord]
+    rules_disagree: bool
+    sizing: dict[str, float | int | bool | None]  # power.Sizing's fields
+    seen: Said  # what the items could see, in words (sizing_line)
+
+
 def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, dict[int, bool]],
                 rtol: float = DEFAULT_RTOL, detect: float = DETECT_POINTS, threshold: float = AISBENCH_THRESHOLD,
-                available: int | None = None) -> list[dict]:
+                available: int | None = None) -> list[PairedRow]:
     """One row per 0/1 metric that both sides logged, over the doc ids both answered: the paired test (which
     decides), upstream's two rules beside it, and what these items could see (a drop of `detect` points)."""
-    rows = []
+    rows: list[PairedRow] = []
     for metric in sorted(set(served) & set(gold)):
         ids = sorted(set(served[metric]) & set(gold[metric]))
         if not ids:
@@ -57,7 +90,7 @@ def paired_rows(task: str, served: dict[str, dict[int, bool]], gold: dict[str, d
     return rows
 
 
-def sizing_line(row: dict):
+def sizing_line(row: PairedRow):
     """What a row's items could see, in one message: a drop too small to be seen, or enough items."""
     s = Sizing(**row["sizing"])
     if s.paired_unseen is None:
@@ -87,7 +120,7 @@ def baseline_rows(task: str, served_scores: dict[str, float], baseline: Baseline
     return rows
 
 
-def verdict(paired_rows_: list[dict], baseline_rows_: list[BaselineRow], skipped: list[str]) -> Verdict:
+def verdict(paired_rows_: list[PairedRow], baseline_rows_: list[BaselineRow], skipped: list[str]) -> Verdict:
     rows = paired_rows_ + baseline_rows_
     status = worst([r["status"] for r in rows]) if rows else Status.SKIP
     reasons = [reason("tv_row", task=r["task"], metric=r["metric"], why=r["reason"])

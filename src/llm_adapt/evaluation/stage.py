@@ -10,7 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.evaluation.baseline import Baseline
@@ -27,7 +30,7 @@ from llm_adapt.evaluation.harness import (
     stderrs,
 )
 from llm_adapt.accuracy.result import Verdict
-from llm_adapt.evaluation.judge import BaselineRow, baseline_rows, paired_rows, verdict
+from llm_adapt.evaluation.judge import BaselineRow, PairedRow, baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.power import DETECT_POINTS
 from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
@@ -38,21 +41,65 @@ from llm_adapt import rundir
 EVAL_FILE = rundir.EVAL
 
 
+@with_config(ConfigDict(extra="allow"))
+class EvalSettings(TypedDict, total=False):
+    """What the eval ran with: harness.Settings, the tolerance, the drop to detect, AISBench's threshold."""
+
+    limit: int | str | None
+    num_fewshot: int | None
+    num_concurrent: int
+    batch_size: int
+    served_batch_size: int
+    seed: int
+    rtol: float
+    detect: float
+    threshold: float
+
+
+@with_config(ConfigDict(extra="allow"))
+class TaskScore(TypedDict, total=False):
+    """One task metric's aggregate on each side, as the harness reports it, with what upstream's e2e config
+    needs to rerun it (the served side's stderr, the few-shot count, whether the chat template was applied)."""
+
+    task: str
+    metric: str
+    served: float | None
+    gold: float | None
+    served_stderr: float | None
+    num_fewshot: int | None
+    chat: bool | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class AisbenchRun(TypedDict, total=False):
+    """--backend aisbench: what its nightly form needs (upstream/formats.nightly_config)."""
+
+    dataset_conf: str
+    request_conf: str
+    data: str  # "given" (a local copy) or where AISBench's own copy is
+    max_out_len: int
+    batch_size: int
+    generation_kwargs: dict[str, float | int | bool | str | None]
+    accuracy: dict[str, float | None]  # served, gold: points
+    failed_requests: list[int]
+    version: str
+    threshold: float
+
+
 class EvalResult(StageResult):
     KIND: ClassVar[str] = "eval"
 
     model: str  # the gold's model name
     backend: str = "lm-eval"  # lm-eval | aisbench: the harness that ran both sides
     endpoint: EndpointRecord
-    settings: dict[str, Any]  # limit, num_fewshot, num_concurrent, batch_size, seed, rtol
-    scores: list[dict[str, Any]]  # per task and metric: served and gold aggregate as lm-eval reports them
-    paired: list[dict[str, Any]]  # per task and metric: n, served, gold, diff, ci, p_value, status, reason
+    settings: EvalSettings
+    scores: list[TaskScore]  # per task and metric: served and gold aggregate as lm-eval reports them
+    paired: list[PairedRow]
     baseline: list[BaselineRow]  # per published metric
     skipped: list[str]  # one line per task that could not run here
     seconds: dict[str, float]  # wall time per side and group
     verdict: Verdict  # status, reasons, skipped
-    aisbench: dict[str, Any] | None = None  # --backend aisbench: dataset_conf, request_conf, max_out_len, batch_size,
-    #   generation_kwargs, accuracy (served, gold; points), failed_requests, version, threshold: its nightly form
+    aisbench: AisbenchRun | None = None
 
 
 def run_eval_stage(source, endpoint: Endpoint, tasks: list[str], out: Path, settings: Settings | None = None,
