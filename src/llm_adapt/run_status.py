@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
@@ -41,18 +41,44 @@ class StageRecord(TypedDict):
     trace: NotRequired[str]  # a bug's traceback, kept for the report's troubleshooting
 
 
+@with_config(ConfigDict(extra="allow"))
+class RunWorkload(TypedDict, total=False):
+    """How much each measuring stage did (run/config.RunSizes, as the run recorded it)."""
+
+    prompts: str
+    max_new_tokens: int
+    latency_iterations: int
+    input_len: int
+    output_len: int
+    throughput_prompts: int
+    sweep: list[int]
+    sweep_prompts: int
+    quants: list[str]
+    corpus_tokens: int | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class RunVerdict(TypedDict):
+    """The run's one verdict (report.findings.overall_verdict; interrupted_verdict for a run a signal stopped)."""
+
+    status: Status
+    reasons: list[Said]
+    false_ready: NotRequired[bool]
+    judged: NotRequired[list[Said]]  # the reasons of the parts that judged accuracy
+
+
 class RunStatus(StageResult):
     KIND: ClassVar[str] = "status"
 
     model: str
     platform: str
     stages: dict[str, StageRecord]
-    workload: dict[str, Any]
+    workload: RunWorkload
     finished: bool = False
     dummy: bool = False
     tool_version: str | None = None  # the llm-adapt that ran it
     # the run's verdict as the report shows it ({status, reasons}), written once the report is drawn
-    verdict: dict[str, Any] | None = None
+    verdict: RunVerdict | None = None
     # the signal that stopped the run ("SIGINT": Ctrl-C, or "SIGTERM"); such a run is not judged, and
     # `--resume` finishes it
     stopped_by: str | None = None
@@ -63,7 +89,7 @@ def signal_words(stopped_by: str) -> str:
     return "Ctrl-C" if stopped_by == "SIGINT" else stopped_by
 
 
-def interrupted_verdict(stopped: str) -> dict[str, Any]:
+def interrupted_verdict(stopped: str) -> RunVerdict:
     """The one verdict of a run a signal stopped (`stopped`: signal_words'), from nothing but the signal: the run
     writes it without importing the report (a signal that lands inside a module's first import can leave that
     module half made, and numpy then refuses to be imported again), and the report gives the same. Pure."""

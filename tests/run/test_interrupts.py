@@ -169,9 +169,10 @@ def test_resume_judges_the_run_again(tmp_path):
     """--resume reads the stopped run's status and clears its stop and verdict: the finished run is judged."""
     from llm_adapt.run.config import RunConfig
     from llm_adapt.run.pipeline import _load_or_new_status, new_status, stopping_signal
+    from llm_adapt.run_status import interrupted_verdict
 
     cfg = RunConfig(out=tmp_path, model_arg="default", plan_options_for=lambda s: None, resume=True)
-    stopped = new_status(cfg).model_copy(update={"stopped_by": "SIGTERM", "verdict": {"status": "INTERRUPTED"}})
+    stopped = new_status(cfg).model_copy(update={"stopped_by": "SIGTERM", "verdict": interrupted_verdict("SIGTERM")})
     stopped.save(tmp_path / "status.json")
     again = _load_or_new_status(cfg)
     assert again.stopped_by is None and again.verdict is None and not again.finished

@@ -9,6 +9,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates typin
 
 from llm_adapt.engines.endpoint import EndpointRecord
 from llm_adapt.messages import Said
+from llm_adapt.models.source import ModelRef
 from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 from llm_adapt.status import Status
@@ -310,15 +311,6 @@ class AccuracyVerdict(TypedDict):
     status: Status
     targets: dict[str, Status]
     informational: dict[str, Status]
-
-
-@with_config(ConfigDict(extra="allow"))
-class ModelRef(TypedDict, total=False):
-    """The model measured: its name, its directory and, served, the name the engine serves it as."""
-
-    name: str
-    path: str
-    served: str
 
 
 @with_config(ConfigDict(extra="allow"))

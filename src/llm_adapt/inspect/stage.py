@@ -14,12 +14,12 @@ from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import decide
-from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, classify, registry_for
+from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, SupportAnswer, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import OperatorGate, gate_of_model
 from llm_adapt.models.provenance import Provenance, provenance_of, recorded
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
-from llm_adapt.models.source import ModelSource
+from llm_adapt.models.source import ModelRef, ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, load_spec
 from llm_adapt.inspect.gates import Gates, planning_gates
 from llm_adapt.errors import UsageError
@@ -51,7 +51,7 @@ class PlatformReport(BaseModel):
 class InspectResult(StageResult):
     KIND: ClassVar[str] = "inspect"
 
-    model: dict[str, Any]
+    model: ModelRef
     architecture: str
     model_type: str
     config: dict[str, Any]
@@ -59,7 +59,7 @@ class InspectResult(StageResult):
     weight_bytes: dict[str, int]
     kv_cache_bytes_per_token: int
     kv_dtype: str
-    support: dict[str, Any]  # support.Support.to_dict: its words, with their message keys where they have them
+    support: SupportAnswer
     operators: list[OperatorRecord]
     platform: PlatformReport
     plan: DeployPlan
@@ -159,7 +159,7 @@ class PlanInputs:
     params: ParameterReport
     target: Any  # platforms.Platform
     options: PlanOptions
-    support: dict[str, Any]
+    support: SupportAnswer
     tensors: dict[str, Any] | None
 
 

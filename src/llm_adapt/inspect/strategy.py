@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_adapt.inspect.support import SupportAnswer
 from llm_adapt.messages import Reason, reason
 
 DIRECT = "direct registration"
@@ -53,7 +54,7 @@ class Strategy:
         return asdict(self)
 
 
-def decide(architecture: str, support: dict[str, str], trial: BackendTrial | None,
+def decide(architecture: str, support: SupportAnswer, trial: BackendTrial | None,
            plugin: dict[str, Any] | None = None) -> Strategy:
     """Pure: the strategy from the registry answer and, when not native, the backend trial."""
     registry = support["registry"]

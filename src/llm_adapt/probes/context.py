@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.engines.client import http_client, openai_client, url
 from llm_adapt.engines.endpoint import Endpoint
+from llm_adapt.messages import Said
 
 SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN = "supported", "unsupported", "error", "not run"
 NOT_APPLICABLE = "not applicable"
@@ -59,11 +62,38 @@ def make_context(endpoint: Endpoint, model: str, timeout_s: float = 120.0) -> Pr
                         timeout_s=timeout_s)
 
 
+@with_config(ConfigDict(extra="allow"))
+class SentRequest(TypedDict, total=False):
+    """A request a probe sent, as recorded beside its answer: chat messages or a plain prompt."""
+    messages: list[dict[str, str]]
+    prompt: str
+    max_tokens: int
+    temperature: int | float  # as sent (0, not 0.0)
+
+
+@with_config(ConfigDict(extra="allow"))
+class ProbeDetail(TypedDict, total=False):
+    """What a probe recorded beyond its evidence: what it sent and got back where it judged an answer, and
+    each probe's own figures (served names, time to first token, a tool call's arguments, ...)."""
+    request: SentRequest
+    text: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class ProbeRow(TypedDict, total=False):
+    """One probe in probes.json (its name and status always; the rest where the probe recorded them)."""
+    name: str
+    status: str  # SUPPORTED, UNSUPPORTED, ERROR, NOT_RUN, NOT_APPLICABLE, NOT_ENABLED or NOT_JUDGED
+    evidence: Said
+    latency_ms: float | None
+    detail: ProbeDetail
+
+
 @dataclass
 class Outcome:
     status: str
     evidence: str
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: ProbeDetail = field(default_factory=dict)
 
 
 def snippet(text: Any, limit: int = 160) -> str:

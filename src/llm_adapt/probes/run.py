@@ -11,7 +11,7 @@ from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.probes.context import (ERROR, NO_CHAT_TEMPLATE, NOT_APPLICABLE, NOT_JUDGED, NOT_RUN, UNSUPPORTED, Outcome,
-                                      Timer, make_context, snippet)
+                                      ProbeRow, Timer, make_context, snippet)
 from llm_adapt.probes.features import CHAT_TEMPLATE_MISSING, PROBES
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
@@ -23,7 +23,7 @@ class ProbesResult(StageResult):
     endpoint: EndpointRecord
     model: str
     engine: str | None = None
-    rows: list[dict[str, Any]]
+    rows: list[ProbeRow]
     summary: dict[str, int]
     complete: bool
 
@@ -44,7 +44,7 @@ def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None =
     ctx = make_context(endpoint, model)
     ctx.facts.update(facts or {})
     names = [n for n in PROBES if not only or n in only]
-    rows: list[dict[str, Any]] = []
+    rows: list[ProbeRow] = []
     stopped: str | None = None
     for i, name in enumerate(names):
         if progress:
@@ -125,7 +125,7 @@ def _alive(ctx) -> bool:
         return False
 
 
-def _row(name: str, outcome: Outcome, ms: float | None) -> dict[str, Any]:
+def _row(name: str, outcome: Outcome, ms: float | None) -> ProbeRow:
     return {"name": name, "status": outcome.status, "evidence": outcome.evidence,
             "latency_ms": ms, "detail": outcome.detail}
 

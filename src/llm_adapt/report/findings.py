@@ -14,7 +14,8 @@ from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import INCOMPLETE, RunStatus, StageRecord, StageStatus, interrupted_verdict, signal_words
+from llm_adapt.run_status import (INCOMPLETE, RunStatus, RunVerdict, StageRecord, StageStatus, interrupted_verdict,
+                                  signal_words)
 from llm_adapt.status import JUDGED, Status, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
@@ -83,7 +84,7 @@ def _task_detail(ev: dict[str, Any]) -> Any:
     return reason(f"task_detail_{len(shown)}", **{name: r for name, r in zip(("first", "second"), shown)})
 
 
-def overall_verdict(run: RunData) -> dict[str, Any]:
+def overall_verdict(run: RunData) -> RunVerdict:
     """Worst of: the engine started, core features work, the main in-process target, the endpoint;
     a server that answers wrongly is named false-ready. Never a PASS with a stage incomplete or a result
     file unreadable."""

@@ -18,7 +18,7 @@ from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.messages import Said, reason
 from llm_adapt.run.state import RunState
-from llm_adapt.run_status import RunStatus, StageStatus, interrupted_verdict, signal_words
+from llm_adapt.run_status import RunStatus, RunVerdict, StageStatus, interrupted_verdict, signal_words
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
 
 
@@ -66,7 +66,7 @@ def _dummy_stage(cfg: RunConfig, state: RunState | None) -> RunStatus:
     return status
 
 
-def run_verdict(out) -> dict:
+def run_verdict(out) -> RunVerdict:
     """The run's verdict from its JSON files, exactly as the report and the page show it."""
     from llm_adapt.report.data import load_run
     from llm_adapt.report.findings import overall_verdict

@@ -16,7 +16,10 @@ from typing_extensions import TypedDict  # pydantic validates typing's TypedDict
 
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
+from llm_adapt.inspect.gates import Gates
 from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.inspect.support import SupportAnswer
+from llm_adapt.models.source import ModelRef
 from llm_adapt.inspect.stage import PlatformReport
 from llm_adapt.report.data import RunData
 from llm_adapt.upstream import commands as cmd
@@ -41,14 +44,14 @@ class Deployment:
     planned: bool  # True: planned for an NPU from a run elsewhere
     plan: DeployPlan  # for platform npu
     platform: PlatformReport  # inspect.json's platform entry of that plan
-    gates: dict[str, Any]  # capacity, features, operators, max_model_len (inspect/gates.py)
+    gates: Gates
     commands: dict[str, ModeCommand]  # eager / graph
     version: str  # the vLLM-Ascend the flags are for, e.g. "vLLM-Ascend v0.23.0.post1"
     hardware: str  # the NPUs, in words
     hardware_zh: str
     vllm: str  # the vLLM under it: the run's, or the one the planned release pins
+    support: SupportAnswer  # native / backend / unsupported, judged for that vLLM
     vllm_zh: str = ""
-    support: dict[str, Any] = field(default_factory=dict)  # native / backend / unsupported, judged for that vLLM
     caveats: list[CaveatRecord] = field(default_factory=list)  # the model's caveats on an NPU (inspect/caveats.py)
     scenarios: list[Any] = field(default_factory=list)  # upstream/scenarios.Scenario: long context, ...
     servers: dict[str, cmd.Shown] = field(default_factory=dict)  # eager / graph: the server command as data
@@ -143,14 +146,14 @@ def _options_of(plan: DeployPlan, model_id: str):
                        trust_remote_code=eager.has("--trust-remote-code"))
 
 
-def _scenarios(model: dict[str, Any], options) -> list[Any]:
+def _scenarios(model: ModelRef, options) -> list[Any]:
     from llm_adapt.inspect.stage import plan_inputs
     from llm_adapt.upstream.scenarios import scenarios
 
     return scenarios(plan_inputs(_model_source(model), options, "npu"))
 
 
-def _model_source(model: dict[str, Any]):
+def _model_source(model: ModelRef):
     """The run's model, found again: the directory it was read from if still there, else its hub id or GGUF
     as given."""
     from llm_adapt.models.source import resolve_model

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 import jinja2
 
@@ -38,6 +38,20 @@ from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream import formats, origin
 from llm_adapt.upstream.deployment import Deployment, ModeCommand, from_npu_run, planned_for_npu
 
+if TYPE_CHECKING:
+    from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport
+    from llm_adapt.evaluation.stage import EvalResult
+    from llm_adapt.inspect.gates import AdaptationResult, FeatureRow, Gates
+    from llm_adapt.inspect.stage import InspectResult
+    from llm_adapt.inspect.support import SupportAnswer
+    from llm_adapt.messages import Reason
+    from llm_adapt.probes.run import ProbesResult
+    from llm_adapt.run_status import RunVerdict, StageRecord
+    from llm_adapt.upstream.faq import FaqEntry
+    from llm_adapt.upstream.samples import Sample
+    from llm_adapt.upstream.scenarios import Scenario
+    from llm_adapt.upstream.setting_checks import SettingCheck
+
 TARGETS = ("vllm-ascend",)
 LANGS = ("en", "zh")
 PLAN_FOR = ("npu",)
@@ -47,6 +61,93 @@ PLAN_FOR = ("npu",)
 class Exported:
     written: list[Path]
     notes: list[str] = field(default_factory=list)  # what was not written, and the command that would write it
+
+
+class E2EFiles(TypedDict):
+    """The e2e config (None without a public task measured), its report's fields, its rows, the tasks left out."""
+    config: formats.E2EConfig | None
+    rows: list[formats.TaskRow]
+    left: list[str]
+    fields: formats.ReportFields | None
+
+
+class BenchShown(TypedDict):
+    """What an NPU run's throughput benchmark measured with section 8's command."""
+    prompts: int
+    input_len: int
+    output_len: int
+    concurrency: int
+    output_throughput: float | None
+    ttft: float | None
+    tpot: float | None
+
+
+class BenchWorkload(TypedDict, total=False):
+    """Section 8's benchmark: an NPU run's own workload with its result, else BENCH_DEFAULT's."""
+    input_len: int
+    output_len: int
+    prompts: int
+    concurrency: int
+    result: BenchShown
+
+
+class ShownCommands(TypedDict):
+    """The commands the tutorial and the runbook show, and what an NPU run measured with them."""
+    server: cmd.Shown
+    served_name: str
+    port: str
+    docker: dict[str, cmd.Shown]
+    models: cmd.Shown
+    chat: cmd.Shown
+    chat_prompt: str
+    chat_answer: str | None
+    lm_eval: cmd.Shown
+    bench: cmd.Shown
+    bench_result: BenchShown | None
+
+
+class ExportContext(ShownCommands):
+    """Everything the export's templates show (context), each measurement with where it was measured."""
+    run: RunData
+    insp: InspectResult
+    ad: AdaptationResult | None
+    serve: ServeResult | None
+    status: dict[str, StageRecord]
+    probes: ProbesResult | None
+    ep: EndpointAccuracyResult | None
+    acc: AccuracyResult | None
+    main: RunnerReport | None  # the main in-process target
+    ev: EvalResult | None
+    e2e: E2EFiles
+    verdict: RunVerdict
+    started: bool
+    served_mode: str | None
+    deploy: Deployment
+    plan: DeployPlan
+    gates: Gates
+    where: dict[str, str]
+    model_id: str
+    model: str
+    paths: dict[str, str]
+    weights_reason: Reason | None
+    support_reason: Reason
+    samples: list[Sample]
+    faq: list[FaqEntry]
+    scenarios: list[Scenario]
+    setting_checks: dict[str, SettingCheck]
+    settings_command: str
+
+
+class TemplateFunctions(TypedDict):
+    """What the templates call (template_functions), in one language."""
+    params: Callable[[cmd.Shown], Any]
+    batched: Callable[[Any], str]
+    option_value: Callable[[Any, str], str]
+    remark: Callable[[Any], str]
+    mode_status: Callable[[bool], str]
+    graph_mode: str
+    weights: str
+    support_words: str
 
 
 def paths(model: str) -> dict[str, str]:
@@ -82,7 +183,7 @@ def commands(plan: DeployPlan, serve: ServeResult | None, started: bool) -> dict
             for mode in ("eager", "graph")}
 
 
-def measured_serve(run: RunData, deploy: Deployment) -> dict[str, Any]:
+def measured_serve(run: RunData, deploy: Deployment) -> formats.E2EServe:
     """The e2e config's serve settings: those the scores were measured with (dtype, max-model-len, eager
     or not, remote code), on the deployment's devices (tensor parallel, memory share). Pure."""
     inspect, serve = run.inspect, run.serve
@@ -102,7 +203,7 @@ def measured_on(run: RunData) -> dict[str, str]:
             "zh": f"{hardware}，{engine}" + ("" if ran == origin.NPU else "（非 NPU）")}
 
 
-def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, str]) -> dict[str, Any]:
+def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, str]) -> E2EFiles:
     """The e2e config (None without a public task measured) with its report fields, and the tasks left out."""
     ev = run.eval
     rows, left = formats.task_rows(ev) if ev else ([], [])
@@ -120,7 +221,7 @@ def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, 
     return {"config": config, "rows": rows, "left": left, "fields": fields}
 
 
-def context(run: RunData, deploy: Deployment, model_id: str) -> dict[str, Any]:
+def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
     """Everything the templates show: the run's measurements (each with where it was measured), what weights
     they were measured on, and the NPU deployment (its own, or the plan) with its commands as data."""
     inspect, serve, status = run.inspect, run.serve, run.stages
@@ -135,7 +236,7 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> dict[str, Any]:
     model = safe_name(model_id.split("/")[-1])
     prov = inspect.measured
     weights = describe(prov, model_id) if prov else None
-    return {"run": run, "bench": run.bench, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
+    return {"run": run, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
             "probes": run.probes, "ep": run.endpoint_accuracy, "acc": run.accuracy,
             "main": main_target(run.accuracy), "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),
             "started": status.get("serve", {}).get("status") == StageStatus.DONE, "served_mode": serve.mode if serve else None,
@@ -155,7 +256,7 @@ def _dummy_run(run: RunData) -> RunData | None:
     return load_run(folder) if folder and (folder / rundir.STATUS).exists() else None
 
 
-def support_reason(support: dict[str, Any]):
+def support_reason(support: SupportAnswer) -> Reason:
     """The support level in vLLM-Ascend's words: native, the Transformers backend or a port, for the vLLM the
     deployment runs on (the release vLLM-Ascend pins, when planned away from an NPU)."""
     from llm_adapt.messages import reason
@@ -167,7 +268,7 @@ def support_reason(support: dict[str, Any]):
     return reason(key, version=version, source=source)
 
 
-def shown_commands(run: RunData, deploy: Deployment, model_id: str, e2e: dict[str, Any]) -> dict[str, Any]:
+def shown_commands(run: RunData, deploy: Deployment, model_id: str, e2e: E2EFiles) -> ShownCommands:
     """The commands the tutorial and the runbook show, each against the plan's server as it starts (graph
     mode, vLLM-Ascend's default), and what the run measured with them where it ran on an NPU."""
     from llm_adapt.upstream.samples import chat_request
@@ -196,7 +297,7 @@ def shown_commands(run: RunData, deploy: Deployment, model_id: str, e2e: dict[st
 BENCH_DEFAULT = {"input_len": 1024, "output_len": 256, "prompts": 64, "concurrency": 8}
 
 
-def bench_workload(run: RunData, deploy: Deployment) -> dict[str, Any]:
+def bench_workload(run: RunData, deploy: Deployment) -> BenchWorkload:
     """The workload of section 8's command: an NPU run's throughput benchmark (so its figures are that
     command's), else a default one."""
     bench = run.bench.get("throughput") if not deploy.planned else None
@@ -212,7 +313,7 @@ def bench_workload(run: RunData, deploy: Deployment) -> dict[str, Any]:
                                             "ttft": m.get("median_ttft_ms"), "tpot": m.get("median_tpot_ms")}}
 
 
-def remark(row: dict[str, Any]):
+def remark(row: FeatureRow):
     """A feature row's evidence in the tutorial's words: where it names a command of this tool, what to do on
     the NPU instead."""
     from llm_adapt.messages import reason
@@ -240,7 +341,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def template_functions(ctx: dict[str, Any], lang: str) -> dict[str, Any]:
+def template_functions(ctx: ExportContext, lang: str) -> TemplateFunctions:
     """What the templates call: the parameter table of a command, a scenario's values, a feature row's
     remark, the deployment's status in words."""
     from llm_adapt.messages import message
@@ -266,7 +367,7 @@ def template_functions(ctx: dict[str, Any], lang: str) -> dict[str, Any]:
             "support_words": message(ctx["support_reason"], lang)}
 
 
-def render_config(e2e: dict[str, Any], where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
+def render_config(e2e: E2EFiles, where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
     import yaml
 
     head = [f"# Written by llm-adapt from one run: the metric values are the served model's scores measured on "
@@ -313,7 +414,7 @@ def deployment_for(run: RunData, model_id: str) -> Deployment:
     return deploy
 
 
-def checks_of(run: RunData) -> dict[str, Any]:
+def checks_of(run: RunData) -> dict[str, SettingCheck]:
     """A differential run's checks per feature (tp, ep, graph), on the platform the run ran on."""
     from llm_adapt.upstream.setting_checks import setting_checks
 
@@ -341,7 +442,7 @@ def settings_command(run: RunData, model_id: str, deploy: Deployment) -> str:
     return f"llm-adapt run {name} --platform npu --settings {','.join(names)}"
 
 
-def render_all(ctx: dict[str, Any], report_lang: str) -> dict[str, str]:
+def render_all(ctx: ExportContext, report_lang: str) -> dict[str, str]:
     env = environment()
     files = {"tutorial": env.get_template("tutorial.en.md.j2").render(**ctx, **template_functions(ctx, "en")),
              "report": env.get_template(f"report.{report_lang}.md.j2").render(**ctx, **template_functions(ctx, report_lang)),
@@ -354,7 +455,7 @@ def render_all(ctx: dict[str, Any], report_lang: str) -> dict[str, str]:
     return files
 
 
-def render_nightly(ctx: dict[str, Any]) -> str:
+def render_nightly(ctx: ExportContext) -> str:
     """The nightly AISBench case of an eval run through AISBench, its baseline the served accuracy measured."""
     import yaml
 
@@ -378,7 +479,7 @@ def render_nightly(ctx: dict[str, Any]) -> str:
 
 
 
-def accuracy_report(fields: dict[str, Any], where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
+def accuracy_report(fields: formats.ReportFields, where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
     """benchmarks/accuracy/<Model>.md: upstream's report template with jinja2's default options, as its
     test renders it, then where the scores were measured and on what weights."""
     plain = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.upstream", "templates"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from llm_adapt.environment import EnvironmentResult
-from llm_adapt.evaluation.stage import EvalResult
+from llm_adapt.evaluation.stage import AisbenchRun, EvalResult, TaskScore
 
 UPSTREAM = "vllm-project/vllm-ascend main (182b75e)"
 # docs/source/_templates/Model-Deployment-Tutorial-Template.md: its `## ` headings, in order
@@ -45,6 +45,72 @@ class TaskRow(TypedDict):
     stderr: float | None
     num_fewshot: int | None
     chat: bool | None
+
+
+class E2EServe(TypedDict, total=False):
+    """The e2e config's `serve`: the vLLM settings the scores were measured with (E2E_SERVE_KEYS)."""
+    tensor_parallel_size: int
+    dtype: str
+    max_model_len: int
+    gpu_memory_utilization: float
+    trust_remote_code: bool
+    enable_expert_parallel: bool
+    enforce_eager: bool | None  # None: not set (e2e_config leaves a None out)
+
+
+class E2EMetric(TypedDict):
+    name: str
+    value: float
+
+
+class E2ETask(TypedDict):
+    name: str
+    metrics: list[E2EMetric]
+
+
+class E2EConfig(TypedDict, total=False):
+    """tests/e2e/models/configs/<Model>.yaml, as e2e_config writes it (E2E_KEYS: the keys it may carry)."""
+    model_name: str
+    model_type: str
+    hardware: str
+    serve: E2EServe
+    tasks: list[E2ETask]
+    num_fewshot: int | None
+    limit: int
+    apply_chat_template: bool | None
+    fewshot_as_multiturn: bool | None
+    batch_size: str
+
+
+class ResultRow(TypedDict):
+    task: str
+    metric: str
+    value: float
+    stderr: float | None
+
+
+class ReportFields(TypedDict):
+    """What tests/e2e/models/report_template.md renders (report_fields), VERSION_FIELDS among them."""
+    vllm_version: str
+    vllm_commit: str
+    vllm_ascend_version: str
+    vllm_ascend_commit: str
+    cann_version: str
+    torch_version: str
+    torch_npu_version: str
+    hardware: str
+    model_name: str
+    model_args: str
+    model_type: str
+    datasets: str
+    apply_chat_template: bool | None
+    fewshot_as_multiturn: bool | None
+    limit: int | str
+    batch_size: str
+    num_fewshot: int | str | None
+    rows: list[ResultRow]
+    parallel_mode: str
+    execution_model: str
 
 
 def vllm_dtype(dtype: str) -> str:
@@ -86,7 +152,7 @@ def _typed(values: dict[str, Any], known: dict[str, tuple[type, ...]], prefix: s
     return out
 
 
-def chat_of(score: dict[str, Any], seconds: dict[str, Any]) -> bool | None:
+def chat_of(score: TaskScore, seconds: dict[str, float]) -> bool | None:
     """Whether lm-eval applied the chat template to a score's task: recorded with the score, else the one
     group (generative or loglikelihood) the eval ran; None when neither says."""
     if score.get("chat") is not None:
@@ -130,14 +196,14 @@ def _left_out(row: TaskRow, first: TaskRow | None) -> str | None:
     return None
 
 
-def e2e_config(rows: list[TaskRow], *, model_id: str, hardware: str, serve: dict[str, Any],
-               limit: int | None) -> dict[str, Any]:
+def e2e_config(rows: list[TaskRow], *, model_id: str, hardware: str, serve: E2EServe,
+               limit: int | None) -> E2EConfig:
     """tests/e2e/models/configs/<Model>.yaml as a dict, keys in upstream's order. `rows` from task_rows
     (not empty); `serve` the settings the scores were measured with. Pure."""
-    tasks: dict[str, list[dict[str, Any]]] = {}
+    tasks: dict[str, list[E2EMetric]] = {}
     for r in rows:
         tasks.setdefault(r["task"], []).append({"name": r["metric"], "value": r["value"]})
-    config: dict[str, Any] = {"model_name": model_id, "model_type": E2E_CONSTANTS["model_type"], "hardware": hardware,
+    config: E2EConfig = {"model_name": model_id, "model_type": E2E_CONSTANTS["model_type"], "hardware": hardware,
                               "serve": {k: v for k, v in serve.items() if v is not None},
                               "tasks": [{"name": name, "metrics": metrics} for name, metrics in tasks.items()],
                               "num_fewshot": rows[0]["num_fewshot"]}
@@ -147,7 +213,7 @@ def e2e_config(rows: list[TaskRow], *, model_id: str, hardware: str, serve: dict
                      "batch_size": E2E_CONSTANTS["batch_size"]}
 
 
-def model_args(config: dict[str, Any]) -> dict[str, Any]:
+def model_args(config: E2EConfig) -> dict[str, str | int | float | bool]:
     """The lm-eval model_args upstream's test builds from a config (its build_model_args, with the
     config's own tensor_parallel_size). Pure."""
     serve = config.get("serve", {})
@@ -161,7 +227,7 @@ def model_args(config: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def report_fields(config: dict[str, Any], rows: list[TaskRow], versions: dict[str, str]) -> dict[str, Any]:
+def report_fields(config: E2EConfig, rows: list[TaskRow], versions: dict[str, str]) -> ReportFields:
     """The fields tests/e2e/models/report_template.md renders, computed as upstream's generate_report
     computes them from the config. `versions`: vllm_version, vllm_commit, vllm_ascend_version,
     vllm_ascend_commit, cann_version, torch_version, torch_npu_version ("unknown" where not known, as
@@ -206,7 +272,32 @@ NIGHTLY_DIR = "tests/e2e/nightly/single_node/models/configs"
 NIGHTLY_DATASETS = {"gsm8k": "vllm-ascend/gsm8k-lite"}  # the copies its nightly cases name, by dataset family
 
 
-def nightly_config(ais: dict[str, Any], *, name: str, model_id: str, argv: list[str]) -> dict[str, Any]:
+class NightlyAccuracy(TypedDict):
+    """A nightly case's benchmarks.acc: AISBench's run as tools/aisbench.py reads it."""
+    case_type: str
+    dataset_path: str
+    request_conf: str
+    dataset_conf: str
+    max_out_len: int
+    batch_size: int
+    baseline: float  # points
+    threshold: float
+
+
+class NightlyCase(TypedDict):
+    name: str
+    model: str
+    envs: dict[str, str]
+    server_cmd: list[str]
+    benchmarks: dict[str, NightlyAccuracy]
+
+
+class NightlyConfig(TypedDict):
+    """tests/e2e/nightly/single_node/models/configs/<case>.yaml, as nightly_config writes it."""
+    test_cases: list[NightlyCase]
+
+
+def nightly_config(ais: AisbenchRun, *, name: str, model_id: str, argv: list[str]) -> NightlyConfig:
     """The nightly config of one AISBench eval (eval.json's `aisbench`), its baseline the served model's
     measured accuracy in points. `argv`: the NPU deployment's vLLM command (program first). Pure."""
     from llm_adapt.command import Command
@@ -214,7 +305,7 @@ def nightly_config(ais: dict[str, Any], *, name: str, model_id: str, argv: list[
     options = Command.from_argv(argv).without("--model", "--served-model-name", "--host").with_option("--port", "$SERVER_PORT")
     server_cmd = [word for flag, value in options.options for word in ([flag] if value is None else [flag, value])]
     family = ais["dataset_conf"].split("/")[0]
-    acc = {"case_type": "accuracy", "dataset_path": NIGHTLY_DATASETS.get(family, family),
+    acc: NightlyAccuracy = {"case_type": "accuracy", "dataset_path": NIGHTLY_DATASETS.get(family, family),
            "request_conf": ais["request_conf"], "dataset_conf": ais["dataset_conf"], "max_out_len": ais["max_out_len"],
            "batch_size": ais["batch_size"], "baseline": round(float(ais["accuracy"]["served"]), 2),
            "threshold": ais["threshold"]}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_adapt.errors import UsageError
+from llm_adapt.models.source import ModelRef
 from llm_adapt.platforms.npu import atlas_series
 from llm_adapt.report.data import RunData
 
@@ -76,7 +77,7 @@ def engine_of(run: RunData) -> str:
     return f"vLLM {packages['vllm']}" if packages.get("vllm") else "an engine whose version was not recorded"
 
 
-def hub_id(model: dict[str, Any], given: str | None) -> str:
+def hub_id(model: ModelRef, given: str | None) -> str:
     """The model's id on its hub (ORG/NAME): `given` (--model-id) when set, else the run's `hf:` / `ms:`
     source. A model from a local directory or file has none: one line asks for --model-id."""
     if given:

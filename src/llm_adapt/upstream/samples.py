@@ -9,9 +9,9 @@ its id in the run's prompt suite. Pure given the run's records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from llm_adapt.accuracy.result import EndpointAccuracyResult
+from llm_adapt.probes.context import ProbeDetail, ProbeRow, SentRequest
 from llm_adapt.report.data import RunData
 
 CHAT = "chat completion"
@@ -22,7 +22,7 @@ FEATURES = ("legacy completions", "Chinese prompt answered in Chinese")
 class Sample:
     stage: str  # "dummy" | "real" | "feature"
     check: str  # the probe, or the prompt's id in the suite
-    request: dict[str, Any]  # what was sent: messages or prompt, max_tokens, temperature
+    request: SentRequest
     answer: str
     reference: str | None = None  # the fp32 reference's greedy answer, where the run computed one
     status: str | None = None  # a feature check's verdict on its answer (supported, unsupported, ...)
@@ -35,12 +35,12 @@ class Sample:
         return users[-1] if users else str(self.request.get("prompt", ""))
 
 
-def detail(row: dict[str, Any]) -> dict[str, Any]:
+def detail(row: ProbeRow) -> ProbeDetail:
     """A probe row's detail: what it sent and got (none where the probe recorded nothing)."""
     return row.get("detail") or {}
 
 
-def chat_request(row: dict[str, Any]) -> dict[str, Any]:
+def chat_request(row: ProbeRow) -> SentRequest:
     """The chat check's request as recorded beside its answer, else the probe's fixed one."""
     from llm_adapt.probes.features import CHAT_MAX_TOKENS, HELLO
 
@@ -48,7 +48,7 @@ def chat_request(row: dict[str, Any]) -> dict[str, Any]:
     return recorded or {"messages": HELLO, "max_tokens": CHAT_MAX_TOKENS, "temperature": 0}
 
 
-def _probe(run: RunData | None, name: str) -> dict[str, Any] | None:
+def _probe(run: RunData | None, name: str) -> ProbeRow | None:
     rows = run.probes.rows if run and run.probes else []
     return next((r for r in rows if r.get("name") == name and detail(r).get("text")), None)
 
