@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.result import PartError
 from llm_adapt.accuracy.sublayer import PartErrors, PartRecord, part_errors, part_rows, replay_parts
@@ -115,7 +116,7 @@ def served_router(records: list[dict[str, Any]], gold, index: int, renormalize: 
     return routing_verdict(counts) if counts else None
 
 
-def renormalizes(config: dict[str, Any]) -> bool:
+def renormalizes(config: ConfigJson) -> bool:
     """Whether the model's MoE layers renormalize their top-k weights, as vLLM builds them: Qwen-MoE's
     norm_topk_prob, else True (Mixtral and others always do). Pure."""
     text = config.get("text_config") or config

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.messages import reason
 from llm_adapt.messages.core import Said
 
@@ -81,11 +82,11 @@ EXPERT_TENSOR = re.compile(r"\.(experts|block_sparse_moe)\.")
 MTP_TENSOR = re.compile(r"(^|\.)(mtp|nextn|eh_proj|enorm|hnorm)(\.|_|$)")
 
 
-def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+def _text_config(config: ConfigJson) -> ConfigJson:
     return config.get("text_config") or config
 
 
-def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool, str]:
+def moe_evidence(config: ConfigJson, tensor_names: list[str]) -> tuple[bool, str]:
     text = _text_config(config)
     keys = {k: text[k] for k in EXPERT_KEYS if isinstance(text.get(k), int) and text[k] > 0}
     experts = [n for n in tensor_names if EXPERT_TENSOR.search(n)]
@@ -99,7 +100,7 @@ def moe_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[bool,
     return False, reason("ev_dense_no_weights", keys=", ".join(EXPERT_KEYS))
 
 
-def mtp_evidence(config: dict[str, Any], tensor_names: list[str]) -> tuple[str, str]:
+def mtp_evidence(config: ConfigJson, tensor_names: list[str]) -> tuple[str, str]:
     """The MTP row's status and evidence. An architecture has MTP layers when its config counts them
     (MTP_KEYS > 0: DeepSeek-V3, GLM-4.5, MiMo), its model type has them (MTP_MODEL_TYPES: Qwen3-Next) or
     its checkpoint holds MTP tensors. Not verified (it applies) when the checkpoint has them or no weights
@@ -132,7 +133,7 @@ def _layer_index(name: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def multimodal_evidence(config: dict[str, Any]) -> tuple[bool, str]:
+def multimodal_evidence(config: ConfigJson) -> tuple[bool, str]:
     keys = [k for k in VISION_KEYS if config.get(k) is not None]
     if keys:
         return True, reason("ev_multimodal", keys=", ".join(keys))
@@ -181,7 +182,7 @@ def graph_row(platform: str, served_mode: str | None, served_ok: bool | None, gr
     return row | {"status": NOT_VERIFIED, "evidence": why}
 
 
-def feature_rows(config: dict[str, Any], tensor_names: list[str], platform: str, served_mode: str | None,
+def feature_rows(config: ConfigJson, tensor_names: list[str], platform: str, served_mode: str | None,
                  served_ok: bool | None, graph_command: str | None, version: str | None = None,
                  planned: bool = False) -> list[FeatureRow]:
     """The rows for the vLLM-Ascend `version` deployed (None: the release a plan targets, ASCEND_RELEASE).

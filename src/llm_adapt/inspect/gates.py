@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.inspect.capacity import NOT_APPLICABLE, Capacity, PlanFigures, capacity_baseline
 from llm_adapt.inspect.ascend_features import FeatureRow, feature_rows, version_label
 from llm_adapt.inspect.operator_gate import OperatorGate
@@ -46,7 +47,7 @@ class Gates(TypedDict, total=False):
     max_model_len: MaxModelLen
 
 
-def planning_gates(config: dict[str, Any], tensor_names: list[str], plan: PlanForGates,
+def planning_gates(config: ConfigJson, tensor_names: list[str], plan: PlanForGates,
                    max_position_embeddings: int | None, operators: OperatorGate, *, version: str | None = None,
                    served_mode: str | None = None, served_ok: bool | None = None, planned: bool = False) -> Gates:
     """The gates for `plan` (DeployPlan.to_dict()). `version`: the vLLM-Ascend deployed (None: the

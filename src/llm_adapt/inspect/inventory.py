@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.messages import reason
 from llm_adapt.models.spec import ModelSpec
 
@@ -82,7 +83,7 @@ def attention_variant(heads: int, kv_heads: int, mla: bool) -> str:
     return "MQA" if kv_heads == 1 else "GQA"
 
 
-def quantization_method(config: dict[str, Any]) -> str | None:
+def quantization_method(config: ConfigJson) -> str | None:
     quant = config.get("quantization_config")
     return str(quant.get("quant_method") or quant.get("quant_type") or "unknown") if isinstance(quant, dict) else None
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from pydantic import BaseModel, ConfigDict, with_config
 
 from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem
@@ -13,10 +15,11 @@ from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_grou
 from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
-from llm_adapt.inspect.strategy import decide
+from llm_adapt.inspect.strategy import StrategyRecord, decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, SupportAnswer, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
 from llm_adapt.inspect.operator_gate import OperatorGate, gate_of_model
+from llm_adapt.models.quant import QuantRecord
 from llm_adapt.models.provenance import Provenance, provenance_of, recorded
 from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.models.source import ModelRef, ModelSource
@@ -48,38 +51,7 @@ class PlatformReport(BaseModel):
         return (self.graph_mode_zh if lang == "zh" else None) or self.graph_mode
 
 
-class InspectResult(StageResult):
-    KIND: ClassVar[str] = "inspect"
-
-    model: ModelRef
-    architecture: str
-    model_type: str
-    config: dict[str, Any]
-    parameters: dict[str, Any]
-    weight_bytes: dict[str, int]
-    kv_cache_bytes_per_token: int
-    kv_dtype: str
-    support: SupportAnswer
-    operators: list[OperatorRecord]
-    platform: PlatformReport
-    plan: DeployPlan
-    inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
-    caveats: list[CaveatRecord] = []  # platform caveats with source and accuracy check (and their message keys)
-    strategy: dict[str, Any] = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
-    operator_gate: OperatorGate = {}  # upstream/operators.py: the custom operators of the model's own code
-    # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
-    # applicability with evidence, operator gate, max-model-len), for this plan's platform
-    gates: Gates = {}
-    # models/provenance.py: what was measured (checkpoint, revision, format, quantization as loaded, the dtype it
-    # was converted to); None in an inspect.json written before it was recorded (provenance.recorded rebuilds it)
-    provenance: dict[str, Any] | None = None
-
-    @property
-    def measured(self) -> Provenance | None:
-        """What the run measured: the provenance recorded, or what an older file's model entry still tells."""
-        return recorded(self.provenance, self.model, self.parameters, self.config)
-
-
+@with_config(ConfigDict(extra="allow"))
 class ParameterReport(TypedDict, total=False):
     """inspect.json's `parameters`: counted from the config, and from the weights where they are here."""
     from_config: int
@@ -91,7 +63,57 @@ class ParameterReport(TypedDict, total=False):
     weight_sizing: dict[str, Any]  # the weights' bytes from the safetensors headers (plan_inputs)
 
 
-def config_summary(spec: ModelSpec) -> dict[str, Any]:
+@with_config(ConfigDict(extra="allow"))
+class ConfigSummary(TypedDict, total=False):
+    """inspect.json's `config` (config_summary): the ModelSpec figures the plan and the report use."""
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int | None
+    tie_word_embeddings: bool
+    torch_dtype: str | None
+    custom_code: bool
+    quantization: QuantRecord | None
+
+
+class InspectResult(StageResult):
+    KIND: ClassVar[str] = "inspect"
+
+    model: ModelRef
+    architecture: str
+    model_type: str
+    config: ConfigSummary
+    parameters: ParameterReport
+    weight_bytes: dict[str, int]
+    kv_cache_bytes_per_token: int
+    kv_dtype: str
+    support: SupportAnswer
+    operators: list[OperatorRecord]
+    platform: PlatformReport
+    plan: DeployPlan
+    inventory: dict[str, Any] = {}  # ModelFacts: read from the model's code, or the labelled config fallback
+    caveats: list[CaveatRecord] = []  # platform caveats with source and accuracy check (and their message keys)
+    strategy: StrategyRecord = {}  # inspect/strategy.py: decision, evidence, backend trial, plugin skeleton
+    operator_gate: OperatorGate = {}  # upstream/operators.py: the custom operators of the model's own code
+    # inspect/gates.py: the adapter workflow's gates that need no device (capacity baseline, feature
+    # applicability with evidence, operator gate, max-model-len), for this plan's platform
+    gates: Gates = {}
+    # models/provenance.py: what was measured (checkpoint, revision, format, quantization as loaded, the dtype it
+    # was converted to); None in an inspect.json written before it was recorded (provenance.recorded rebuilds it)
+    provenance: Provenance | None = None
+
+    @property
+    def measured(self) -> Provenance | None:
+        """What the run measured: the provenance recorded, or what an older file's model entry still tells."""
+        return recorded(self.provenance, self.model, self.parameters.get("weights_by_dtype"),
+                        self.config.get("quantization"))
+
+
+def config_summary(spec: ModelSpec) -> ConfigSummary:
     """inspect.json's `config`: the ModelSpec figures the plan and the report use."""
     return {
         "hidden_size": spec.hidden_size, "intermediate_size": spec.intermediate_size,
@@ -220,5 +242,5 @@ def run_inspect(source: ModelSource, options: PlanOptions, platform: str | None 
         gates=planning_gates(load_config(source.path), sorted(tensors or {}), plan.to_dict(),
                              spec.max_position_embeddings, operator_gate, planned=True),
         provenance=provenance_of(source, params.get("weights_by_dtype"),
-                                 f"{spec.quant.method} {spec.quant.scheme}" if spec.quant else None).to_dict(),
+                                 f"{spec.quant.method} {spec.quant.scheme}" if spec.quant else None),
     )

@@ -15,14 +15,46 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.inspect.support import SupportAnswer
-from llm_adapt.messages import Reason, reason
+from llm_adapt.messages import Reason, Said, reason
 
 DIRECT = "direct registration"
 BACKEND = "Transformers backend"
 PLUGIN = "out-of-tree plugin"
+
+
+@with_config(ConfigDict(extra="allow"))
+class TrialRecord(TypedDict, total=False):
+    """BackendTrial.to_dict: one start of vLLM with --model-impl transformers, as inspect.json records it."""
+    started: bool
+    answered: bool
+    seconds: float
+    cause: str | None
+    argv: list[str]
+    reply: str | None
+    log: str | None
+    weights: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class PluginSkeleton(TypedDict):
+    """Where write_plugin wrote the out-of-tree plugin's skeleton, and its files."""
+    path: str
+    files: list[str]
+
+
+@with_config(ConfigDict(extra="allow"))
+class StrategyRecord(TypedDict, total=False):
+    """Strategy.to_dict, as inspect.json records it ({} in one written before)."""
+    decision: str
+    headline: Said
+    evidence: list[Said]
+    trial: TrialRecord | None
+    plugin: PluginSkeleton | None
 
 
 @dataclass(frozen=True)
@@ -38,8 +70,8 @@ class BackendTrial:
     log: str | None = None
     weights: str = "dummy"  # "dummy" (--load-format dummy) or "checkpoint"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> TrialRecord:
+        return TrialRecord(**asdict(self))
 
 
 @dataclass(frozen=True)
@@ -47,15 +79,15 @@ class Strategy:
     decision: str  # DIRECT | BACKEND | PLUGIN, with " (not tried)" when no trial ran
     headline: str  # the headline and the evidence lines: Reasons where they have words
     evidence: list[str] = field(default_factory=list)
-    trial: dict[str, Any] | None = None
-    plugin: dict[str, Any] | None = None  # {"path": dir, "files": [...]} of the generated skeleton
+    trial: TrialRecord | None = None
+    plugin: PluginSkeleton | None = None  # the generated skeleton
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> StrategyRecord:
+        return StrategyRecord(**asdict(self))
 
 
 def decide(architecture: str, support: SupportAnswer, trial: BackendTrial | None,
-           plugin: dict[str, Any] | None = None) -> Strategy:
+           plugin: PluginSkeleton | None = None) -> Strategy:
     """Pure: the strategy from the registry answer and, when not native, the backend trial."""
     registry = support["registry"]
     if support["vllm"] == "native":
@@ -78,8 +110,8 @@ def decide(architecture: str, support: SupportAnswer, trial: BackendTrial | None
                      trial.to_dict(), plugin)
 
 
-def _strategy(decision: str, headline: Reason | str, evidence: list[Reason | str], trial: dict[str, Any] | None = None,
-              plugin: dict[str, Any] | None = None) -> Strategy:
+def _strategy(decision: str, headline: Reason | str, evidence: list[Reason | str], trial: TrialRecord | None = None,
+              plugin: PluginSkeleton | None = None) -> Strategy:
     return Strategy(decision, headline, evidence, trial, plugin)
 
 
@@ -101,7 +133,7 @@ def plugin_files(architecture: str, inventory_rows: list[tuple[str, str]]) -> di
     }
 
 
-def write_plugin(directory: Path, architecture: str, inventory_rows: list[tuple[str, str]]) -> dict[str, Any]:
+def write_plugin(directory: Path, architecture: str, inventory_rows: list[tuple[str, str]]) -> PluginSkeleton:
     directory = Path(directory) / plugin_name(architecture)
     files = plugin_files(architecture, inventory_rows)
     for name, text in files.items():

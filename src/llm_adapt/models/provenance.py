@@ -18,7 +18,8 @@ from typing import Any
 
 from llm_adapt.messages import Reason, reason
 from llm_adapt.models import gguf
-from llm_adapt.models.source import DEFAULT_FILE, DEFAULT_PACKAGE, ModelSource
+from llm_adapt.models.quant import QuantRecord
+from llm_adapt.models.source import DEFAULT_FILE, DEFAULT_PACKAGE, ModelRef, ModelSource
 
 GGUF, SAFETENSORS, PYTORCH, NO_WEIGHTS = "gguf", "safetensors", "pytorch", "none"
 HUB_ORIGINS = ("hf", "ms")
@@ -41,12 +42,8 @@ class Provenance:
         """Whether the figures describe a conversion rather than the checkpoint's own files."""
         return self.converted_to is not None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | bool | dict[str, int] | None]:
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Provenance":
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def provenance_of(source: ModelSource, weights_by_dtype: dict[str, int] | None = None,
@@ -99,16 +96,17 @@ def _dtype(torch_name: str | None) -> str:
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(torch_name or "float32", torch_name or "fp32")
 
 
-def recorded(provenance: dict[str, Any] | None, model: dict[str, Any], parameters: dict[str, Any] | None = None,
-             config: dict[str, Any] | None = None) -> Provenance | None:
-    """The provenance inspect.json recorded, or, for a run recorded before it did, what its model entry,
-    parameters and config still tell (marked `recorded=False`: the quantization of a GGUF was not kept). Pure."""
-    if isinstance(provenance, dict):
-        return Provenance.from_dict(provenance)
+def recorded(provenance: Provenance | None, model: ModelRef, weights_by_dtype: dict[str, int] | None = None,
+             quant: QuantRecord | None = None) -> Provenance | None:
+    """The provenance inspect.json recorded, or, for a run recorded before it did, what its model entry, the
+    parameters by dtype and the quantization in its config still tell (marked `recorded=False`: the
+    quantization of a GGUF was not kept). Pure."""
+    if provenance is not None:
+        return provenance
     origin = model.get("origin")
     if not origin:
         return None
-    stored = (parameters or {}).get("weights_by_dtype") or {}
+    stored = weights_by_dtype or {}
     if origin in ("default", "gguf"):  # converted by gguf._convert, which has always written fp32
         name = DEFAULT_FILE if origin == "default" else Path(model.get("given") or "").name
         return Provenance(origin, name, GGUF, converted_to="fp32", recorded=False)
@@ -117,7 +115,6 @@ def recorded(provenance: dict[str, Any] | None, model: dict[str, Any], parameter
         found = HUB_GIVEN.match(model["given"])
         checkpoint, revision = found["repo"], found["rev"]
     fmt = SAFETENSORS if stored else (NO_WEIGHTS if model.get("has_weights") is False else PYTORCH)
-    quant = (config or {}).get("quantization") or {}
     scheme = f"{quant.get('method')} {quant.get('scheme')}".strip() if quant else None
     return Provenance(origin, checkpoint, fmt, revision, scheme, stored, recorded=False)
 

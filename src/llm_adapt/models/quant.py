@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.errors import UsageError
 
 # Side data of quantized layers (AWQ/GPTQ scales, zeros, g_idx; compressed-tensors weight_shape; FP8
@@ -42,6 +46,23 @@ OTHER_VLLM_METHODS = frozenset({
 ALIASES = {"auto_awq": "awq", "awq_marlin": "awq", "auto_gptq": "gptq", "gptq_marlin": "gptq"}
 
 
+@with_config(ConfigDict(extra="allow"))
+class QuantRecord(TypedDict, total=False):
+    """A pre-quantized checkpoint's scheme as results record it (QuantInfo.to_dict)."""
+    method: str
+    source: str
+    scheme: str
+    weight_bits: int | None
+    weight_type: str | None
+    activation_bits: int | None
+    group_size: int | None
+    symmetric: bool | None
+    block: list[int] | None
+    ignored: list[str]
+    quantized_tensors: int | None
+    float_tensors: int | None
+
+
 @dataclass(frozen=True)
 class QuantInfo:
     method: str  # vLLM's name: awq, gptq, compressed-tensors, fp8, ascend (msmodelslim), ...
@@ -56,7 +77,7 @@ class QuantInfo:
     ignored: tuple[str, ...] = ()  # modules the config keeps in float
     quantized_tensors: int | None = None  # msmodelslim: weights marked other than FLOAT
     float_tensors: int | None = None  # msmodelslim: weights marked FLOAT
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: ConfigJson = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def weight_only(self) -> bool:
@@ -68,7 +89,7 @@ class QuantInfo:
         packs = self.method in ("awq", "gptq", "compressed-tensors") and self.weight_type == "int"
         return 32 // self.weight_bits if packs and self.weight_bits and self.weight_bits < 8 else 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> QuantRecord:
         return {"method": self.method, "source": self.source, "scheme": self.scheme, "weight_bits": self.weight_bits,
                 "weight_type": self.weight_type, "activation_bits": self.activation_bits,
                 "group_size": self.group_size, "symmetric": self.symmetric,
@@ -204,7 +225,7 @@ def from_msmodelslim(desc: Any, filename: str = "quant_model_description.json") 
 
 # ---- detection (reads files) ----
 
-def detect_quant(model_dir: Path, config: dict[str, Any]) -> QuantInfo | None:
+def detect_quant(model_dir: Path, config: ConfigJson) -> QuantInfo | None:
     """The checkpoint's quantization: msmodelslim's description file first, else config.json's block."""
     descriptions = sorted(Path(model_dir).glob(MSMODELSLIM_GLOB))
     if descriptions:
@@ -217,7 +238,7 @@ def detect_quant(model_dir: Path, config: dict[str, Any]) -> QuantInfo | None:
     return quant_in_config(config)
 
 
-def quant_in_config(config: dict[str, Any]) -> QuantInfo | None:
+def quant_in_config(config: ConfigJson) -> QuantInfo | None:
     cfg = config.get("quantization_config")
     if cfg is None and isinstance(config.get("text_config"), dict):
         cfg = config["text_config"].get("quantization_config")

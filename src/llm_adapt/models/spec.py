@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import QuantInfo, detect_quant, quant_in_config
 
@@ -73,7 +74,7 @@ class ModelSpec:
     embed_scale: float | None = None  # embeddings multiplied by this (Gemma: sqrt(hidden))
     norm_one_plus_w: bool = False  # RMSNorm scales by (1 + w) (Gemma), not w
     quant: QuantInfo | None = None  # a pre-quantized checkpoint (models/quant.py); None: float weights
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: ConfigJson = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def q_size(self) -> int:
@@ -84,7 +85,7 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
 
-def load_config(model_dir: Path) -> dict[str, Any]:
+def load_config(model_dir: Path) -> ConfigJson:
     """Read config.json of a model directory, with one clear line for each way it can be wrong."""
     path = Path(model_dir) / "config.json"
     if not path.is_file():
@@ -107,7 +108,7 @@ def load_spec(model_dir: Path) -> ModelSpec:
     return spec if quant == spec.quant else replace(spec, quant=quant)
 
 
-def spec_from_config(config: dict[str, Any]) -> ModelSpec:
+def spec_from_config(config: ConfigJson) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config dict (text config of multimodal models too)."""
     cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     archs = config.get("architectures") or []
@@ -161,7 +162,7 @@ SCALED_EMBEDDING = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # x 
 ONE_PLUS_W_NORM = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # GemmaRMSNorm: x * (1 + w)
 
 
-def _family_details(cfg: dict[str, Any], family: str, layers: int, hidden: int, experts: int | None) -> dict[str, Any]:
+def _family_details(cfg: ConfigJson, family: str, layers: int, hidden: int, experts: int | None) -> dict[str, Any]:
     bias = bool(cfg.get("attention_bias", False))
     return dict(
         qkv_bias=bias or family in QKV_BIAS_ALWAYS, o_bias=bias and family not in QKV_BIAS_ALWAYS,
@@ -178,7 +179,7 @@ def _family_details(cfg: dict[str, Any], family: str, layers: int, hidden: int, 
     )
 
 
-def _mla(cfg: dict[str, Any]) -> MlaSpec | None:
+def _mla(cfg: ConfigJson) -> MlaSpec | None:
     if not cfg.get("kv_lora_rank"):
         return None
     return MlaSpec(kv_lora_rank=_int(cfg, "kv_lora_rank"), q_lora_rank=_int(cfg, "q_lora_rank", default=0) or None,
@@ -186,7 +187,7 @@ def _mla(cfg: dict[str, Any]) -> MlaSpec | None:
                    v_head_dim=_int(cfg, "v_head_dim"))
 
 
-def _moe_layer_count(cfg: dict[str, Any], layers: int) -> int:
+def _moe_layer_count(cfg: ConfigJson, layers: int) -> int:
     """DeepSeek: dense below first_k_dense_replace, then every moe_layer_freq-th; Qwen2-MoE: decoder_sparse_step
     and mlp_only_layers; Mixtral: every layer."""
     first_dense = _int(cfg, "first_k_dense_replace", default=0)
@@ -197,19 +198,19 @@ def _moe_layer_count(cfg: dict[str, Any], layers: int) -> int:
     return sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
 
 
-def _shared_width(cfg: dict[str, Any]) -> int:
+def _shared_width(cfg: ConfigJson) -> int:
     if cfg.get("shared_expert_intermediate_size"):
         return _int(cfg, "shared_expert_intermediate_size")
     return _int(cfg, "n_shared_experts", default=0) * _int(cfg, "moe_intermediate_size", default=0)
 
 
-def _sliding_window(cfg: dict[str, Any]) -> int | None:
+def _sliding_window(cfg: ConfigJson) -> int | None:
     if cfg.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
         return None
     return _int(cfg, "sliding_window", default=0) or None
 
 
-def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[str, ...]:
+def _layer_types(cfg: ConfigJson, family: str, layers: int) -> tuple[str, ...]:
     """Per layer "full" or "sliding", the way transformers' config classes derive them."""
     given = cfg.get("layer_types")
     if isinstance(given, list) and len(given) == layers:
@@ -228,7 +229,7 @@ def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[str, ..
     return ("sliding",) * layers
 
 
-def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
+def _int(cfg: ConfigJson, *names: str, default: int | None = None) -> int:
     for name in names:
         value = cfg.get(name)
         if value is None:
@@ -241,7 +242,7 @@ def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
     return default
 
 
-def _float_or_none(cfg: dict[str, Any], *names: str) -> float | None:
+def _float_or_none(cfg: ConfigJson, *names: str) -> float | None:
     for name in names:
         value = cfg.get(name)
         if value is not None:
@@ -251,7 +252,7 @@ def _float_or_none(cfg: dict[str, Any], *names: str) -> float | None:
     return None
 
 
-def _rope(cfg: dict[str, Any]) -> RopeSpec | None:
+def _rope(cfg: ConfigJson) -> RopeSpec | None:
     # transformers 5 folds theta and scaling into `rope_parameters`; older configs use
     # `rope_theta` and `rope_scaling` side by side.
     params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
