@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from llm_adapt.platforms.host_perf import GB
+from llm_adapt.bench.hostload import HostLoad
+from llm_adapt.platforms.host_perf import GB, Bandwidth, MatmulRate
 from llm_adapt.results import StageResult
 
 
@@ -113,9 +114,9 @@ class HardwareResult(StageResult):
     KIND: ClassVar[str] = "hardware"
 
     platform: str
-    bandwidth: dict[str, Any]
+    bandwidth: Bandwidth
     decode: DecodeRoofline
     workload: RooflineWorkload
-    compute: dict[str, Any] | None = None  # the matmul rate used (measured, or published on a GPU)
+    compute: MatmulRate | None = None  # the matmul rate used (measured, or published on a GPU)
     batch: BatchRoofline | None = None
-    host_load: dict[str, Any] | None = None  # other processes' CPU use while the limits were measured
+    host_load: HostLoad | None = None  # other processes' CPU use while the limits were measured

@@ -12,7 +12,31 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+
+@with_config(ConfigDict(extra="allow"))
+class HostLoad(TypedDict, total=False):
+    """Who used the CPU over a measurement (summarize): mean and peak cores per party (host, client, server,
+    other), and whether the host was busy or the client bound."""
+    samples: int
+    cores: int
+    seconds: float
+    host_cores_mean: float
+    host_cores_max: float
+    client_cores_mean: float
+    client_cores_max: float
+    server_cores_mean: float
+    server_cores_max: float
+    other_cores_mean: float
+    other_cores_max: float
+    busy_threshold_cores: int | float
+    busy: bool | None
+    client_processes: int
+    client_cores_per_process: float
+    client_bound: bool | None
 
 BUSY_OTHER_CORES = 0.25  # other processes' mean load that makes a host "busy" (also at least 10% of its cores)
 BUSY_SHARE = 0.10
@@ -65,7 +89,7 @@ def interval(a: CpuSnapshot, b: CpuSnapshot) -> dict[str, float] | None:
             "other": max(host - client - server, 0.0)}
 
 
-def summarize(intervals: list[dict[str, float]], cores: int, client_processes: int = 1) -> dict[str, Any]:
+def summarize(intervals: list[dict[str, float]], cores: int, client_processes: int = 1) -> HostLoad:
     """Mean and peak cores per party, and the two judgements: a busy host (other processes' load
     beyond BUSY_OTHER_CORES and BUSY_SHARE of the cores, on average) and a client-bound
     measurement (a client process's own mean load near one core). Pure."""
@@ -76,7 +100,7 @@ def summarize(intervals: list[dict[str, float]], cores: int, client_processes: i
     def mean(key: str) -> float:
         return sum(i[key] * i["seconds"] for i in intervals) / total
 
-    out: dict[str, Any] = {"samples": len(intervals), "cores": cores, "seconds": round(total, 2)}
+    out: HostLoad = {"samples": len(intervals), "cores": cores, "seconds": round(total, 2)}
     for key in ("host", "client", "server", "other"):
         out[f"{key}_cores_mean"] = round(mean(key), 3)
         out[f"{key}_cores_max"] = round(max(i[key] for i in intervals), 3)
@@ -114,5 +138,5 @@ class Sampler:
             self.intervals.append(step)
         self.last = now
 
-    def summary(self, client_processes: int = 1) -> dict[str, Any]:
+    def summary(self, client_processes: int = 1) -> HostLoad:
         return summarize(self.intervals, os.cpu_count() or 1, client_processes)

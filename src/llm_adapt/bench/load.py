@@ -7,20 +7,35 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypedDict
+from typing import Awaitable, Callable
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 import aiohttp
 
 from llm_adapt.bench.client import Record, RecordRow, RequestSpec, send
+from llm_adapt.bench.hostload import HostLoad
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
+
+
+class LoadTiming(TypedDict):
+    """One load's timing facts (run_load): its length, what it sent, and the server's /metrics text before
+    and after (None where it has none) with the health check's round trip."""
+    duration: float
+    sent: int
+    warmup: int
+    metrics_before: str | None
+    metrics_after: str | None
+    health_rtt_ms: float | None
 
 
 async def run_load(endpoint: Endpoint, model: str, specs: list[RequestSpec], records_path: Path, *,
                    max_concurrency: int | None = None, timeout_s: float = 600.0,
                    count_tokens: Callable[[list[str]], list[int]] | None = None,
                    sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
-                   label: str = "requests", start_together=None, scrape_metrics: bool = True) -> dict[str, Any]:
+                   label: str = "requests", start_together=None, scrape_metrics: bool = True) -> LoadTiming:
     """Warm-up requests first (not recorded), then the measured ones; returns timing facts.
     `start_together`: a barrier the client processes of one run pass after their warm-ups, so their
     measured requests start at one moment; `scrape_metrics`: read /metrics and the round trip (one
@@ -138,6 +153,7 @@ def read_records(path: Path) -> list[RecordRow]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+@with_config(ConfigDict(extra="allow"))
 class ServerResources(TypedDict):
     """The server over one run (ResourceSampler.summary): the peaks of what was polled each second."""
     samples: int
@@ -147,7 +163,7 @@ class ServerResources(TypedDict):
     rss_bytes_max: int | None  # the whole process tree of a server we started
     device_memory_bytes_max: int | None
     device_memory_tool: str | None
-    cpu: dict[str, Any]  # who used the CPU (bench/hostload.py)
+    cpu: HostLoad  # who used the CPU
 
 
 class ResourceSampler:
@@ -160,7 +176,7 @@ class ResourceSampler:
         from llm_adapt.bench.hostload import Sampler
 
         self.endpoint, self.pid, self.interval_s = endpoint, pid, interval_s
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[dict[str, float | int | None]] = []  # t, and each figure polled then
         self.cpu = Sampler(pid)  # who used the CPU: this client, the server we started, everything else
 
     async def run(self) -> None:
@@ -169,7 +185,7 @@ class ResourceSampler:
             read_device_memory = await device_memory_reader() if self.pid else None
             start = time.perf_counter()
             while True:
-                sample: dict[str, Any] = {"t": round(time.perf_counter() - start, 3)}
+                sample: dict[str, float | int | None] = {"t": round(time.perf_counter() - start, 3)}
                 try:
                     async with session.get(self.endpoint.root_url + "/metrics") as resp:
                         if resp.status == 200:
@@ -266,7 +282,7 @@ def run_load_processes(endpoint: Endpoint, model: str, specs: list[RequestSpec],
                        max_concurrency: int | None = None, timeout_s: float = 600.0,
                        count_tokens: Callable[[list[str]], list[int]] | None = None,
                        sampler: "ResourceSampler | None" = None, progress: Callable[[str, int, int], None] | None = None,
-                       label: str = "requests") -> dict[str, Any]:
+                       label: str = "requests") -> LoadTiming:
     """run_load over `processes` worker processes; returns the same timing facts for the merged records."""
     import multiprocessing as mp
 
@@ -329,12 +345,12 @@ def _worker(k, endpoint, model, specs, path, cap, timeout_s, barrier, done, answ
         answers.put((k, None, f"{type(exc).__name__}: {exc}"))
 
 
-def _wait_for_workers(workers, answers, done, measured, sampler, progress, label) -> list[dict[str, Any]]:
+def _wait_for_workers(workers, answers, done, measured, sampler, progress, label) -> list[LoadTiming]:
     import queue
 
-    async def sample_until_done() -> list[dict[str, Any]]:
+    async def sample_until_done() -> list[LoadTiming]:
         task = asyncio.create_task(sampler.run()) if sampler else None
-        results: dict[int, dict[str, Any]] = {}
+        results: dict[int, LoadTiming] = {}
         try:
             while len(results) < len(workers):
                 try:

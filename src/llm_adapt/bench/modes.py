@@ -10,15 +10,18 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypedDict
+from typing import Any, Callable, ClassVar
 
 import httpx
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt import rundir
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
-from llm_adapt.bench.load import ResourceSampler, ServerResources, quiet_transport_errors, read_records, run_load, run_load_processes
+from llm_adapt.bench.sla import PointSla, SlaCapacity
+from llm_adapt.bench.load import LoadTiming, ResourceSampler, ServerResources, quiet_transport_errors, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
 from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.results import StageResult
@@ -59,10 +62,48 @@ class BenchOptions:
     sla_percentile: int = 99
 
 
+@with_config(ConfigDict(extra="allow"))
+class BenchSettings(TypedDict, total=False):
+    """What the benchmark ran with: BenchOptions, less what was not set (request_rate "inf" for as fast as
+    possible; tuples as lists)."""
+    mode: str
+    num_prompts: int
+    input_len: int
+    output_len: int
+    request_rate: int | float | str
+    burstiness: int | float
+    max_concurrency: int
+    concurrencies: list[int]
+    warmup: int
+    iterations: int
+    slo: dict[str, int | float]
+    dataset: str
+    suite: str
+    seed: int
+    timeout_s: int | float
+    repeats: int
+    reuse_prompts: bool
+    percentiles: list[int | float]
+    label: str
+    metadata: list[list[str]]
+    result_dir: str
+    result_filename: str
+    tokenizer_id: str
+    percentile_metrics: list[str]
+    prefix_len: int
+    prefix_repeats: int
+    client_processes: int
+    sla_any: bool
+    sla_max: int
+    sla_percentile: int
+    prompts_as_token_ids: bool
+
+
+@with_config(ConfigDict(extra="allow"))
 class BenchRun(TypedDict, total=False):
     """One run at one level (_one_run), or a level's entry in BenchResult.runs (_level: a single run as it is,
     repeats as the median of each metric with its spread)."""
-    metrics: dict[str, Any]  # stats.compute_metrics
+    metrics: stats.Metrics
     records: str  # the requests' JSONL
     sent: int
     warmup: int
@@ -70,14 +111,14 @@ class BenchRun(TypedDict, total=False):
     client_processes: int
     server: ServerResources
     server_metrics: prometheus.ServerView | None  # the server's own histograms, where it has vLLM's /metrics
-    latency: dict[str, Any]  # mode latency
+    latency: dict[str, stats.Figure]  # mode latency (stats.latency_summary)
     vllm_result: str  # the run in `vllm bench serve`'s result format
     label: str
-    load: float
+    load: int | float | str  # a concurrency, a request rate, or "all" (mode throughput)
     partial: bool  # an interrupted level's runs so far
-    spread: dict[str, Any]
+    spread: stats.Spread
     repeats: list[BenchRun]
-    sla: dict[str, Any]  # mode sla: whether the point met the SLO
+    sla: PointSla  # mode sla: whether the point met the SLO
     # and "from": "latency" on a sweep's concurrency-1 level taken from the latency run (with_latency_level)
 
 
@@ -87,10 +128,10 @@ class BenchResult(StageResult):
     mode: str
     endpoint: EndpointRecord
     model: str
-    settings: dict[str, Any]
-    runs: list[dict[str, Any]] = []
+    settings: BenchSettings
+    runs: list[BenchRun] = []
     knee: stats.Knee | None = None
-    sla: dict[str, Any] | None = None  # mode sla: the capacity, its bracket and each point's figures
+    sla: SlaCapacity | None = None  # mode sla: the capacity, its bracket and the SLOs
     interrupted: bool = False
     notes: list[str] = []
 
@@ -317,7 +358,7 @@ def fast_loop_factory():
         return None
 
 
-def server_view(timing: dict[str, Any], client: dict[str, Any], model: str, pcts) -> prometheus.ServerView | None:
+def server_view(timing: LoadTiming, client: stats.Metrics, model: str, pcts) -> prometheus.ServerView | None:
     """The server's histograms over the run beside the client's means, where the server has vLLM's /metrics."""
     before, after = timing.get("metrics_before"), timing.get("metrics_after")
     if not before or not after:

@@ -14,7 +14,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, TypedDict
+from typing import TYPE_CHECKING, Iterable
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+if TYPE_CHECKING:
+    from llm_adapt.bench.stats import Metrics
 
 HISTOGRAMS = {"ttft": "vllm:time_to_first_token_seconds", "itl": "vllm:inter_token_latency_seconds",
               "tpot": "vllm:request_time_per_output_token_seconds", "e2el": "vllm:e2e_request_latency_seconds",
@@ -86,6 +92,7 @@ def histogram(samples: Iterable[Sample], name: str, model: str | None = None) ->
     return Histogram(sorted(buckets.items()), total, count)
 
 
+@with_config(ConfigDict(extra="allow"))
 class Agreement(TypedDict):
     """One latency metric's client mean against the server's (compare)."""
     metric: str
@@ -96,6 +103,7 @@ class Agreement(TypedDict):
     agree: bool
 
 
+@with_config(ConfigDict(extra="allow"))
 class ServerView(TypedDict, total=False):
     """The server's own figures over one run (run_delta), as bench.json keeps them under server_metrics."""
     histograms: dict[str, dict[str, float]]  # ttft, itl, ...: describe_histogram
@@ -166,7 +174,7 @@ def run_delta(before_text: str, after_text: str, pcts: Iterable[float] = (50, 90
     return out
 
 
-def compare(client: dict[str, Any], server: ServerView, overhead_ms: float, rel_tol: float = 0.05) -> list[Agreement]:
+def compare(client: Metrics, server: ServerView, overhead_ms: float, rel_tol: float = 0.05) -> list[Agreement]:
     """Client mean vs server mean per latency metric. The client's clock also holds the HTTP round trip
     and the API server's work, so client - server should lie in [-tol, overhead + tol], tol being
     `rel_tol` of the server's mean (bucket-free: both means are exact). Outside it: a disagreement."""

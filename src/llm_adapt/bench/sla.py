@@ -16,7 +16,52 @@ and the lowest point above it that did not. `search_next`, `point_meets` and `ca
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+if TYPE_CHECKING:
+    from llm_adapt.bench.stats import Metrics
+
+
+@with_config(ConfigDict(extra="allow"))
+class SloFigure(TypedDict):
+    value: float | None  # the run's percentile of it (None: not measured)
+    limit: int | float
+    ok: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class RunSla(TypedDict):
+    """One run of a point against the SLOs."""
+    run: int
+    completed: int
+    failed: int
+    slo: dict[str, SloFigure]
+    ok: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class PointSla(TypedDict):
+    """Whether one point met the SLOs (point_meets), with each run's figures."""
+    met: bool
+    runs: list[RunSla]
+
+
+@with_config(ConfigDict(extra="allow"))
+class SlaCapacity(TypedDict, total=False):
+    """The search's answer (capacity), with the SLOs it held the points to (bench/modes.py adds those)."""
+    capacity: int
+    first_failing: int | None
+    bracket: list[int | None]
+    non_monotone: list[int]
+    note: str
+    slo_ms: dict[str, int | float]
+    percentile: int
+    any_of: bool
+    repeats: int
+    probed: list[int]
 
 SLO_KEYS = ("ttft", "tpot", "itl", "e2el")  # the --slo keys, in milliseconds
 DEFAULT_PERCENTILE = 99
@@ -46,8 +91,8 @@ def search_next(history: dict[int, bool], max_level: int = DEFAULT_MAX_LEVEL, st
     return (low + high) // 2
 
 
-def point_meets(runs: list[dict[str, Any]], slo: dict[str, float], any_of: bool = False,
-                percentile: int = DEFAULT_PERCENTILE) -> dict[str, Any]:
+def point_meets(runs: list[Metrics], slo: dict[str, float], any_of: bool = False,
+                percentile: int = DEFAULT_PERCENTILE) -> PointSla:
     """Whether one point (its runs' metrics) meets the SLOs, with the figures that decided it. Pure."""
     checks, met = [], True
     for i, metrics in enumerate(runs):
@@ -64,13 +109,13 @@ def point_meets(runs: list[dict[str, Any]], slo: dict[str, float], any_of: bool 
     return {"met": met and bool(runs), "runs": checks}
 
 
-def capacity(history: dict[int, bool], max_level: int = DEFAULT_MAX_LEVEL) -> dict[str, Any]:
+def capacity(history: dict[int, bool], max_level: int = DEFAULT_MAX_LEVEL) -> SlaCapacity:
     """The highest point that met, the lowest failing point above it, and what that bracket means. Pure."""
     met = [c for c, ok in history.items() if ok]
     low = max(met, default=0)
     above = [c for c, ok in history.items() if not ok and c > low]
     high = min(above, default=None)
-    out = {"capacity": low, "first_failing": high, "bracket": [low, high],
+    out: SlaCapacity = {"capacity": low, "first_failing": high, "bracket": [low, high],
            "non_monotone": sorted(c for c, ok in history.items() if not ok and c < low)}
     if not met:
         out["note"] = f"no point met the SLOs; the lowest measured ({min(history)}) did not"

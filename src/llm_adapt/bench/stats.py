@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterable
 
+from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 import numpy as np
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
     from llm_adapt.bench.client import RecordRow
 
 PERCENTILES = (50, 90, 95, 99)
+# A run's metrics under vLLM's names ("p99_ttft_ms", "output_throughput", ...: keys made per percentile asked
+# for), each a figure (None where JSON held NaN: nothing measured); "errors" (by kind) and "slo" (the limits)
+# hold figures by name.
+Figure = float | int | None
+Metrics = dict[str, Figure | dict[str, Figure]]
+# each metric's median over repeated runs, its min, max, relative spread and count (across_repeats)
+Spread = dict[str, dict[str, Figure]]
 
 
 def pct_key(p: float) -> str:
@@ -79,7 +87,7 @@ def peak_rates(ok: list[RecordRow]) -> tuple[float, int]:
 
 
 def compute_metrics(records: list[RecordRow], duration_s: float, slo: dict[str, float] | None = None,
-                    pcts: Iterable[float] = PERCENTILES) -> dict[str, Any]:
+                    pcts: Iterable[float] = PERCENTILES) -> Metrics:
     """Aggregate per-request records (warm-up excluded by the caller) into one metrics dict."""
     pcts = tuple(pcts)
     ok = [r for r in records if r["success"]]
@@ -92,7 +100,7 @@ def compute_metrics(records: list[RecordRow], duration_s: float, slo: dict[str, 
     duration_s = max(duration_s, 1e-9)
     busy = sum(r["e2el"] for r in ok)
     peak_tokens, peak_requests = peak_rates(ok)
-    metrics: dict[str, Any] = {
+    metrics: Metrics = {
         "duration": duration_s, "completed": len(ok), "failed": len(records) - len(ok), "errors": errors,
         "total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
         "request_throughput": len(ok) / duration_s, "output_throughput": out_tokens / duration_s,
@@ -111,11 +119,11 @@ def compute_metrics(records: list[RecordRow], duration_s: float, slo: dict[str, 
     return metrics
 
 
-def across_repeats(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+def across_repeats(runs: list[Metrics]) -> tuple[Metrics, Spread]:
     """The median of every numeric metric over repeated runs, and each one's spread (min, max and
     (max - min) / median). Non-numeric entries come from the last run."""
-    merged: dict[str, Any] = dict(runs[-1])
-    spread: dict[str, dict[str, float]] = {}
+    merged: Metrics = dict(runs[-1])
+    spread: Spread = {}
     for key, value in runs[-1].items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
@@ -141,6 +149,7 @@ def latency_summary(e2els: list[float]) -> dict[str, float]:
             **{f"p{p}_latency": float(np.percentile(arr, p)) for p in (10, 25, 50, 75, 90, 99)}}
 
 
+@with_config(ConfigDict(extra="allow"))
 class TokenAccounting(TypedDict):
     """Whose token counts agree (token_accounting), over a run's successful requests."""
     requests: int
@@ -152,6 +161,7 @@ class TokenAccounting(TypedDict):
     wrong_length: int
 
 
+@with_config(ConfigDict(extra="allow"))
 class Knee(TypedDict):
     """The smallest load of a sweep that reaches `share_of_best` of its best output throughput (knee)."""
     load: int | float  # a concurrency, or a request rate

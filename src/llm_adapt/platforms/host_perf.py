@@ -6,12 +6,41 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 GB = 1e9
 
 
-def copy_bandwidth(size_mib: int = 256, repeats: int = 7) -> dict[str, Any]:
+@with_config(ConfigDict(extra="allow"))
+class Bandwidth(TypedDict, total=False):
+    """The memory bandwidth a roofline is drawn against: measured here (copy_bandwidth), or a platform's
+    published figure (its gb_per_s and source only)."""
+    gb_per_s: int | float
+    copy_gb_per_s: float
+    read_gb_per_s: float
+    median_gb_per_s: float
+    size_mib: int
+    repeats: int
+    threads: int
+    source: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class MatmulRate(TypedDict, total=False):
+    """A matmul rate (matmul_rate; matmul_limit adds each dtype's and what it left out), or a published one."""
+    tflops: int | float
+    median_tflops: float
+    dtype: str
+    size: int
+    threads: int
+    source: str
+    by_dtype: dict[str, float | None]
+    left_out: dict[str, str]
+
+
+def copy_bandwidth(size_mib: int = 256, repeats: int = 7) -> Bandwidth:
     """The host's memory bandwidth: STREAM "copy" in torch (dst.copy_(src) of `size_mib` MiB, bytes
     read + written per second) and a read-only pass (a sum over the same bytes), the higher of the two
     as the limit. Decoding mostly reads, and reading alone runs faster than a copy on many CPUs (a
@@ -38,7 +67,7 @@ def copy_bandwidth(size_mib: int = 256, repeats: int = 7) -> dict[str, Any]:
             "source": f"measured (torch, the higher of copy and read-only: {'read' if best == max(read) else 'copy'})"}
 
 
-def matmul_rate(dtype: str = "bf16", size: int = 1024, repeats: int = 5) -> dict[str, Any]:
+def matmul_rate(dtype: str = "bf16", size: int = 1024, repeats: int = 5) -> MatmulRate:
     """Measured matmul throughput of `size`-square matrices in `dtype` (TFLOP/s, best of `repeats`).
     A CPU without native bf16 converts in its kernels, so this is the rate the engine's matmuls get."""
     import torch
@@ -56,7 +85,7 @@ def matmul_rate(dtype: str = "bf16", size: int = 1024, repeats: int = 5) -> dict
 
 
 def matmul_limit(dtypes: tuple[str, ...] = ("bf16", "fp32"), size: int = 1024, repeats: int = 5,
-                 native_bf16: bool | None = None) -> dict[str, Any]:
+                 native_bf16: bool | None = None) -> MatmulRate:
     """The fastest matmul this host does in any of `dtypes`: an upper bound on what any kernel of the
     engine gets, whatever path it takes (on a CPU without native bf16, torch's bf16 matmul converts
     and is slower than its fp32 one, while an engine's own kernels may not be). Best of `repeats`.
