@@ -8,6 +8,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+
+@with_config(ConfigDict(extra="allow"))
+class SettingRecord(TypedDict):
+    """A setting as settings.json writes it (Setting.to_dict)."""
+    name: str
+    label: str
+    tp: int
+    ep: bool
+    graph: bool
+    features: list[str]
+
 # What a setting turns on, each a class of accuracy bug vLLM-Ascend has had in that setting alone:
 # a reduction applied twice or a partial output normalised before it (tensor parallel), tokens routed to
 # the wrong rank's experts (expert parallel), a compiled or captured graph (graph mode).
@@ -42,7 +56,7 @@ class Setting:
             parts.append("graph")
         return " + ".join(parts) or "eager"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SettingRecord:
         return {"name": self.name, "label": self.label, "tp": self.tp, "ep": self.ep, "graph": self.graph,
                 "features": sorted(self.features)}
 

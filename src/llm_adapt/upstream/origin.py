@@ -8,10 +8,10 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from llm_adapt.errors import UsageError
 from llm_adapt.models.source import ModelRef
+from llm_adapt.platforms.base import DeviceRecord
 from llm_adapt.platforms.npu import atlas_series
 from llm_adapt.report.data import RunData
 
@@ -25,7 +25,7 @@ def served_elsewhere(run: RunData) -> bool:
     return getattr(serve.get("reason"), "key", None) == "external_endpoint"  # a stage's reason, by its message key
 
 
-def accelerators(run: RunData) -> list[dict[str, Any]]:
+def accelerators(run: RunData) -> list[DeviceRecord]:
     """The accelerators environment.json lists (none without one)."""
     return run.environment.accelerators if run.environment else []
 
