@@ -101,6 +101,39 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else "not known"
 
 
+@with_config(ConfigDict(extra="allow"))
+class StageFacts(TypedDict, total=False):
+    """What one stage's results show (upstream/adaptation.stage_facts): None where it cannot show it."""
+    weights: str
+    engine_starts: bool | None
+    startup_seconds: float | None
+    kv_as_planned: bool | None
+    first_request: bool | None
+    first_request_evidence: str | None
+    api_features: str | None
+    checkpoint_loads: bool | None
+    served_accuracy: str | None
+    in_process_accuracy: str | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class MatrixRow(TypedDict):
+    """One row of the dummy-vs-real matrix: what each stage showed, and whether only real weights can."""
+    row: str
+    dummy: bool | float | str | None
+    real: bool | float | str | None
+    real_only: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class DummyVsReal(TypedDict):
+    """A run with a dummy-weight stage first: each stage's facts, the matrix, where the dummy stage's results are."""
+    dummy: StageFacts
+    real: StageFacts
+    rows: list[MatrixRow]
+    dummy_dir: str
+
+
 class AdaptationResult(StageResult):
     """adaptation.json: the run held against the adapter workflow (upstream/adaptation.build writes it)."""
 
@@ -113,6 +146,6 @@ class AdaptationResult(StageResult):
     operators: OperatorGate
     false_ready: dict[str, Any] | None = None
     max_model_len: MaxModelLen = {}
-    stages: dict[str, Any] | None = None  # dummy-vs-real: {"dummy": {...}, "real": {...}, "rows": [...]}
+    stages: DummyVsReal | None = None
     # a differential run's checks of tensor parallel, expert parallel and graph mode (upstream/setting_checks.py)
     setting_checks: dict[str, Any] = {}

@@ -7,7 +7,6 @@ directory's config and headers; the report and `llm-adapt export` read this file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from llm_adapt import rundir
 from llm_adapt.engines.session import ServeResult
@@ -15,10 +14,11 @@ from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import JUDGE_CONTENT
 from llm_adapt.report.data import RunData
 from llm_adapt.run_status import StageStatus
-from llm_adapt.inspect.gates import AdaptationResult  # declared beside the gates, where the report reads it
+from llm_adapt.inspect.gates import (AdaptationResult,  # declared beside the gates, where the report reads it
+                                     MatrixRow, MaxModelLen, StageFacts)
 
 
-def stage_facts(run: RunData, dummy: bool) -> dict[str, Any]:
+def stage_facts(run: RunData, dummy: bool) -> StageFacts:
     """What one stage's results show, row by row (None: this stage cannot show it). Pure."""
     serve, ep, acc = run.serve, run.endpoint_accuracy, run.accuracy
     rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
@@ -52,13 +52,13 @@ MATRIX = (  # (row, fact, what only real weights can show)
 )
 
 
-def dummy_vs_real(dummy: dict[str, Any] | None, real: dict[str, Any] | None) -> list[dict[str, Any]]:
+def dummy_vs_real(dummy: StageFacts | None, real: StageFacts | None) -> list[MatrixRow]:
     """The skill's matrix: per row, what the dummy stage and the real stage showed. Pure."""
     return [{"row": name, "dummy": dummy.get(fact) if dummy else None, "real": real.get(fact) if real else None,
              "real_only": only} for name, fact, only in MATRIX]
 
 
-def max_model_len(inspect: InspectResult, serve: ServeResult | None) -> dict[str, Any]:
+def max_model_len(inspect: InspectResult, serve: ServeResult | None) -> MaxModelLen:
     """The skill asks for both: the config's theoretical length and the one the engine started with."""
     return {"config": inspect.config.get("max_position_embeddings"), "planned": inspect.plan.max_model_len,
             "longest_planned": inspect.plan.longest_max_model_len,

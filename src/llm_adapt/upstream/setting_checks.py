@@ -6,9 +6,10 @@ ran them); the check is their evidence, with the platform it ran on. Pure functi
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from llm_adapt.accuracy.setting_cause import SettingRow
+from llm_adapt.inspect.ascend_features import FeatureRow
 from llm_adapt.messages import Reason, reason
 
 FEATURE_ROWS = {"graph": "ACLGraph", "ep": "EP"}  # feature -> the row it is the evidence of (tp: the model table)
@@ -68,7 +69,7 @@ def figures(row: SettingRow) -> str:
     return ", ".join(out) or "-"
 
 
-def with_checks(features: list[dict[str, Any]], checks: dict[str, SettingCheck]) -> list[dict[str, Any]]:
+def with_checks(features: list[FeatureRow], checks: dict[str, SettingCheck]) -> list[FeatureRow]:
     """The feature rows, the ACLGraph and EP rows with their setting's check added as `setting_check`. Pure."""
     by_row = {row: checks[f] for f, row in FEATURE_ROWS.items() if f in checks}
     return [r | {"setting_check": by_row[r["feature"]]["words"]} if r.get("feature") in by_row else r for r in features]
