@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -130,7 +131,10 @@ def test_the_cpu_data_parallel_plan_runs_across_two_hosts(two_hosts, vllm_server
     (form,) = [f for f in plan.multinode["forms"] if f["name"] == "data_parallel"]
     head, worker = form["nodes"]
     logs = {role: open(tmp_path / f"{role}.log", "w") for role in ("head", "worker")}
-    procs = [_start(node, role, logs[role], tmp_path) for node, role in ((head, "head"), (worker, "worker"))]
+    # the sockets' directory is short, as the server's own (engines/server.py): a socket path is at most 107
+    # bytes, and pytest's directories grow with its session number (pytest-14/popen-gw1/... failed here)
+    rpc_dir = Path(tempfile.mkdtemp(prefix="llm-adapt-rpc-"))
+    procs = [_start(node, role, logs[role], rpc_dir) for node, role in ((head, "head"), (worker, "worker"))]
     try:
         port = head["serve_argv"][head["serve_argv"].index("--port") + 1]
         started = time.monotonic()
@@ -143,6 +147,7 @@ def test_the_cpu_data_parallel_plan_runs_across_two_hosts(two_hosts, vllm_server
             _stop(proc)
         for log in logs.values():
             log.close()
+        shutil.rmtree(rpc_dir, ignore_errors=True)
     tails = {role: (tmp_path / f"{role}.log").read_text(errors="replace")[-3000:] for role in logs}
     assert "error" not in answer, (answer, tails)
     print(f"two-host data parallel: ready and answered in {time.monotonic() - started:.0f} s")

@@ -100,6 +100,13 @@ class BenchSettings(TypedDict, total=False):
 
 
 @with_config(ConfigDict(extra="allow"))
+class ServeLoad(TypedDict):
+    """Mode serve's one level: its arrival rate ("inf": all at once) and concurrency cap."""
+    request_rate: int | float | str
+    max_concurrency: int | None
+
+
+@with_config(ConfigDict(extra="allow"))
 class BenchRun(TypedDict, total=False):
     """One run at one level (_one_run), or a level's entry in BenchResult.runs (_level: a single run as it is,
     repeats as the median of each metric with its spread)."""
@@ -114,7 +121,7 @@ class BenchRun(TypedDict, total=False):
     latency: dict[str, stats.Figure]  # mode latency (stats.latency_summary)
     vllm_result: str  # the run in `vllm bench serve`'s result format
     label: str
-    load: int | float | str  # a concurrency, a request rate, or "all" (mode throughput)
+    load: int | float | str | ServeLoad  # a concurrency, "all" (mode throughput), or mode serve's rate and cap
     partial: bool  # an interrupted level's runs so far
     spread: stats.Spread
     repeats: list[BenchRun]
@@ -158,7 +165,7 @@ class Plan:
     """One level of a benchmark: its label, its load, how many requests and how they arrive."""
 
     label: str
-    load: Any
+    load: int | str | ServeLoad
     n: int
     rate: float
     concurrency: int | None

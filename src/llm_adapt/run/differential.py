@@ -22,7 +22,7 @@ from llm_adapt import rundir
 from llm_adapt.errors import AdaptError
 from llm_adapt.accuracy.setting_cause import EngineFigures, ServedFigures, SettingRow, SettingsResult, located_reason
 from llm_adapt.results import read_checked
-from llm_adapt.status import OUT_OF_LINE
+from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
     from llm_adapt.run.config import RunConfig
@@ -149,7 +149,8 @@ def setting_row(setting: "Setting", folder: Path, relative: str, error: str | No
     serve, ep, layers = (_read(folder / name) for name in (rundir.SERVE, rundir.ENDPOINT_ACCURACY, rundir.LAYERS))
     verdict = (ep or {}).get("verdict") or {}
     row = {"setting": setting.to_dict(), "label": setting.label, "features": sorted(setting.features),
-           "dir": relative, "error": error, "status": None if error else verdict.get("status"),
+           "dir": relative, "error": error,
+           "status": Status(verdict["status"]) if verdict.get("status") and not error else None,
            **served_figures(ep), **engine_figures(serve)}
     where = (layers or {}).get("first_local_excess")
     row["located"], row["routing"] = located_reason(where), ((where or {}).get("routing") or {}).get("verdict")
