@@ -35,7 +35,8 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
-from llm_adapt.accuracy.result import EndpointAccuracyResult, EndpointSection, SkippedPrompt  # its typed result, declared where the report reads it
+from llm_adapt.accuracy.result import (EndpointAccuracyResult,  # its typed result, declared where the report reads it
+                                       EndpointSection, GreedyRow, SkippedPrompt, ViewSpread)
 from llm_adapt import rundir
 
 SECTIONS = ENDPOINT_SECTIONS
@@ -200,7 +201,7 @@ def _floor_view(ref_lp: torch.Tensor, lp: torch.Tensor, actual: int, k: int) -> 
 
 
 def _spread(per_prompt: list[list[tuple[float, float]]], floor_rows: list[dict],
-            variant_rows: list[dict]) -> dict[str, Any]:
+            variant_rows: list[dict]) -> ViewSpread:
     """The relative spread the server/floor KL ratio shows by chance: runs of positions within each
     prompt resampled (metrics.position_blocks: one long prompt does not make the allowance), and the
     floor on another kernel path; `allowed` is the ratio a clean server may reach. The whole-prompt
@@ -296,7 +297,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
                                "first), on the tokens it shares with the reference, against the gold there"}}
 
 
-def _decode_positions(ref, generated: list[int], tops: list[dict[int, float]], row: dict[str, Any], k: int,
+def _decode_positions(ref, generated: list[int], tops: list[dict[int, float]], row: GreedyRow, k: int,
                       floor_lp: torch.Tensor | None = None) -> list[dict]:
     """Decode-side teacher forcing for free: up to and including the first divergence, the server's
     sequence equals the reference's, so the gold log-probs there are already known. Position j >= 1
@@ -361,7 +362,7 @@ def _token_id(token: str) -> int:
     return int(token.split(":", 1)[1]) if token.startswith("token_id:") else -1
 
 
-def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int], stop_reason) -> dict[str, Any]:
+def _greedy_row(ref, generated, tops, tokenizer, opts, eos_ids: list[int], stop_reason) -> GreedyRow:
     if ref.generated and ref.generated[-1] in eos_ids and generated == ref.generated[:-1]:
         generated = list(ref.generated)  # the server left out the final EOS the reference kept
     # vLLM names the stop token in `stop_reason` when it is not the tokenizer's EOS

@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from llm_adapt.accuracy.result import TopkView
+
 
 def coarse_kl(ref_lp: torch.Tensor, known: dict[int, float]) -> float:
     """KL(ref || server) on the partition {each known token} + {everything else}: a lower bound."""
@@ -56,7 +58,7 @@ def as_server_view(lp: torch.Tensor, actual: int, k: int) -> tuple[dict[int, flo
 TIE_MARGIN = 0.3  # nats: the same margin greedy divergences are classified by (lighteval's 0.25-0.3 bf16 steps)
 
 
-def summarize(rows: list[dict], tie_margin: float = TIE_MARGIN) -> dict:
+def summarize(rows: list[dict], tie_margin: float = TIE_MARGIN) -> TopkView:
     """Position rows summed up. Same top-1 is also given on the positions outside the gold's tie margin
     (`same_top1_decisive`): on a near-flat distribution a top-1 flip inside it is rounding, not a fault."""
     from llm_adapt.accuracy.metrics import mean_sem, percentiles, rate_with_error

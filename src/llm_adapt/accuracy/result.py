@@ -223,6 +223,45 @@ class EndpointSection(TypedDict):
 
 
 @with_config(ConfigDict(extra="allow"))
+class TopkView(TypedDict, total=False):
+    """The served model's (or the floor's) next-token distributions against the gold's through the top-k
+    view the API returns: a lower bound of the KL, same top-1 (and on the decisive positions, outside the
+    gold's tie margin), top-k agreement. None where nothing was measured (NaN in memory)."""
+
+    positions: int
+    kl_lb_mean: float | None
+    kl_lb_sem: float | None
+    kl_lb_p50: float | None
+    kl_lb_p95: float | None
+    kl_lb_p99: float | None
+    kl_lb_p99_9: float | None
+    kl_lb_max: float | None
+    same_top1: float | None
+    same_top1_err: float | None
+    decisive_positions: int
+    same_top1_decisive: float | None
+    same_top1_decisive_err: float | None
+    tie_margin: float
+    topk_agree: float | None
+    dlogprob_mean: float | None
+    dlogprob_abs_mean: float | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class ViewSpread(TypedDict, total=False):
+    """How much the served floor's KL moves (accuracy/endpoint_floor.py): prompts resampled (bootstrap), another
+    kernel path (kernel), the two in quadrature (relative), and K the allowance multiplies it by."""
+
+    bootstrap: float | None
+    bootstrap_units: int
+    bootstrap_by_prompt: float | None
+    kernel: float | None
+    variant_kl_lb_mean: float | None
+    relative: float | None
+    k: float
+
+
+@with_config(ConfigDict(extra="allow"))
 class CategoryStats(TypedDict):
     """A prompt category's greedy generations against the reference's (greedy.by_category)."""
 

@@ -11,13 +11,46 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from llm_adapt.messages import reason
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.messages import Said, reason
 from llm_adapt.models.quant import QUANT_SIDE
 from llm_adapt.models.spec import ModelSpec
 
 ROLES = ("embedding", "attention", "mlp", "norms", "lm_head")
 QUANT_ROLE = "quantization"  # scales, zeros, offsets of a quantized checkpoint: not parameters of the model
 PACKED = re.compile(r"\.(qweight|weight_packed)$")  # AWQ / GPTQ / compressed-tensors packed int weights
+
+
+@with_config(ConfigDict(extra="allow"))
+class GroupRecord(TypedDict):
+    """A group as inspect.json records it (Group.to_dict)."""
+    name: str
+    role: str
+    params: int
+    tensors: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class SizeMismatch(TypedDict):
+    """A group of the same name, counted differently by the config and the weights."""
+    name: str
+    config: int
+    weights: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class AccountingRecord(TypedDict, total=False):
+    """The weights' groups against the config's, as inspect.json records it (Reconciliation.to_dict)."""
+    from_config: int
+    from_weights: int
+    agree: bool
+    by_role: dict[str, dict[str, int]]
+    unexpected: list[GroupRecord]
+    missing: list[GroupRecord]
+    mismatched: list[SizeMismatch]
+    warnings: list[Said]
 
 
 @dataclass(frozen=True)
@@ -27,8 +60,8 @@ class Group:
     params: int  # over every layer
     tensors: int = 1  # how many checkpoint tensors fold into this group
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self) -> GroupRecord:
+        return GroupRecord(**asdict(self))
 
 
 def _linear(name: str, n_in: int, n_out: int, bias: bool, layers: int, role: str) -> list[Group]:
@@ -153,7 +186,7 @@ class Reconciliation:
     by_role: dict[str, dict[str, int]]  # role -> {"config": n, "weights": n}
     unexpected: list[Group]  # in the weights, not in the formula
     missing: list[Group]  # in the formula, not in the weights
-    mismatched: list[dict]  # same name, different size: {"name", "config", "weights"}
+    mismatched: list[SizeMismatch]  # same name, different size
 
     @property
     def agree(self) -> bool:
@@ -172,7 +205,7 @@ class Reconciliation:
             out.append(reason("acct_total", config=self.from_config, weights=self.from_weights))
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> AccountingRecord:
         return {"from_config": self.from_config, "from_weights": self.from_weights, "agree": self.agree,
                 "by_role": self.by_role, "unexpected": [g.to_dict() for g in self.unexpected],
                 "missing": [g.to_dict() for g in self.missing], "mismatched": self.mismatched,

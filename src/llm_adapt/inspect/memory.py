@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.accounting import expected_groups
 from llm_adapt.models.quant import QUANT_SIDE
@@ -73,8 +76,17 @@ SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "F8_
 FLOAT_WIDE = frozenset({"F64", "F32", "BF16", "F16"})  # cast to the serving --dtype on load
 
 
+@with_config(ConfigDict(extra="allow"))
+class WeightSizingRecord(TypedDict):
+    """WeightSizing as inspect.json records it."""
+    cast_params: int
+    fixed_bytes: int
+    tensors: int
+    skipped: list[str]
+
+
 @dataclass(frozen=True)
-class WeightSizing:
+class WeightSizing:  # recorded as WeightSizingRecord
     """Weight memory read from the checkpoint's tensor headers.
 
     Float tensors are loaded at the serving dtype; quantized tensors (int, FP8) and quantization side
@@ -88,8 +100,8 @@ class WeightSizing:
     def bytes_at(self, dtype: str) -> int:
         return weight_bytes(self.cast_params, dtype) + self.fixed_bytes
 
-    def to_dict(self) -> dict:
-        return {**asdict(self), "skipped": list(self.skipped)}
+    def to_dict(self) -> WeightSizingRecord:
+        return WeightSizingRecord(**{**asdict(self), "skipped": list(self.skipped)})
 
 
 def weight_sizing(tensors: dict[str, tuple[str, list[int]]], tied_embeddings: bool = False) -> WeightSizing:

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, with_config
 
 from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem
-from llm_adapt.inspect.accounting import expected_groups, reconcile, weight_groups
+from llm_adapt.inspect.memory import WeightSizingRecord
+from llm_adapt.inspect.accounting import AccountingRecord, expected_groups, reconcile, weight_groups
 from llm_adapt.inspect.model_walk import read_facts
 from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
@@ -59,8 +60,8 @@ class ParameterReport(TypedDict, total=False):
     from_weights: int | None
     weights_by_dtype: dict[str, int] | None
     agree: bool | None
-    accounting: dict[str, Any]  # the weights' groups against the config's (inspect/accounting.py)
-    weight_sizing: dict[str, Any]  # the weights' bytes from the safetensors headers (plan_inputs)
+    accounting: AccountingRecord  # the weights' groups against the config's
+    weight_sizing: WeightSizingRecord  # the weights' bytes from the safetensors headers (plan_inputs)
 
 
 @with_config(ConfigDict(extra="allow"))

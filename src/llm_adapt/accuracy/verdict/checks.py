@@ -18,9 +18,9 @@ Rules that hold for every judgement:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
-from llm_adapt.accuracy.result import Check, GreedyRow, Verdict
+from llm_adapt.accuracy.result import AccuracyVerdict, Check, GreedyRow, LayerRow, LogitStats, TopkView, Verdict, ViewSpread, VsFloor
 from llm_adapt.messages import CHECK_FIELDS, check_text, reason
 from llm_adapt.status import NOTED, Status, UNJUDGED, decides, worst
 
@@ -115,7 +115,14 @@ SPREAD_FIELDS = {"rel_spread": "allowed", "local_rel_spread": "local_allowed", "
                  "relative": "allowed"}
 
 
-def allowance(row: dict[str, Any], field: str = "rel_spread") -> float:
+# what carries a measured spread the allowance is computed from: a layer's row, a target against its floor, the
+# served floor's view
+Spreadable = LayerRow | VsFloor | ViewSpread
+# what carries same-top-1 rates: an in-process runner's logits, a served top-k view
+Decisive = LogitStats | TopkView
+
+
+def allowance(row: Spreadable, field: str = "rel_spread") -> float:
     """The ratio to its floor a figure may reach, computed here where it is judged: 1 + K_SPREAD x the relative
     spread measured for it (row[field], allowed_ratio). A row of an earlier version holds the ratio itself
     (SPREAD_FIELDS) and is read as written. A row with neither was never compared with a floor: KeyError, never a
@@ -125,7 +132,7 @@ def allowance(row: dict[str, Any], field: str = "rel_spread") -> float:
     return row[SPREAD_FIELDS[field]]
 
 
-def relative_spread(row: dict[str, Any], field: str = "rel_spread") -> float:
+def relative_spread(row: Spreadable, field: str = "rel_spread") -> float:
     """The relative spread a row measured; an earlier version's row holds only the ratio it allowed, read back
     through allowed_ratio's inverse. Pure."""
     if field in row:
@@ -189,7 +196,7 @@ def decided_status(checks: list[Check]) -> tuple[str, list[str]]:
 NOTHING_DECIDED = reason("nothing_decided")
 
 
-def top1_evidence(t: dict[str, Any], args: dict[str, Any]):
+def top1_evidence(t: Decisive, args: dict[str, Any]):
     """None where a same-top-1 rate has the positions it needs (MIN_DECISIVE outside the tie margin, or over
     all positions where no margin was measured); else a maker of the check's UNJUDGED form (key -> Check).
     On flat logits (random or untrained weights) few positions are decisive, and the rate over all positions
@@ -202,7 +209,7 @@ def top1_evidence(t: dict[str, Any], args: dict[str, Any]):
     return lambda key: unjudged(key, "positions", n=n or 0, needed=MIN_DECISIVE, **form)
 
 
-def top1_figures(t: dict[str, Any], f: dict[str, Any] | None = None) -> tuple[tuple[str, str], dict[str, Any]]:
+def top1_figures(t: Decisive, f: Decisive | None = None) -> tuple[tuple[str, str], dict[str, Any]]:
     """Which same-top-1 rate to judge, and the check's arguments that say so: the rate on the positions
     outside the gold's tie margin (its own top-1 minus top-2 above `tie_margin`, the margin greedy
     divergences are classified by) where `t`, and the floor `f` when there is one, measured it; else the
@@ -258,7 +265,17 @@ def genuine_count(rows: list[GreedyRow]) -> int:
     return sum(1 for g in rows if g.get("divergence") == "genuine")
 
 
-def routing_totals(runner: dict[str, Any]) -> dict[str, Any] | None:
+class RoutingTotals(TypedDict):
+    """A runner's routed tokens against the gold's over its MoE layers, and the layer with most genuine flips."""
+    tokens: int
+    flipped: int
+    near_tie: int
+    genuine: int
+    layer: str
+    layer_genuine: int
+
+
+def routing_totals(runner: dict[str, Any]) -> RoutingTotals | None:
     """A runner's expert routing against the gold's, summed over its MoE layers (accuracy/routing.py), with
     the layer that has the most genuine flips; None for a model without routers. Pure."""
     rows = [r for r in runner["layers"] if r.get("routing")]
@@ -269,7 +286,7 @@ def routing_totals(runner: dict[str, Any]) -> dict[str, Any] | None:
     return totals | {"layer": worst["name"], "layer_genuine": worst["routing"]["genuine"]}
 
 
-def routing_check(target: dict[str, Any], floor: dict[str, Any] | None) -> Check:
+def routing_check(target: RoutingTotals, floor: RoutingTotals | None) -> Check:
     """Expert routing: the tokens whose experts changed where the gold's margin between its k-th and
     (k+1)-th expert exceeds the target's rounding (genuine flips), against the floor's count as greedy
     divergences are (a near-tie flip is counted, never an error). Too few routed tokens decide nothing."""
@@ -306,7 +323,7 @@ def is_informational(quant: str | None, quants_only: bool) -> bool:
     return bool(quant) and not quants_only
 
 
-def accuracy_verdict(targets: list[tuple[str, str | None, str]]) -> dict[str, Any]:
+def accuracy_verdict(targets: list[tuple[str, str | None, str]]) -> AccuracyVerdict:
     """accuracy.json's verdict from (label, quant, status) per target: the worst of the judged targets,
     with each judged target's status, and the informational ones apart. Pure."""
     quants_only = all(quant for _, quant, _ in targets)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_adapt.accuracy.result import Check, EndpointSection, SkippedPrompt, Verdict
+from llm_adapt.accuracy.result import Check, EndpointSection, SkippedPrompt, TopkView, Verdict, ViewSpread
 from llm_adapt.accuracy.verdict.checks import (allowance, allowed_ratio, GREEDY_ARGS, K_SPREAD, MIN_GREEDY, SAME_DTYPE_KL, SAME_DTYPE_TOP1,
                                                band, check, decided_status, genuine_count, graded, greedy_status, relative_spread,
                                                ppl_check, stops_check, top1_evidence, top1_figures, top1_status,
@@ -57,7 +57,7 @@ def judge_endpoint(sections: dict[str, EndpointSection], gold_skipped: list[Skip
     return {"status": status, "checks": checks, "reasons": reasons, "skipped_prompts": skipped}
 
 
-def _teacher_forced_checks(tf: dict[str, Any]) -> list[Check]:
+def _teacher_forced_checks(tf: EndpointSection) -> list[Check]:
     from llm_adapt.accuracy.metrics import ratio_or_none
 
     out = []
@@ -83,7 +83,7 @@ def _teacher_forced_checks(tf: dict[str, Any]) -> list[Check]:
     return out
 
 
-def same_dtype_checks(s: dict[str, Any]) -> list[Check]:
+def same_dtype_checks(s: TopkView) -> list[Check]:
     """The server against the gold it should equal to rounding (no noise floor measured). Pure."""
     return [same_dtype_kl_check("same_dtype_kl", s.get("kl_lb_mean")), _same_dtype_top1(s)]
 
@@ -101,7 +101,7 @@ def same_dtype_kl_check(key: str, kl: float | None, **args: Any) -> Check:
     return check(key, band(kl, *SAME_DTYPE_KL), kl=kl, **limits)
 
 
-def _same_dtype_top1(s: dict[str, Any]) -> Check:
+def _same_dtype_top1(s: TopkView) -> Check:
     keys, args = top1_figures(s)
     limits = {"pass_at": SAME_DTYPE_TOP1[0], "warn_at": SAME_DTYPE_TOP1[1]}
     if too_few := top1_evidence(s, args):
@@ -113,7 +113,7 @@ def _same_dtype_top1(s: dict[str, Any]) -> Check:
     return check("same_dtype_top1", band(rate, *SAME_DTYPE_TOP1, higher_is_better=True), rate=rate, **limits)
 
 
-def top1_check(s: dict[str, Any], f: dict[str, Any]) -> Check:
+def top1_check(s: TopkView, f: TopkView) -> Check:
     """Same top-1 against the floor, on the positions outside the gold's tie margin: where the gold's
     top two are that close, a flip is rounding (the greedy check classifies its divergences the same
     way). Without such positions the rate over all positions is judged. Pure."""
@@ -126,7 +126,7 @@ def top1_check(s: dict[str, Any], f: dict[str, Any]) -> Check:
         unjudged("served_top1", "undefined", **args)
 
 
-def decode_spread(server: dict[str, Any], floor: dict[str, Any]) -> float:
+def decode_spread(server: TopkView, floor: TopkView) -> float:
     """The relative sampling spread of the decode-side KL ratio: the server's and the floor's standard errors of
     their mean KL, relative, in quadrature. Decode positions are few (the greedy tokens after the first, about 60 on
     the quick prompts), and one token whose routing or near-tie flipped can hold most of a mean: the teacher-forced
@@ -140,7 +140,7 @@ def decode_spread(server: dict[str, Any], floor: dict[str, Any]) -> float:
     return combined_spread(*parts)
 
 
-def _greedy_checks(greedy: dict[str, Any], spread: dict[str, Any] | None) -> list[Check]:
+def _greedy_checks(greedy: EndpointSection, spread: ViewSpread | None) -> list[Check]:
     from llm_adapt.accuracy.metrics import combined_spread, ratio_or_none
 
     rows = greedy["rows"]
