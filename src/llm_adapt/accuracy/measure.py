@@ -26,7 +26,7 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, greedy_row
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
-from llm_adapt.accuracy.result import KernelSpread, LogitStats, Perplexity, RunnerReport
+from llm_adapt.accuracy.result import GreedyRow, KernelSpread, LocatedFault, LogitStats, Perplexity, RunnerReport
 from llm_adapt.accuracy.routing import GateRecord, RoutingCount, flips
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import UNIT_ROUNDOFF, msprobe_dtype_rule, msprobe_rule
@@ -40,7 +40,7 @@ class FloorData:
 
     logprobs: list[torch.Tensor | None]  # per prompt: [T, V] log-probs on the reference's sequence
     corpus_nll: list[np.ndarray]
-    greedy: list[dict[str, Any] | None]  # its own greedy rows against the reference
+    greedy: list[GreedyRow | None]  # its own greedy rows against the reference
     spread: dict[str, Any]  # the same floor on another kernel path: logprobs kept for the top-k view
     variant_logprobs: list[torch.Tensor | None] = field(default_factory=list)
 
@@ -70,7 +70,7 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     full = [m.TensorAccumulator() for _ in gold.names]
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
-    greedy: list[dict[str, Any] | None] = [None] * len(gold.prompts)
+    greedy: list[GreedyRow | None] = [None] * len(gold.prompts)
     routing: dict[int, RoutingCount] = defaultdict(RoutingCount)
     logits_nonfinite = False
     for i, ref in enumerate(gold.prompts):
@@ -196,7 +196,7 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
 
 
 def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts,
-                ref_stops: list[int], target_stops: list[int]) -> dict[str, Any]:
+                ref_stops: list[int], target_stops: list[int]) -> GreedyRow:
     """`logits`: the target's teacher-forced logits over the gold's sequence."""
     def mutual(k: int, pos: int) -> bool:
         return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k)
@@ -229,7 +229,7 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
     )
 
 
-def _msprobe_dtype_status(loc: dict[str, Any], dtype: str, reference_dtype: str | None) -> str:
+def _msprobe_dtype_status(loc: LocatedFault, dtype: str, reference_dtype: str | None) -> str:
     """msprobe's per-dtype standard on the layer's own output from the reference's input.
 
     msprobe applies it to one API fed the same inputs in both runs. A bf16 target fed an fp32 reference's

@@ -22,7 +22,7 @@ import torch
 
 from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.accuracy.options import Progress
-from llm_adapt.accuracy.result import PartError
+from llm_adapt.accuracy.result import PartError, RoutingVerdict
 from llm_adapt.accuracy.sublayer import PartErrors, PartRecord, part_errors, part_rows, replay_parts
 from llm_adapt.accuracy.verdict import locate_part
 from llm_adapt.engines import capture_plugin as plugin
@@ -97,7 +97,7 @@ def served_parts(records: list[dict[str, Any]], sequences: list[list[int]], inde
 
 
 def served_router(records: list[dict[str, Any]], gold, index: int, renormalize: bool,
-                  served_dtype: str) -> dict[str, Any] | None:
+                  served_dtype: str) -> RoutingVerdict | None:
     """Layer `index`'s routing inside the engine against the gold's (accuracy/routing.py), over the prompts
     whose capture holds it and whose gold kept that router's view; None for a dense layer or no record."""
     from llm_adapt.accuracy.capture_records import match_record

@@ -50,6 +50,34 @@ class Verdict(TypedDict):
 
 
 @with_config(ConfigDict(extra="allow"))
+class RoutingCounts(TypedDict):
+    """A MoE layer's routed tokens against the gold's: those whose experts changed (flipped), within the
+    gold's own rounding there (near_tie), and beyond it (genuine) (routing.RoutingCount.summary)."""
+
+    tokens: int
+    flipped: int
+    near_tie: int
+    genuine: int
+
+
+@with_config(ConfigDict(extra="allow"))
+class ServedRouting(RoutingCounts, total=False):
+    """A served router's routing of one sequence (routing.served_routing): the counts, and on the tokens that
+    kept their experts the largest weight difference, absolute and against the dtype's rounding."""
+
+    weight_error_max: float | None
+    weight_rounding_ratio: float | None
+
+
+@with_config(ConfigDict(extra="allow"))
+class RoutingVerdict(ServedRouting, total=False):
+    """A served MoE layer's router over every prompt (routing.routing_verdict): wrong or clean, by its rule."""
+
+    verdict: Literal["wrong", "clean"]
+    rule: str
+
+
+@with_config(ConfigDict(extra="allow"))
 class LayerRow(TypedDict):
     """One tensor of a runner against the gold: the error at it (full) and of the layer alone, fed the
     gold's input (local), with the ratios to the floor where there is one."""
@@ -90,7 +118,7 @@ class LocatedFault(TypedDict):
     part: NotRequired[str | None]
     parts: NotRequired[list[PartRow]]
     parts_skipped: NotRequired[Any]  # why the part pass did not run
-    routing: NotRequired[dict[str, Any] | None]  # a served MoE layer's router against the gold's (routing.routing_verdict)
+    routing: NotRequired[RoutingVerdict | None]  # a served MoE layer's router against the gold's
 
 
 class Row(BaseModel):
@@ -287,6 +315,18 @@ class ChannelConcentration(TypedDict):
     top: list[int]  # the worst channels, at most 8
 
 
+class HeadConcentration(TypedDict):
+    """Which query heads hold an attention's error (sublayer.head_concentration): the fewest, worst first, that
+    hold most of it, and whether they are few enough to name (one head, one KV head's group, a third at most)."""
+
+    heads: list[int]
+    of: int
+    share: float
+    concentrated: bool
+    kv_head: int | None
+    group: int
+
+
 class TensorStats(TypedDict):
     """A tensor against the reference's over every prompt (metrics.TensorAccumulator.summary)."""
 
@@ -308,7 +348,7 @@ class PartError(TensorStats):
 
     diff_sq_by_prompt: list[float]
     channels: ChannelConcentration
-    heads: NotRequired[dict[str, Any]]  # the attention's per query head (sublayer.HeadErrors.summary)
+    heads: NotRequired[HeadConcentration]  # the attention's per query head (sublayer.HeadErrors.summary)
 
 
 class RunnerReport(BaseModel):

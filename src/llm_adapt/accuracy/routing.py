@@ -13,9 +13,10 @@ outside that margin, or a change in the number of experts chosen, is a routing e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
+
+from llm_adapt.accuracy.result import RoutingCounts, RoutingVerdict, ServedRouting
 
 # The rounding a router's score may carry at a dtype: each input and weight rounded once (relative u each),
 # so a logit x . w moves by at most 2u sum|x_i w_i| <= 2u |x| |w|, and the gap between two experts' logits
@@ -106,7 +107,7 @@ class RoutingCount:
     def genuine(self) -> int:
         return self.flipped - self.near_tie
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RoutingCounts:
         return {"tokens": self.tokens, "flipped": self.flipped, "near_tie": self.near_tie, "genuine": self.genuine}
 
 
@@ -133,7 +134,7 @@ def gold_weights(gold: GateRecord, renormalize: bool) -> torch.Tensor:
 
 
 def served_routing(gold: GateRecord, ids: torch.Tensor, weights: torch.Tensor, renormalize: bool,
-                   unit_roundoff: float) -> dict[str, Any]:
+                   unit_roundoff: float) -> ServedRouting:
     """A served router's routing of one sequence (ids and weights [T, k], as the engine combined its experts)
     against the gold's: the experts that carry weight (an expert of weight 0 adds nothing, so a top-k cut
     to fewer shows as fewer experts), flips and near-ties as `flips` counts them, and on the tokens that kept
@@ -156,7 +157,7 @@ def served_routing(gold: GateRecord, ids: torch.Tensor, weights: torch.Tensor, r
             "genuine": int((flipped & ~near_tie).sum()), "weight_error_max": worst, "weight_rounding_ratio": worst_ratio}
 
 
-def routing_verdict(counts: list[dict[str, Any]]) -> dict[str, Any]:
+def routing_verdict(counts: list[ServedRouting]) -> RoutingVerdict:
     """One layer's served routing over every prompt (served_routing's rows): 'wrong' when the router chose
     other experts beyond rounding on FLIP_SHARE of the tokens or more, or weighted the same experts beyond
     WEIGHT_TOLERANCE or beyond the served dtype's rounding (weight_rounding_ratio over 1); else 'clean'. Pure."""

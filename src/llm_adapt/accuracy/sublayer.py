@@ -22,12 +22,11 @@ and weights) and the shared expert.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.result import PartError
+from llm_adapt.accuracy.result import ChannelConcentration, HeadConcentration, PartError, PartRow
 
 # (the name the report uses, the decoder layer's attribute), in the order a forward reaches them
 PARTS = (
@@ -282,7 +281,7 @@ class HeadErrors:
         self.diff_sq = diff_sq if self.diff_sq is None else self.diff_sq + diff_sq
         self.energy = energy if self.energy is None else self.energy + energy
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> HeadConcentration:
         return head_concentration(relative_channel_error(self.diff_sq, self.energy).tolist(), self.group)
 
 
@@ -298,7 +297,7 @@ CONCENTRATED = 0.5  # ... holding at least this share of the part's squared erro
 
 
 def channel_concentration(diff_sq: list[float], top: float = TOP_CHANNELS, at_least: float = CONCENTRATED,
-                          listed: int = 8) -> dict[str, Any]:
+                          listed: int = 8) -> ChannelConcentration:
     """How much of a part's (relative) squared error its worst channels hold: the top `top` share of
     channels (at least one), their share of the error, and whether that is `at_least` (concentrated: a few
     rows of a weight, a scale, a slice loaded wrong, rather than noise spread over every channel).
@@ -316,7 +315,7 @@ HEAD_COVER = 0.8  # the worst heads holding this share of the attention's (relat
 MIN_HEADS = 4  # ... in an attention with at least this many query heads
 
 
-def head_concentration(errors: list[float], group: int = 1, cover: float = HEAD_COVER) -> dict[str, Any]:
+def head_concentration(errors: list[float], group: int = 1, cover: float = HEAD_COVER) -> HeadConcentration:
     """Which query heads hold the attention's error: the fewest, worst first, that hold `cover` of it.
     Concentrated when they are one head, the heads of one KV head (`group` query heads share one), or at
     most a third of the heads: a head-specific slice of q/k/v or a kernel's head mapping (GQA, sharding
@@ -395,7 +394,7 @@ class PartsPass:
             self.progress(f"{spec.label}: parts of layer {index}", 1, 1)
 
 
-def part_rows(target: dict[str, PartError], floor: dict[str, PartError] | None) -> list[dict[str, Any]]:
+def part_rows(target: dict[str, PartError], floor: dict[str, PartError] | None) -> list[PartRow]:
     """Each part's own error, beside its floor's and the relative spread the prompts show (what the judge
     allows it, verdict.allowance). Pure."""
     rows = []

@@ -4,17 +4,18 @@ name (SHORT_NAMES: `S`, `p`, `fs`, `rec`, ...), and call its methods, each in th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypedDict
 
-from llm_adapt.accuracy.result import AccuracyResult, Check, LayerRow, RunnerReport, Verdict
+from llm_adapt.accuracy.result import AccuracyResult, Check, LayerRow, LocatedFault, PartRow, RunnerReport, Verdict
 from llm_adapt.accuracy.verdict import allowance, target_basis
 from llm_adapt.engines.troubleshoot import Diagnosis
 from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message, operator_name, probe_words,
                                 rendered_check, verdict_reasons)
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
 from llm_adapt.report.data import RunData
-from llm_adapt.run_status import StageRecord
+from llm_adapt.run_status import RunVerdict, StageRecord
 from llm_adapt.report.findings import (Recommendation, findings, main_target, notes, overall_verdict, part_name,
                                       quant_targets, recommendation, stage_status, troubleshooting)
 from llm_adapt.report.first_screen import FirstScreen, first_screen, weights_clause
@@ -34,6 +35,10 @@ class PeakServer(TypedDict):
     device: int | None
 
 
+# a language's words the templates read (messages/report.SECTION_WORDS, FIRST_SCREEN): a phrase, or a few by name
+Words = dict[str, str | dict[str, str]]
+
+
 @dataclass(frozen=True)
 class ReportContext:
     """Everything the report's templates read (templates/report.md.j2 and its sections)."""
@@ -44,10 +49,10 @@ class ReportContext:
     bench: dict[str, BenchResult]  # the benchmark results by mode
     plots: dict[str, str]  # figure name -> its path relative to the report (plots.draw_all)
     page: bool  # the HTML page's Markdown: the page draws the first screen itself, above it
-    words: dict[str, Any]  # `S`: the sections' words in the report's language (messages/report.SECTION_WORDS)
-    first_words: dict[str, Any]  # the first screen's words (messages/report.FIRST_SCREEN)
+    words: Words  # `S`: the sections' words in the report's language (messages/report.SECTION_WORDS)
+    first_words: Words  # the first screen's words (messages/report.FIRST_SCREEN)
     sections: tuple[str, ...]  # the report's sections in order (page.SECTIONS)
-    verdict: Verdict  # the run's verdict: status, reasons, false_ready, judged (findings.overall_verdict)
+    verdict: RunVerdict  # the run's verdict: status, reasons, false_ready, judged (findings.overall_verdict)
     screen: FirstScreen  # `fs`: the first screen (report/first_screen.py)
     weights_clause: str | None  # what weights the figures were measured on, one clause (models/provenance.py)
     findings: list[str]  # up to four sentences a reader needs first, problems first
@@ -84,13 +89,13 @@ class ReportContext:
     def stage_status(self, body: StageRecord) -> str:
         return stage_status(body, self.lang)
 
-    def check_in(self, check: Check) -> dict[str, Any]:
+    def check_in(self, check: Check) -> Check:
         return rendered_check(check, self.lang)
 
     def reasons_in(self, verdict: Verdict) -> list[str]:
         return verdict_reasons(verdict, self.lang)
 
-    def basis_in(self, row: dict[str, Any]) -> str:
+    def basis_in(self, row: LayerRow | PartRow | LocatedFault) -> str:
         return basis_text(row, self.lang)
 
     def target_basis_in(self, target: RunnerReport) -> str:
@@ -103,7 +108,7 @@ class ReportContext:
         return probe_words(text, self.lang)
 
     @staticmethod
-    def has_value(rows: list[dict[str, Any]], key: str) -> bool:
+    def has_value(rows: Sequence[Mapping[str, object]], key: str) -> bool:
         return has_value(rows, key)
 
     @staticmethod
@@ -138,7 +143,7 @@ def allowed_of(row: LayerRow) -> float | None:
     return allowance(row) if "rel_spread" in row or "allowed" in row else None
 
 
-def has_value(rows: list[dict[str, Any]], key: str) -> bool:
+def has_value(rows: Sequence[Mapping[str, object]], key: str) -> bool:
     """Whether any row has a value under `key` (a table leaves out a column none has). Pure."""
     return any(r.get(key) not in (None, "-", "n/a") for r in rows)
 
