@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from llm_adapt.engines.logcause import strip_prefixes
+from llm_adapt.engines.vllm import LogWarning
 from llm_adapt.platforms.cpu import CPU_HEAD_SIZES
 
 ANY = "*"  # a row's words for every platform without words of its own
@@ -220,14 +220,14 @@ class Match:
     symptom: str
     cause: str
     fix: str
-    evidence: tuple[dict[str, Any], ...] = ()  # engine warnings ({message, count}), clipped
+    evidence: tuple[LogWarning, ...] = ()  # engine warnings, clipped
     seen: tuple[Seen, ...] = ()  # the texts of the run it explains besides the warnings
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     matched: tuple[Match, ...]
-    unmatched: tuple[dict[str, Any], ...]  # engine warnings no row explains ({message, count}), clipped
+    unmatched: tuple[LogWarning, ...]  # engine warnings no row explains, clipped
 
 
 def row_for(message: str) -> Row | None:
@@ -236,11 +236,11 @@ def row_for(message: str) -> Row | None:
     return next((row for row in ROWS if row.matches(text)), None)
 
 
-def diagnose(warnings: Iterable[dict[str, Any]], seen: Sequence[Seen] = (), platform: str | None = None,
+def diagnose(warnings: Iterable[LogWarning], seen: Sequence[Seen] = (), platform: str | None = None,
              lang: str = "en") -> Diagnosis:
     """The rows that explain `warnings` (engine_facts.warnings: {message, count}) and `seen`, in table order,
     with their words in `lang` for `platform`; the warnings no row explains, as they came. Pure."""
-    evidence: dict[str, list[dict[str, Any]]] = {}
+    evidence: dict[str, list[LogWarning]] = {}
     found: dict[str, list[Seen]] = {}
     unmatched = []
     for w in warnings:

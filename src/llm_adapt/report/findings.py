@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport
+from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport, Verdict
 from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
@@ -76,7 +76,7 @@ def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracy
                       "adaptation report widens it to answers with HTTP 200 and wrong output"}
 
 
-def _task_detail(ev: dict[str, Any]) -> Any:
+def _task_detail(ev: Verdict) -> Any:
     """The eval verdict's first two reasons, in parentheses ("" without any)."""
     shown = (ev.get("reasons") or [])[:2]
     if not shown:

@@ -7,11 +7,10 @@ their own words. Pure functions of RunData; its words, in both languages, are th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from llm_adapt.accuracy.flatness import is_flat
-from llm_adapt.accuracy.result import LogitStats, Verdict
-from llm_adapt.bench.modes import BenchResult
+from llm_adapt.accuracy.result import Check as JudgedCheck, LogitStats, Verdict
+from llm_adapt.bench.modes import BenchResult, BenchRun
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.messages import FIRST_SCREEN as WORDS, FIRST_SCREEN_MODES as MODES, LIST_SEP, message, probe_words, rendered_check
 from llm_adapt.messages import verdict_shown
@@ -226,12 +225,12 @@ def _accuracy_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -
     return Figure(W["in_process_accuracy"], value, source, "accuracy", target.verdict["status"])
 
 
-def _bench_run(run: RunData, mode: str) -> tuple[BenchResult, dict[str, Any]] | None:
+def _bench_run(run: RunData, mode: str) -> tuple[BenchResult, BenchRun] | None:
     bench = run.bench.get(mode)
     return (bench, bench.runs[0]) if bench and bench.runs else None
 
 
-def _client_bound(r: dict[str, Any]) -> bool:
+def _client_bound(r: BenchRun) -> bool:
     return bool(r.get("server") and r["server"].get("cpu") and r["server"]["cpu"].get("client_bound"))
 
 
@@ -277,7 +276,7 @@ HEADLINE = ("kl", "top1", "nonfinite", "greedy")  # a passing source shows these
 PER_SOURCE = 2  # passing checks shown per judged source; every failed or warned one is shown
 
 
-def _rank(check: dict[str, Any]) -> tuple[int, int]:
+def _rank(check: JudgedCheck) -> tuple[int, int]:
     key = str(check.get("key") or check.get("name") or "")
     headline = next((i for i, word in enumerate(HEADLINE) if word in key), len(HEADLINE))
     return listing_rank(check["status"]), headline

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.inspect.stage import ConfigSummary
 from llm_adapt.messages import Reason, reason
 from llm_adapt.inspect.operators import CaveatRecord
 
@@ -36,7 +37,7 @@ class FaqEntry:
     solution: Reason
 
 
-def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: dict[str, Any]) -> list[FaqEntry]:
+def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
     """The FAQ of one model's NPU deployment: its caveats, then the plan's memory and KV cache entries, then
     any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
     facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
@@ -47,7 +48,7 @@ def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: dict[str,
     return entries
 
 
-def _from_caveat(caveat: dict[str, Any], facts: dict[str, Any]) -> FaqEntry:
+def _from_caveat(caveat: CaveatRecord, facts: dict[str, int | None]) -> FaqEntry:
     title, seen, fix = BY_CAVEAT.get(caveat.get("id"), NUMERIC)
     return FaqEntry(reason(title, operator=caveat.get("operator", ""), **facts), reason(seen), caveat.get("text"),
                     reason(fix, **facts))
