@@ -144,3 +144,27 @@ def test_the_latency_run_is_the_sweeps_concurrency_one_level():
     assert "latency run" in merged.notes[-1] and sweep.runs[0]["label"] == "c2"  # the given result is not changed
     assert with_latency_level(merged, latency).runs == merged.runs  # a sweep that has concurrency 1 keeps its own
     assert with_latency_level(sweep, latency.model_copy(update={"runs": []})).runs == sweep.runs
+
+
+
+def test_bench_json_reads_back_as_it_was_written_for_every_mode(tmp_path):
+    """bench.json's records hold what each mode writes: a serve level's load (its rate and concurrency cap),
+    a throughput level's "all", the settings of every option (BenchSettings keeps up with BenchOptions);
+    a record that did not would refuse the file or change a figure when it is read back."""
+    from dataclasses import asdict, fields
+
+    from llm_adapt.bench.modes import BenchResult, BenchSettings
+    from llm_adapt.results import read_checked
+
+    assert {f.name for f in fields(BenchOptions)} <= set(BenchSettings.__annotations__)
+    opts = BenchOptions(mode="serve", request_rate=4, max_concurrency=6, slo={"ttft": 500}, percentiles=(50, 99.9))
+    settings = {k: v for k, v in asdict(opts).items() if v is not None} | {"prompts_as_token_ids": True}
+    metrics = {"completed": 3, "failed": 0, "errors": {}, "p50_ttft_ms": 1.5, "mean_itl_ms": None}
+    runs = [{"label": p.label, "load": p.load, "metrics": metrics, "sent": 3}
+            for mode in ("serve", "throughput", "latency") for p in plans(BenchOptions(mode=mode, request_rate=4,
+                                                                                       max_concurrency=6))]
+    path = BenchResult(mode="serve", endpoint={"base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key": None},
+                       model="m", settings=settings, runs=runs).save(tmp_path / "bench.json")
+    read = read_checked(path, BenchResult)
+    assert json.loads(read.to_json()) == json.loads(path.read_text())
+    assert [r["load"] for r in read.runs] == [{"request_rate": 4, "max_concurrency": 6}, "all", 1]
