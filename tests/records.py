@@ -87,6 +87,8 @@ def _empty(tp: Any) -> Any:
     """The empty value of a field's type: None where it may be None."""
     if get_origin(tp) in (Union, types.UnionType) and type(None) in get_args(tp):
         return None
+    if get_origin(tp) in (Union, types.UnionType) and not any(_is_record(_unwrapped(a)) for a in get_args(tp)):
+        return _empty(get_args(tp)[0])  # int | float: the first one's
     tp = _unwrapped(tp)
     origin = get_origin(tp) or tp
     if _is_record(tp):

@@ -103,6 +103,11 @@ def test_repeated_baseline_widens_its_spread():
     assert rec["name"] == "base" and not rec["significant"]  # drift swallowed the apparent gain
 
 
+# what a tune run records of its options (TuneResult.settings)
+SETTINGS = {"budget_minutes": 10.0, "max_trials": 1, "repeats": 2, "num_prompts": 8, "input_len": 32, "output_len": 16,
+            "slo": None, "accuracy_check": "off"}
+
+
 def test_inspect_shows_a_tune_recommendation(capsys, tmp_path, default_model):
     import json
 
@@ -110,8 +115,8 @@ def test_inspect_shows_a_tune_recommendation(capsys, tmp_path, default_model):
     from llm_adapt.tune.run import TuneResult
 
     rec = recommend([row("base", [30, 31]), row("bind", [52, 53])], "output_throughput", True)
-    TuneResult(platform="cpu", objective="throughput", metric="output_throughput", settings={}, trials=[], skipped=[],
-               recommendation=rec).save(tmp_path / "tune.json")
+    TuneResult(platform="cpu", objective="throughput", metric="output_throughput", settings=SETTINGS, trials=[],
+               skipped=[], recommendation=rec).save(tmp_path / "tune.json")
     assert main(["inspect", "default", "--tuned", str(tmp_path / "tune.json"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["tuned"]["name"] == "bind"
 
@@ -150,7 +155,7 @@ def test_a_graph_trial_out_of_line_beside_a_passing_eager_baseline_names_graph_m
     name_graph_causes(unchecked)  # no eager check to stand against
     assert not unchecked[1]["accuracy"].get("cause")
     TuneResult(platform="cpu", objective="throughput", metric="output_throughput",
-               settings={"repeats": 2, "num_prompts": 8}, trials=trials,
+               settings=SETTINGS, trials=trials,
                skipped=[], recommendation=recommend(trials, "output_throughput", True)).save(tmp_path / "tune.json")
     source = resolve_model(str(tiny_llama))  # a run directory the report can render
     run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="m", kv_cache_space_gib=1,

@@ -37,11 +37,15 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING
 
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.accuracy.result import Candidate, Diagnosis, ModeFigures
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
+    from llm_adapt.accuracy.endpoint_metrics import PositionBin
     from llm_adapt.accuracy.result import CategoryStats, EndpointSection, Peak, Verdict
 
 
@@ -81,14 +85,6 @@ class RangeSignature(TypedDict):
     peaks: list[Peak]
 
 
-class ModeFigures(TypedDict):
-    """One mode's endpoint verdict and served KL, for graph_vs_eager."""
-    status: Status | None
-    reasons: list[Any]
-    kl: float | None
-    decode_kl: float | None
-
-
 class GraphSignature(TypedDict):
     signature: str  # graph
     graph: ModeFigures
@@ -96,11 +92,6 @@ class GraphSignature(TypedDict):
     kl_ratio: float | None
 
 
-class Diagnosis(TypedDict):
-    """diagnose's answer: each candidate is a signature's figures with its cause and next command."""
-    candidates: list[dict[str, Any]]
-    unknown: bool
-    rules: str
 
 
 ONSET_FACTOR = 10.0  # a signature's "out of line" side must exceed the in-bounds side this many times
@@ -131,7 +122,7 @@ def prefill_vs_decode(prefill_kl: float | None, decode_kl: float | None, bound: 
                          prefill_positions=prefill_positions, decode_positions=decode_positions)
 
 
-def position_onset(profile: list[dict[str, Any]], bound: float) -> OnsetSignature | None:
+def position_onset(profile: list[PositionBin], bound: float) -> OnsetSignature | None:
     """The first position bin out of line after at least one bin in bounds, with every bin from there
     on out of line and above ONSET_FACTOR x the in-bounds bins' mean. Pure."""
     bins = [b for b in profile if b.get("positions", 0) >= MIN_POSITIONS and _finite(b.get("kl_lb_mean"))]
@@ -225,7 +216,7 @@ def graph_vs_eager(graph: ModeFigures | None, eager: ModeFigures | None) -> Grap
             "kl_ratio": kl / eager_kl if _finite(kl) and _finite(eager_kl) and eager_kl > 0 else None}
 
 
-def graph_cause(graph: ModeFigures | None, eager: ModeFigures | None) -> dict[str, Any] | None:
+def graph_cause(graph: ModeFigures | None, eager: ModeFigures | None) -> Candidate | None:
     """graph_vs_eager() as a candidate cause (with its next command), or None. Pure."""
     found = graph_vs_eager(graph, eager)
     return {"cause": CAUSES["graph"][0], "next": CAUSES["graph"][1], **found} if found else None

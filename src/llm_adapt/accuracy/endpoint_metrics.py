@@ -12,8 +12,15 @@ import math
 
 import numpy as np
 import torch
+from typing_extensions import TypedDict
 
 from llm_adapt.accuracy.result import TopkView
+
+
+# One bin of position_profile: positions [from, to) (to None: open), how many, and their mean top-k
+# KL and same-top-1 rate. The functional form, as "from" is a keyword.
+PositionBin = TypedDict("PositionBin", {"from": int, "to": int | None, "positions": int, "kl_lb_mean": float,
+                                        "same_top1": float})
 
 
 def coarse_kl(ref_lp: torch.Tensor, known: dict[int, float]) -> float:
@@ -85,7 +92,7 @@ def summarize(rows: list[dict], tie_margin: float = TIE_MARGIN) -> TopkView:
 POSITION_EDGES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
 
 
-def position_profile(rows: list[dict]) -> list[dict]:
+def position_profile(rows: list[dict]) -> list[PositionBin]:
     """Mean top-k KL and same-top-1 rate per position bin, from rows that carry their `position`. Pure."""
     import bisect
 

@@ -14,8 +14,8 @@ from llm_adapt.results import StageResult
 from llm_adapt.rounding_basis import RoundingBasis
 from llm_adapt.status import Status
 
-__all__ = ["AccuracyResult", "CategoryStats", "ChannelConcentration", "Check", "EndpointAccuracyResult", "EndpointSection", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
-           "LogitStats", "PartError", "PartRow", "Peak", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
+__all__ = ["AccuracyResult", "Candidate", "CategoryStats", "ChannelConcentration", "Check", "EndpointAccuracyResult", "EndpointSection", "Diagnosis", "GraphModes", "GreedyRow", "KernelSpread", "LayerRow", "LayersResult", "LocatedFault",
+           "LogitStats", "ModeFigures", "PartError", "PartRow", "Peak", "Perplexity", "RoundingBasis", "RoundoffBasis", "Row", "RunnerReport", "Samples",
            "Sharpness", "SkippedPrompt", "TensorStats", "Verdict", "VsFloor"]
 
 # The records that cross the accuracy rooms (measure -> compare -> verdict -> result -> report). They are
@@ -453,6 +453,41 @@ class EndpointSettings(TypedDict, total=False):
     skipped_before_gold: list[SkippedPrompt]
 
 
+# accuracy/diagnosis.py's answers, kept in endpoint_accuracy.json and layers.json
+class ModeFigures(TypedDict):
+    """One mode's endpoint verdict and served KL, for graph_vs_eager."""
+    status: Status | None
+    reasons: list[Any]
+    kl: float | None
+    decode_kl: float | None
+    cause: NotRequired[Candidate | None]  # a tune trial's: graph mode, against the eager baseline
+
+
+@with_config(ConfigDict(extra="allow"))
+class Candidate(TypedDict):
+    """One likely cause: a signature's figures (kept as its record writes them) with the cause in words
+    and the command that tells more (CAUSES)."""
+    cause: str
+    next: str
+    signature: str
+
+
+class Diagnosis(TypedDict):
+    """diagnose's answer: each candidate is a signature's figures with its cause and next command."""
+    candidates: list[Candidate]
+    unknown: bool
+    rules: str
+
+
+class GraphModes(TypedDict):
+    """A graph deployment's escalation (run/stages.py's eager_against_graph): both modes' endpoint
+    figures, where the eager check's result lies, and graph mode as the likely cause when only it is out of line."""
+    graph: ModeFigures
+    eager: ModeFigures
+    eager_result: str
+    cause: Candidate | None
+
+
 class EndpointAccuracyResult(StageResult):
     KIND: ClassVar[str] = "endpoint_accuracy"
 
@@ -463,7 +498,7 @@ class EndpointAccuracyResult(StageResult):
     settings: EndpointSettings
     sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
     verdict: Verdict | None = None
-    diagnosis: dict[str, Any] | None = None  # likely causes when out of line (accuracy/diagnosis.py)
+    diagnosis: Diagnosis | None = None  # likely causes when out of line (accuracy/diagnosis.py)
     gold_logits: Sharpness | None = None  # how decisive the gold's logits are
 
 
@@ -517,4 +552,4 @@ class LayersResult(StageResult):
     verdict: Verdict
     seconds: dict[str, float]
     # a graph deployment's escalation: both modes' endpoint figures and the likely cause (run/stages.py)
-    modes: dict[str, Any] | None = None
+    modes: GraphModes | None = None

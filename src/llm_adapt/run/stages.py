@@ -16,6 +16,7 @@ from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
     from llm_adapt.accuracy.options import CompareOptions
+    from llm_adapt.accuracy.result import GraphModes
     from llm_adapt.engines.server import ManagedServer
 
 
@@ -164,7 +165,7 @@ def _restart(cfg: RunConfig, state: RunState, engine: str, inspected, mode: str)
     state.engine.restart(inspected, cfg.out, engine=engine, **engine_options(cfg, mode))
 
 
-def eager_against_graph(cfg: RunConfig, state: RunState) -> dict:
+def eager_against_graph(cfg: RunConfig, state: RunState) -> GraphModes:
     """The endpoint accuracy check again, on the eager engine the escalation started, against the
     graph-mode deployment's: both modes' figures, and graph mode as the likely cause when only the
     graph mode is out of line (accuracy/diagnosis.py)."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
 from llm_adapt.command import Command
-from llm_adapt.messages import reason
+from llm_adapt.messages import Said, reason
 from llm_adapt.platforms import get_platform
 
 if TYPE_CHECKING:
@@ -23,6 +25,14 @@ class Trial:
     remove_args: tuple[str, ...] = ()  # plan flags dropped (with their values)
     graph: bool = False
     prior: float = 0.0  # expected relative gain, for ordering under a budget
+
+
+class SkippedTrial(TypedDict):
+    """A setting the budget or --max-trials left out (grid.cut_to_budget), with its estimated cost."""
+    name: str
+    knob: str
+    estimated_s: float
+    reason: Said
 
 
 def cpu_trials(plan: DeployPlan, cores: int) -> list[Trial]:
@@ -101,7 +111,7 @@ def trial_cost_s(trial: Trial, startup_s: dict[str, float], run_s: float, repeat
 
 
 def cut_to_budget(trials: list[Trial], budget_s: float, startup_s: dict[str, float], run_s: float,
-                  repeats: int, max_trials: int | None = None) -> tuple[list[Trial], list[dict]]:
+                  repeats: int, max_trials: int | None = None) -> tuple[list[Trial], list[SkippedTrial]]:
     """Baseline first, then by expected gain per second, while the budget lasts and at most
     `max_trials` settings besides the baseline; the rest is skipped, each with its reason."""
     baseline, rest = trials[0], trials[1:]

@@ -7,18 +7,19 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypedDict
+from typing import Any, Callable, ClassVar
 
+from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
+
+from llm_adapt.accuracy.result import ModeFigures
+from llm_adapt.bench.stats import Metrics
 from llm_adapt.inspect.plan import render_command
 from llm_adapt.results import StageResult
 from llm_adapt.tune import stats
-from llm_adapt.tune.grid import Trial, apply_trial, build_grid, cut_to_budget
+from llm_adapt.tune.grid import SkippedTrial, Trial, apply_trial, build_grid, cut_to_budget
 from llm_adapt.platforms import get_platform
 from llm_adapt import rundir
 from llm_adapt.status import Status
-
-if TYPE_CHECKING:
-    from llm_adapt.accuracy.diagnosis import ModeFigures
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}
@@ -38,15 +39,36 @@ class TuneOptions:
     accuracy_check: bool = True  # each trial's server against the fp32 gold (quick suite); needs real weights
 
 
+class TuneSettings(TypedDict):
+    """What tune.json's trials ran under (TuneOptions), and its accuracy check in words (or "off")."""
+    budget_minutes: int | float
+    max_trials: int | None
+    repeats: int
+    num_prompts: int
+    input_len: int
+    output_len: int
+    slo: dict[str, float] | None
+    accuracy_check: NotRequired[str]
+
+
 class TrialMetrics(TypedDict, total=False):
     """What a trial is compared on (METRICS), each a stats.summary over the trial's runs."""
-    output_throughput: dict[str, float]
-    median_ttft_ms: dict[str, float]
-    p99_ttft_ms: dict[str, float]
-    median_tpot_ms: dict[str, float]
-    p99_tpot_ms: dict[str, float]
-    median_e2el_ms: dict[str, float]
-    request_goodput: dict[str, float]
+    output_throughput: stats.Summary
+    median_ttft_ms: stats.Summary
+    p99_ttft_ms: stats.Summary
+    median_tpot_ms: stats.Summary
+    p99_tpot_ms: stats.Summary
+    median_e2el_ms: stats.Summary
+    request_goodput: stats.Summary
+
+
+class Gain(TypedDict, total=False):
+    """A trial's speed-up over the baseline (above 1 is better whichever way the metric points), its
+    uncertainty, and the corrected test (recommend)."""
+    gain: float | None
+    gain_uncertainty: float | None
+    p_value: float | None
+    significant: bool
 
 
 class TrialRow(TrialMetrics, total=False):
@@ -63,10 +85,28 @@ class TrialRow(TrialMetrics, total=False):
     accuracy_seconds: float
     status: str  # done | failed
     reason: str  # a failed trial's first line
-    runs: list[dict[str, float]]  # each repeat's metrics
+    runs: list[Metrics]  # each repeat's metrics
     bench_seconds_each: float
     merged_into_baseline: bool  # the baseline's second session, counted in the first's figures
-    vs_baseline: dict[str, Any]
+    vs_baseline: Gain
+
+
+class Recommendation(Gain, total=False):
+    """The trial to deploy with (the baseline unless one beat it outside the noise), its command, the
+    test that chose it, and its accuracy check."""
+    name: str
+    metric: str
+    argv: list[str]
+    env: dict[str, str]
+    unset_env: list[str]
+    command: str
+    trials_tested: int
+    alpha: float
+    test: str
+    note: str
+    accuracy: ModeFigures | None
+    accuracy_verified: bool
+    rejected_for_accuracy: list[str]
 
 
 class TuneResult(StageResult):
@@ -75,10 +115,10 @@ class TuneResult(StageResult):
     platform: str
     objective: str
     metric: str
-    settings: dict[str, Any]
-    trials: list[dict[str, Any]]
-    skipped: list[dict[str, Any]]
-    recommendation: dict[str, Any] | None = None
+    settings: TuneSettings
+    trials: list[TrialRow]
+    skipped: list[SkippedTrial]
+    recommendation: Recommendation | None = None
 
 
 def run_tune(inspect_result, opts: TuneOptions, out: Path, *, cores: int = 1, devices: int = 1,
@@ -254,7 +294,7 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:60]
 
 
-def recommend(trials: list[TrialRow], metric: str, higher: bool, alpha: float = stats.ALPHA) -> dict[str, Any] | None:
+def recommend(trials: list[TrialRow], metric: str, higher: bool, alpha: float = stats.ALPHA) -> Recommendation | None:
     """The best trial among those that beat the baseline after correcting for the number of trials
     (one-sided t-tests with the run-to-run noise pooled over all trials, Holm at family-wise alpha); else the baseline, saying so."""
     done = [t for t in trials if t.get("status") == "done" and t.get(metric, {}).get("n") and not t.get("merged_into_baseline")]
@@ -288,7 +328,7 @@ def recommend(trials: list[TrialRow], metric: str, higher: bool, alpha: float = 
     return out
 
 
-def _gain(trial: dict[str, float], baseline: dict[str, float], higher: bool) -> dict[str, float]:
+def _gain(trial: stats.Summary, baseline: stats.Summary, higher: bool) -> Gain:
     """Speed-up over the baseline (>1 is better whichever way the metric points), with its uncertainty."""
     ratio, err = stats.ratio_with_uncertainty(trial, baseline)
     if not higher and ratio:
@@ -301,6 +341,6 @@ def accuracy_ok(trial: TrialRow) -> bool:
     return (trial.get("accuracy") or {}).get("status") != Status.FAIL
 
 
-def _recommendation(best: TrialRow, metric: str) -> dict[str, Any]:
+def _recommendation(best: TrialRow, metric: str) -> Recommendation:
     return {"name": best["name"], "metric": metric, "argv": best["argv"], "env": best["env"],
             "unset_env": best.get("unset_env", []), "command": render_command(best["env"], best["argv"])}

@@ -5,9 +5,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 
-def summary(values: list[float]) -> dict[str, float]:
+class Summary(TypedDict):
+    """Repeated runs of one metric: mean, sample std, range and count (NaN, read back as None: no run)."""
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    n: int
+
+
+def summary(values: list[float]) -> Summary:
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan, "n": 0}
@@ -15,7 +25,7 @@ def summary(values: list[float]) -> dict[str, float]:
             "min": float(arr.min()), "max": float(arr.max()), "n": int(arr.size)}
 
 
-def ratio_with_uncertainty(a: dict[str, float], b: dict[str, float]) -> tuple[float, float]:
+def ratio_with_uncertainty(a: Summary, b: Summary) -> tuple[float, float]:
     """a.mean / b.mean and its standard uncertainty from the two relative spreads."""
     if not b["mean"]:
         return math.nan, math.nan
