@@ -9,18 +9,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
+from typing import ClassVar
+
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verdict
+from llm_adapt.accuracy.setting_cause import SettingCause
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt import rundir
 from llm_adapt.status import Status, worse as status_worse, worst
-
-if TYPE_CHECKING:
-    from llm_adapt.accuracy.setting_cause import SettingCause
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -39,16 +39,20 @@ class Metric:
     busy: bool = False  # measured while other processes kept the host's cores busy
 
 
+# a figure as diff.json keeps it: NaN (a figure that is not finite) reads back as None
+Figure = int | float | None
+
+
 class MetricChange(TypedDict):
     """One figure of both runs compared (compare_metric): B - A, its standard error and the bound it is held to."""
     group: str
     name: str
-    a: float
-    b: float
-    delta: float
-    se: float | None
-    relative: float | None
-    bound: float
+    a: Figure
+    b: Figure
+    delta: Figure
+    se: Figure
+    relative: Figure
+    bound: Figure
     change: str  # regression | improvement | same | not judged (busy host)
     unit: str
     busy: list[bool]  # A's and B's host was busy
@@ -74,11 +78,11 @@ class DiffResult(StageResult):
 
     run_a: str
     run_b: str
-    metrics: list[dict[str, Any]]
-    features: list[dict[str, Any]]
+    metrics: list[MetricChange]
+    features: list[FeatureChange]
     verdict: Verdict
     # two runs served in different deployment settings: each one's, and the one that moved accuracy
-    settings: dict[str, Any] | None = None
+    settings: SettingsMoved | None = None
 
 
 def metrics_of(run: RunData) -> dict[str, Metric]:
@@ -189,7 +193,7 @@ def feature_changes(run_a: RunData, run_b: RunData) -> list[FeatureChange]:
             if rows_a.get(n) != rows_b.get(n) and not {rows_a.get(n), rows_b.get(n)} <= set(NOT_MEASURED)]
 
 
-def diff_verdict(metrics: list[MetricChange], features: list[FeatureChange], verdicts: tuple[str, str]) -> dict[str, Any]:
+def diff_verdict(metrics: list[MetricChange], features: list[FeatureChange], verdicts: tuple[str, str]) -> Verdict:
     """FAIL: an accuracy regression, a lost feature, or B's own verdict worse than A's;
     WARN: a performance or resource regression, a run that was interrupted (not judged), or features one run
     did not measure; else PASS."""

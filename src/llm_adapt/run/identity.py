@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from llm_adapt import rundir
 
 
-def run_model(run_dir: Path) -> dict[str, Any]:
+class RunModel(TypedDict, total=False):
+    """What a run says it measured: the model's name, and its architecture where inspect.json gives it."""
+    name: str
+    architecture: str | None
+
+
+def run_model(run_dir: Path) -> RunModel:
     """The model of a run: inspect.json's name and architecture, else status.json's model argument; {} when
     the run records neither (nothing to check)."""
     inspected = _read(run_dir / rundir.INSPECT)
@@ -19,7 +25,7 @@ def run_model(run_dir: Path) -> dict[str, Any]:
     return {"name": given} if given else {}
 
 
-def model_mismatch(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+def model_mismatch(a: RunModel, b: RunModel) -> str | None:
     """Why two runs' models differ, or None (the same, or one of them unknown). Pure."""
     for key in ("name", "architecture"):
         if a.get(key) and b.get(key) and a[key] != b[key]:
