@@ -86,6 +86,7 @@ def test_a_target_measured_before_as_a_floor_is_read_back_not_measured_again(mod
     from dataclasses import replace
 
     from llm_adapt.accuracy import compare as compare_module
+    from llm_adapt.accuracy import measure as measure_module
 
     source, tokenizer = model
     spec = RunnerSpec("cpu", "bf16", emulated=True)
@@ -97,7 +98,7 @@ def test_a_target_measured_before_as_a_floor_is_read_back_not_measured_again(mod
         measured.append(spec.label)
         raise LookupError("measured")
 
-    monkeypatch.setattr(compare_module, "evaluate", evaluate)
+    monkeypatch.setattr(measure_module, "evaluate", evaluate)
     opts = replace(OPTS, targets=(spec,))
     result = compare_module.compare(source, opts)
     assert measured == [] and result.targets[0].layers == floor.report.layers

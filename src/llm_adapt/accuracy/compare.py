@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.measure import evaluate, measure_floor
+from llm_adapt.accuracy.measure import measure_floor, measure_target
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
@@ -107,14 +107,16 @@ def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -
 
     tokenizer = load_tokenizer(source.path)
     gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
-    floor_of = {t: floor_for(t, opts.reference, opts.baseline, opts.targets) for t in opts.targets}
-    floors = {floor: measure_floor(floor, source, gold, tokenizer, opts, progress).report
-              for floor in dict.fromkeys(f for f in floor_of.values() if f is not None)}
+    floor_of: dict[RunnerSpec, RunnerSpec | None] = {}
+    floors: dict[RunnerSpec, RunnerReport] = {}
+    for target in opts.targets:
+        floor = floor_of[target] = floor_for(target, opts.reference, opts.baseline, opts.targets)
+        if floor is not None and floor not in floors:
+            floors[floor] = measure_floor(floor, source, gold, tokenizer, opts, progress).report
     reports = dict(floors)
     for target in opts.targets:
         if target not in reports:
-            reports[target] = measured_as_floor(target, gold, opts) or evaluate(target, source, gold, tokenizer, opts,
-                                                                               progress)
+            reports[target] = measure_target(target, source, gold, tokenizer, opts, progress)
     return Measured(gold, floor_of, floors, reports, activation_peaks(gold), layer_contraction(source.path, gold))
 
 
@@ -135,15 +137,6 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
                   **({"reference_why": opts.reference_why} if opts.reference_why else {})},
         verdict=accuracy_verdict([(t.label, t.quant, t.verdict["status"]) for t in targets]),
     )
-
-
-def measured_as_floor(target: RunnerSpec, gold, opts: CompareOptions) -> RunnerReport | None:
-    """The target's report where the same runner was measured on this gold as a floor before (an
-    endpoint stage's, say, kept in the measurement cache): the same measurement, not made twice."""
-    from llm_adapt.accuracy.measure import cached_floor
-
-    cached = cached_floor(gold, target, opts)
-    return cached.report if cached is not None else None
 
 
 def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,

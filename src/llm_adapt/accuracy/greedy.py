@@ -70,6 +70,24 @@ def greedy_from_teacher_forcing(argmax: list[int], gold: list[int], stops: list[
     return out, len(out) >= max_new_tokens
 
 
+def teacher_forced_greedy(ref: RefPrompt, logits, tokenizer, top_k: int, tie_margin: float, max_new_tokens: int,
+                          ref_stops: list[int], target_stops: list[int]) -> GreedyRow:
+    """A target's greedy row from its teacher-forced `logits` over the gold's sequence: its tokens read
+    off the pass (greedy_from_teacher_forcing), compared with the gold's (greedy_row); `target_cut` where
+    it left the gold, so its tokens end there."""
+    start = len(ref.input_ids) - 1  # the position that chose the first generated token
+    tokens, complete = greedy_from_teacher_forcing(logits[start:].argmax(-1).tolist(), ref.generated, target_stops,
+                                                   max_new_tokens)
+
+    def mutual(k: int, pos: int) -> bool:
+        return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], tokens[k], top_k)
+
+    row = greedy_row(ref, tokens, tokenizer, tie_margin, mutual, ref_stops, target_stops)
+    if not complete:  # it left the gold: the comparison ends there, and so do its tokens
+        row["target_cut"] = True
+    return row
+
+
 def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: float,
                mutual: Callable[[int, int], bool | None], ref_stops: list[int],
                target_stops: list[int]) -> GreedyRow:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.greedy import by_category, greedy_from_teacher_forcing, greedy_row
+from llm_adapt.accuracy.greedy import by_category, teacher_forced_greedy
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
 from llm_adapt.accuracy.result import GreedyRow, KernelSpread, LocatedFault, LogitStats, Perplexity, RunnerReport
@@ -66,7 +66,8 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
     started = time.monotonic()
     runner = Runner(spec, source.path)
     load_s = time.monotonic() - started
-    stops = own_stop_ids(spec.model_path) if spec.model_path else gold.eos_ids
+    checkpoint = checkpoint_tokens(spec.model_path, gold) if spec.model_path else None
+    stops = checkpoint.stops if checkpoint else gold.eos_ids
     full = [m.TensorAccumulator() for _ in gold.names]
     local = [m.TensorAccumulator() for _ in gold.names]
     logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -88,12 +89,8 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
                 local[j].add(ref.hidden[j][:, rows], shadow[j][:, rows])
         logits_nonfinite |= m.nonfinite(capture.logits)
         logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k, keep=keep is not None)
-        start = len(ref.input_ids) - 1  # the position that chose the first generated token
-        tokens, complete = greedy_from_teacher_forcing(capture.logits[start:].argmax(-1).tolist(), ref.generated,
-                                                       stops, opts.max_new_tokens)
-        greedy[i] = _greedy_row(ref, tokens, capture.logits, tokenizer, opts, gold.eos_ids, stops)
-        if not complete:  # it left the gold: the comparison ends there, and so do its tokens
-            greedy[i]["target_cut"] = True
+        greedy[i] = teacher_forced_greedy(ref, capture.logits, tokenizer, opts.top_k, opts.tie_margin,
+                                          opts.max_new_tokens, gold.eos_ids, stops)
         if keep is not None:
             keep.logprobs.append(logprobs)
     progress(f"{spec.label}: layers and logits", len(gold.prompts), len(gold.prompts))
@@ -113,8 +110,8 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
         report.first_nonfinite = "logits"
     report.load_seconds, report.run_seconds = round(load_s, 2), round(time.monotonic() - started - load_s, 2)
     report.quantized_linears = quantized
-    if spec.model_path:
-        report.template_mismatches = template_mismatches(spec.model_path, gold)
+    if checkpoint:
+        report.template_mismatches = checkpoint.template_mismatches
     return report
 
 
@@ -133,21 +130,23 @@ def routed_tokens(ref: RefPrompt, gates: dict[int, GateRecord], dtype: str,
     return kept
 
 
-def own_stop_ids(model_dir: Path) -> list[int]:
-    """A --target-model's own stop tokens: its generation config and its own tokenizer's EOS, as a
-    deployment of it would stop."""
-    from llm_adapt.models.tokenizer import load_tokenizer
+@dataclass(frozen=True)
+class CheckpointTokens:
+    """What a --target-model's own tokenizer says: its stop tokens (its generation config and its EOS, as a
+    deployment of it would stop), and the prompts its chat template renders differently from the
+    reference's (a deployment of it would not see the tokens that were judged)."""
 
-    return eos_ids_of(model_dir, load_tokenizer(model_dir))
+    stops: list[int]
+    template_mismatches: list[str]
 
 
-def template_mismatches(model_dir: Path, gold: Gold) -> list[str]:
-    """Prompts the target checkpoint's own tokenizer and chat template render differently from the
-    reference's: a deployment of it would not see the tokens that were judged."""
+def checkpoint_tokens(model_dir: Path, gold: Gold) -> CheckpointTokens:
     from llm_adapt.models.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
-    return [ref.prompt.id for ref in gold.prompts if render(tokenizer, ref.prompt) != ref.input_ids]
+    return CheckpointTokens(stops=eos_ids_of(model_dir, tokenizer),
+                            template_mismatches=[ref.prompt.id for ref in gold.prompts
+                                                 if render(tokenizer, ref.prompt) != ref.input_ids])
 
 
 def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, gold: Gold,
@@ -193,15 +192,6 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
     for name, values in stats.items():
         out[name].append(values)
     return logprobs
-
-
-def _greedy_row(ref: RefPrompt, generated: list[int], logits: torch.Tensor, tokenizer, opts,
-                ref_stops: list[int], target_stops: list[int]) -> GreedyRow:
-    """`logits`: the target's teacher-forced logits over the gold's sequence."""
-    def mutual(k: int, pos: int) -> bool:
-        return m.mutual_topk(ref.logits[pos], logits[pos], ref.generated[k], generated[k], opts.top_k)
-
-    return greedy_row(ref, generated, tokenizer, opts.tie_margin, mutual, ref_stops, target_stops)
 
 
 def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> RunnerReport:
@@ -299,6 +289,14 @@ def measure_floor(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, 
         save_floor(key, floor)
         store.remember("floor", key, floor)
     return floor
+
+
+def measure_target(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts: CompareOptions,
+                   progress: Progress) -> RunnerReport:
+    """A target's report: the one the same runner got where it was measured on this gold as a floor
+    before (an endpoint stage's, kept in the measurement cache), not measured twice; else measured now."""
+    cached = cached_floor(gold, spec, opts)
+    return cached.report if cached is not None else evaluate(spec, source, gold, tokenizer, opts, progress)
 
 
 def cached_floor(gold: Gold, spec: RunnerSpec, opts: CompareOptions) -> MeasuredFloor | None:
