@@ -7,7 +7,7 @@ measure.py) -> locate against its floor (the layer, then the part of it, sublaye
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
 from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, find_first_local_excess, judge,
                                         locate_part, roundoff_basis)
 from llm_adapt.errors import UsageError
-from llm_adapt.models.quant import transformers_problem, with_measures
+from llm_adapt.models.quant import QuantInfo, transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
 from llm_adapt.status import OUT_OF_LINE
@@ -76,6 +76,8 @@ class Measured:
     reports: dict[RunnerSpec, RunnerReport]  # each target's, a floor's own where a target is one
     peaks: Any
     contraction: int | None = None  # a layer's longest sum on these prompts (layer_contraction): its rounding basis
+    # a pre-quantized --target-model's own quantization, from its config.json (None: quantized here, or not at all)
+    checkpoint_quant: dict[RunnerSpec, QuantInfo | None] = field(default_factory=dict)
 
     def floor(self, target: RunnerSpec) -> RunnerReport | None:
         return self.floors.get(self.floor_of[target])
@@ -97,8 +99,10 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     parts = PartsPass(source, measured.gold, opts.reference, progress)
     located = {t: located_in_parts(located[t], parts, t, measured.floor_of[t] if measured.floor(t) else None, opts, n)
                for t in opts.targets}
-    targets = [judged(located[t], measured.floor(t), opts, measured.peaks) for t in opts.targets]
-    return _result(source, opts, measured, targets)
+    targets = [judged(located[t], measured.floor(t), opts.reference, measured.checkpoint_quant[t], measured.peaks)
+               for t in opts.targets]
+    floors = [with_floor(f, None, opts, measured.contraction) for f in measured.floors.values()]
+    return _result(source, opts, measured, targets, floors)
 
 
 def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -> Measured:
@@ -117,15 +121,23 @@ def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -
     for target in opts.targets:
         if target not in reports:
             reports[target] = measure_target(target, source, gold, tokenizer, opts, progress)
-    return Measured(gold, floor_of, floors, reports, activation_peaks(gold), layer_contraction(source.path, gold))
+    return Measured(gold, floor_of, floors, reports, activation_peaks(gold), layer_contraction(source.path, gold),
+                    {t: checkpoint_quant(t) for t in opts.targets})
 
 
-def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targets: list[RunnerReport]) -> AccuracyResult:
+def checkpoint_quant(target: RunnerSpec) -> QuantInfo | None:
+    """A pre-quantized --target-model's own quantization, read from its config.json once it is measured
+    (the verdict names it, judged)."""
+    return load_spec(Path(target.model_path)).quant if target.model_path else None
+
+
+def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targets: list[RunnerReport],
+            floors: list[RunnerReport]) -> AccuracyResult:
     gold = measured.gold
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
         reference=gold.report.model_copy(update={"logits": gold.sharpness(opts.tie_margin)}), targets=targets,
-        floors=[with_floor(f, None, opts, measured.contraction) for f in measured.floors.values()],
+        floors=floors,
         prompts={"suite": opts.prompts, "count": len(gold.prompts), "skipped": gold.skipped,
                  "categories": sorted({p.prompt.category for p in gold.prompts}),
                  "tokens_compared": int(sum(len(p.sequence) for p in gold.prompts)),
@@ -142,7 +154,7 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
 def with_floor(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
                contraction: int | None = None) -> RunnerReport:
     """A copy of `report` judged against its noise floor (see located_against and judged)."""
-    return judged(located_against(report, floor, opts, contraction), floor, opts)
+    return judged(located_against(report, floor, opts, contraction), floor, opts.reference)
 
 
 def located_against(report: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
@@ -196,12 +208,11 @@ def located_in_parts(report: RunnerReport, parts: PartsPass, target: RunnerSpec,
     return report
 
 
-def judged(out: RunnerReport, floor: RunnerReport | None, opts: CompareOptions,
+def judged(out: RunnerReport, floor: RunnerReport | None, ref: RunnerSpec, ckpt_quant: QuantInfo | None = None,
            peaks: list[dict] | None = None) -> RunnerReport:
-    """`out` (from located_against) with its verdict; out of line where the gold's `peaks` reach the
-    target dtype's range, the verdict names that as the likely cause, with the figures."""
-    ref = opts.reference
-    ckpt_quant = load_spec(Path(out.model_path)).quant if out.model_path else None  # a pre-quantized --target-model
+    """`out` (from located_against) with its verdict; `ckpt_quant`: a pre-quantized --target-model's
+    (checkpoint_quant), named in the verdict. Out of line where the gold's `peaks` reach the target dtype's
+    range, the verdict names that as the likely cause, with the figures."""
     exact = out.device == ref.device and out.dtype == ref.dtype and not out.quant and ckpt_quant is None
     out.verdict = judge(out.model_dump(), floor.model_dump() if floor else None, exact_expected=exact)
     if ckpt_quant is not None:
