@@ -25,18 +25,25 @@ CORE_BASE = ("legacy completions", "streamed completions")
 NO_CHAT_TEMPLATE = "pe_no_chat_template"  # the evidence key of a chat row refused for want of a template
 
 
-def core_broken(rows: dict[str, dict[str, Any]]) -> list[str]:
+def core_broken(rows: dict[str, ProbeRow]) -> list[str]:
     """The core features (core_features) the engine failed: every status but supported and not judged (the model
     ended its answer at once: accuracy judges the model, not this row). Pure."""
     return [n for n in core_features(rows) if (rows.get(n) or {}).get("status") not in (SUPPORTED, NOT_JUDGED)]
 
 
-def core_features(rows: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+def core_features(rows: dict[str, ProbeRow]) -> tuple[str, ...]:
     """The probes that decide whether the server works: CORE_BASE where the chat row was not applicable for
     want of a chat template (a base model), else CORE_CHAT. rows: probe name -> its row. Pure."""
     chat = rows.get("chat completion") or {}
     key = getattr(chat.get("evidence"), "key", None)  # a Reason, as written and as results.read_checked reads it
     return CORE_BASE if chat.get("status") == NOT_APPLICABLE and key == NO_CHAT_TEMPLATE else CORE_CHAT
+
+
+class ServerFacts(TypedDict, total=False):
+    """What a run knows of the server beyond its answers (run_probes' `facts`)."""
+    tool_calling: dict | None  # the plan's ToolCalling.to_dict, where this run planned the server
+    flat_logits: bool  # the gold's logits are flat: a random or untrained model's own choices are not the engine's
+    no_chat_template: bool  # the server refused chat for want of a template (found by the first probe)
 
 
 @dataclass
@@ -47,7 +54,7 @@ class ProbeContext:
     model: str
     max_model_len: int | None = None
     timeout_s: float = 120.0
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: ServerFacts = field(default_factory=dict)
 
     def post(self, path: str, payload: dict) -> httpx.Response:
         """Raw POST relative to /v1 (path "completions") or to the root (path "/tokenize")."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Callable, ClassVar
 
 import httpx
 
@@ -11,7 +11,7 @@ from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.probes.context import (ERROR, NO_CHAT_TEMPLATE, NOT_APPLICABLE, NOT_JUDGED, NOT_RUN, UNSUPPORTED, Outcome,
-                                      ProbeRow, Timer, make_context, snippet)
+                                      ProbeRow, ServerFacts, Timer, make_context, snippet)
 from llm_adapt.probes.features import CHAT_TEMPLATE_MISSING, PROBES
 from llm_adapt.results import StageResult
 from llm_adapt import rundir
@@ -37,7 +37,7 @@ MODEL_CHOICE = ("Chinese prompt answered in Chinese", "tool calling (tool_choice
 
 def run_probes(endpoint: Endpoint, out: Path | None = None, engine: str | None = None,
                only: list[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
-               dummy: bool = False, facts: dict[str, Any] | None = None) -> ProbesResult:
+               dummy: bool = False, facts: ServerFacts | None = None) -> ProbesResult:
     """`facts`: what the run knows of the server beyond its answers (its plan's "tool_calling", whether the
     gold's logits are flat: "flat_logits")."""
     model, _ = resolve_model_name(endpoint)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from llm_adapt.command import Command
 from llm_adapt.messages.upstream import PARAMETERS
@@ -131,7 +131,15 @@ class Parameter:
     unit: str
 
 
-def parameters(shown: Shown, lang: str, facts: dict[str, Any],
+class RangeFacts(TypedDict):
+    """What fills a parameter's range in its words (PARAMETERS): the model's positions (formatted), its
+    attention heads, and the last rank of the deployment."""
+    max_positions: str
+    heads: int | None
+    last: int
+
+
+def parameters(shown: Shown, lang: str, facts: RangeFacts,
                env_meaning: dict[str, str] | None = None) -> list[Parameter]:
     """The table under a command: each variable, the model argument of `vllm serve`, and each option once
     (a repeated one with its values joined by commas). `facts` fills the ranges ({max_positions}, {heads},
@@ -149,6 +157,6 @@ def parameters(shown: Shown, lang: str, facts: dict[str, Any],
     return rows
 
 
-def _row(key: str, value: str, lang: str, facts: dict[str, Any], meaning: str | None = None) -> Parameter:
+def _row(key: str, value: str, lang: str, facts: RangeFacts, meaning: str | None = None) -> Parameter:
     words, range_, unit = PARAMETERS[key][lang]
     return Parameter(key.split("@")[0], value, meaning or words, range_.format(**facts), unit)

@@ -348,9 +348,8 @@ def template_functions(ctx: ExportContext, lang: str) -> TemplateFunctions:
     from llm_adapt.platforms import get_platform
 
     insp, plan = ctx["insp"], ctx["deploy"].plan
-    facts = {"max_positions": f"{insp.config.get('max_position_embeddings', 0):,}",
-             "heads": insp.config.get("num_heads"),
-             "last": plan.tensor_parallel * plan.pipeline_parallel - 1}
+    facts = cmd.RangeFacts(max_positions=f"{insp.config.get('max_position_embeddings', 0):,}",
+                           heads=insp.config.get("num_heads"), last=plan.tensor_parallel * plan.pipeline_parallel - 1)
     meaning = {n["name"]: n.get(lang) or n.get("en") for n in plan.env_notes}
     planned = ctx["deploy"].planned
     status = {"en": ("not yet run on an NPU" if planned else None, "verified in this validation",
