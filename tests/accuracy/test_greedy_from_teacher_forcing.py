@@ -94,3 +94,31 @@ def test_read_off_greedy_equals_the_targets_own_decoding(family, target, tmp_pat
 class _Tokenizer:
     def decode(self, ids, skip_special_tokens=True):
         return " ".join(map(str, ids))
+
+
+def _logits_choosing(tokens: list[int], vocab: int = 12) -> torch.Tensor:
+    """Logits whose top-1 at each position is the given token, by a clear margin."""
+    logits = torch.zeros(len(tokens), vocab)
+    logits[torch.arange(len(tokens)), torch.tensor(tokens)] = 5.0
+    return logits
+
+
+def test_the_greedy_row_read_off_a_pass_ends_where_the_target_leaves_the_gold():
+    """teacher_forced_greedy on plain logits: the tokens a target's pass chooses after the prompt, compared
+    with the gold's; cut at its first departure, which a decisive gold names genuine; a target that
+    follows the gold to its stop is exact and not cut."""
+    from llm_adapt.accuracy.greedy import teacher_forced_greedy
+
+    prompt, gold_tokens = [3, 4], [5, 6, 2]  # position 1 (the prompt's last) chose the gold's first token
+    sequence = prompt + gold_tokens
+    gold_logits = _logits_choosing(sequence[1:] + [2])
+    ref = RefPrompt(Prompt(id="p", category="c"), prompt, gold_tokens, [], gold_logits)
+
+    departs = _logits_choosing([4, 5, 9, 2, 2])  # at gold token 1 it chooses 9, not 6
+    row = teacher_forced_greedy(ref, departs, _Tokenizer(), 3, 0.1, 8, [2], [2])
+    assert row["target_cut"] and row["first_divergence"] == 1 and row["target_tokens"] == 2
+    assert row["divergence"] == "genuine" and row["ref_token_id"] == 6 and row["target_token_id"] == 9
+
+    follows = _logits_choosing([4, 5, 6, 2, 2])
+    row = teacher_forced_greedy(ref, follows, _Tokenizer(), 3, 0.1, 8, [2], [2])
+    assert row["exact"] and row["target_tokens"] == 3 and "target_cut" not in row
