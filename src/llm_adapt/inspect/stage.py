@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
-
 from pydantic import BaseModel, ConfigDict, with_config
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt import platforms
 from llm_adapt.inspect import memory as mem

@@ -16,6 +16,7 @@ from typing_extensions import TypedDict  # pydantic validates typing's TypedDict
 from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verdict
 from llm_adapt.accuracy.setting_cause import SettingCause
 from llm_adapt.bench.modes import BenchResult
+from llm_adapt.bench.stats import Figure  # NaN (a figure that is not finite) reads back as None
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
@@ -37,10 +38,6 @@ class Metric:
     higher_is_better: bool
     unit: str = ""
     busy: bool = False  # measured while other processes kept the host's cores busy
-
-
-# a figure as diff.json keeps it: NaN (a figure that is not finite) reads back as None
-Figure = int | float | None
 
 
 class MetricChange(TypedDict):

@@ -204,9 +204,9 @@ def e2e_config(rows: list[TaskRow], *, model_id: str, hardware: str, serve: E2ES
     for r in rows:
         tasks.setdefault(r["task"], []).append({"name": r["metric"], "value": r["value"]})
     config: E2EConfig = {"model_name": model_id, "model_type": E2E_CONSTANTS["model_type"], "hardware": hardware,
-                              "serve": {k: v for k, v in serve.items() if v is not None},
-                              "tasks": [{"name": name, "metrics": metrics} for name, metrics in tasks.items()],
-                              "num_fewshot": rows[0]["num_fewshot"]}
+                         "serve": {k: v for k, v in serve.items() if v is not None},
+                         "tasks": [{"name": name, "metrics": metrics} for name, metrics in tasks.items()],
+                         "num_fewshot": rows[0]["num_fewshot"]}
     if limit is not None:
         config["limit"] = limit
     return config | {"apply_chat_template": rows[0]["chat"], "fewshot_as_multiturn": rows[0]["chat"],
@@ -306,9 +306,9 @@ def nightly_config(ais: AisbenchRun, *, name: str, model_id: str, argv: list[str
     server_cmd = [word for flag, value in options.options for word in ([flag] if value is None else [flag, value])]
     family = ais["dataset_conf"].split("/")[0]
     acc: NightlyAccuracy = {"case_type": "accuracy", "dataset_path": NIGHTLY_DATASETS.get(family, family),
-           "request_conf": ais["request_conf"], "dataset_conf": ais["dataset_conf"], "max_out_len": ais["max_out_len"],
-           "batch_size": ais["batch_size"], "baseline": round(float(ais["accuracy"]["served"]), 2),
-           "threshold": ais["threshold"]}
+                            "request_conf": ais["request_conf"], "dataset_conf": ais["dataset_conf"],
+                            "max_out_len": ais["max_out_len"], "batch_size": ais["batch_size"],
+                            "baseline": round(float(ais["accuracy"]["served"]), 2), "threshold": ais["threshold"]}
     return {"test_cases": [{"name": name, "model": model_id, "envs": {"SERVER_PORT": "DEFAULT_PORT"},
                             "server_cmd": server_cmd, "benchmarks": {"acc": acc}}]}
 
