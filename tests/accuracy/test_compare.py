@@ -8,7 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from llm_adapt.accuracy.compare import check_same_family, compare, floor_for
+from llm_adapt.accuracy.compare import check_same_family, compare
+from llm_adapt.accuracy.runner import floor_for
 from llm_adapt.accuracy.options import CompareOptions, served_floor
 from llm_adapt.accuracy.runner import BF16_ENV, RunnerSpec, default_target, parse_runner
 from llm_adapt.errors import UsageError

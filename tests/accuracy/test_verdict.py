@@ -182,11 +182,13 @@ def test_worst_layer_ratio_names_the_layer():
 def test_stop_margin_by_hand():
     import torch
 
+    from llm_adapt.accuracy.greedy import stop_margin
+
     logits = torch.log(torch.tensor([0.5, 0.3, 0.2]))
     # the reference went on with token 0 where the other side stopped on token 2
-    assert m.stop_margin(logits, 0, [2], ref_stopped=False) == pytest.approx(math.log(0.5 / 0.2))
+    assert stop_margin(logits, 0, [2], ref_stopped=False) == pytest.approx(math.log(0.5 / 0.2))
     # the reference stopped on token 1: its margin over the best other token (0) is negative here
-    assert m.stop_margin(logits, 1, [1], ref_stopped=True) == pytest.approx(math.log(0.3 / 0.5))
+    assert stop_margin(logits, 1, [1], ref_stopped=True) == pytest.approx(math.log(0.3 / 0.5))
 
 
 def test_bootstrap_ratio_sd_is_zero_for_proportional_prompts_and_positive_otherwise():

@@ -7,7 +7,7 @@ measure.py) -> locate against its floor (the layer, then the part of it, sublaye
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.prompts import load_prompts
 from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
 from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, measure_reference
-from llm_adapt.accuracy.result import AccuracyResult, RunnerReport, VsFloor
-from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_numerics
+from llm_adapt.accuracy.result import AccuracyResult, RunnerReport, Sharpness, VsFloor
+from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_for
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
 from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, find_first_local_excess, judge,
                                         locate_part, roundoff_basis)
@@ -30,39 +30,6 @@ from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
 from llm_adapt.status import OUT_OF_LINE
 
-
-
-def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | None,
-              targets: tuple[RunnerSpec, ...] = ()) -> RunnerSpec | None:
-    """The runner whose error vs the gold is this target's noise floor.
-
-    Default: the reference's device at the target's dtype and quantization (so quantization error
-    is separated from backend error); for a target already on the reference's device, the
-    unquantized version of it; None when the target itself is that floor. A derived floor runs with
-    the numerics a floor uses here (bf16 emulated on a CPU without bf16), unless it is one of the
-    `targets` anyway, measured as asked.
-    """
-    if explicit is not None:
-        return explicit
-    floor = replace(target, device=reference.device, model_path=None)
-    if floor == target and target.quant:
-        floor = replace(target, quant=None)
-    elif floor == target:
-        floor = host_floor(target)
-    if floor is None or floor == reference:
-        return None
-    return floor if floor in targets else floor_numerics(floor)
-
-
-def host_floor(target: RunnerSpec) -> RunnerSpec | None:
-    """A target on the gold's own accelerator (cuda:fp32 gold, cuda:bf16 target) still gets a measured floor:
-    its dtype on the host CPU, as the reference reports measure theirs. Without it the target was judged on
-    absolute budgets, which a clean bf16 model with flat logits missed on the H200 (same top-1 0.945). On a
-    CPU host the target is that floor itself: None, and the rules without a floor judge it (decisive
-    positions, the contraction-length basis)."""
-    if target.device.split(":")[0] in ("cpu", "auto"):
-        return None
-    return replace(target, device="cpu", model_path=None)
 
 
 @dataclass
@@ -75,6 +42,7 @@ class Measured:
     floors: dict[RunnerSpec, RunnerReport]
     reports: dict[RunnerSpec, RunnerReport]  # each target's, a floor's own where a target is one
     peaks: Any
+    sharpness: Sharpness  # how decisive the gold's own logits are at the comparison's tie margin
     contraction: int | None = None  # a layer's longest sum on these prompts (layer_contraction): its rounding basis
     # a pre-quantized --target-model's own quantization, from its config.json (None: quantized here, or not at all)
     checkpoint_quant: dict[RunnerSpec, QuantInfo | None] = field(default_factory=dict)
@@ -89,14 +57,12 @@ def compare(source: ModelSource, opts: CompareOptions, progress: Progress | None
     Measure everything, then locate each target against its floor, then look inside the located
     layers (the only measuring that needs a location first), then judge."""
     progress = progress or (lambda what, done, total: None)
-    for spec in (opts.reference, *opts.targets, *([opts.baseline] if opts.baseline else [])):
-        check_device(spec.device)  # a missing device fails before any model loads
     measured = measure_all(source, opts, progress)
     if keep_gold is not None:
         keep_gold.append(measured.gold)
     n = measured.contraction
-    located = {t: located_against(measured.reports[t], measured.floor(t), opts, n) for t in opts.targets}
     parts = PartsPass(source, measured.gold, opts.reference, progress)
+    located = {t: located_against(measured.reports[t], measured.floor(t), opts, n) for t in opts.targets}
     located = {t: located_in_parts(located[t], parts, t, measured.floor_of[t] if measured.floor(t) else None, opts, n)
                for t in opts.targets}
     targets = [judged(located[t], measured.floor(t), opts.reference, measured.checkpoint_quant[t], measured.peaks)
@@ -109,8 +75,11 @@ def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -
     """The reference, then each floor (a target that is also a floor is measured once), then each target."""
     from llm_adapt.models.tokenizer import load_tokenizer
 
-    tokenizer = load_tokenizer(source.path)
-    gold = measure_reference(source, tokenizer, load_prompts(opts.prompts), opts, progress)
+    for spec in (opts.reference, *opts.targets, *([opts.baseline] if opts.baseline else [])):
+        check_device(spec.device)  # a missing device fails before any model loads
+    tokenizer, prompts = load_tokenizer(source.path), load_prompts(opts.prompts)
+    gold = measure_reference(source, tokenizer, prompts, opts, progress)
+    sharpness = gold.sharpness(opts.tie_margin)
     floor_of: dict[RunnerSpec, RunnerSpec | None] = {}
     floors: dict[RunnerSpec, RunnerReport] = {}
     for target in opts.targets:
@@ -121,8 +90,8 @@ def measure_all(source: ModelSource, opts: CompareOptions, progress: Progress) -
     for target in opts.targets:
         if target not in reports:
             reports[target] = measure_target(target, source, gold, tokenizer, opts, progress)
-    return Measured(gold, floor_of, floors, reports, activation_peaks(gold), layer_contraction(source.path, gold),
-                    {t: checkpoint_quant(t) for t in opts.targets})
+    return Measured(gold, floor_of, floors, reports, activation_peaks(gold), sharpness,
+                    layer_contraction(source.path, gold), {t: checkpoint_quant(t) for t in opts.targets})
 
 
 def checkpoint_quant(target: RunnerSpec) -> QuantInfo | None:
@@ -136,7 +105,7 @@ def _result(source: ModelSource, opts: CompareOptions, measured: Measured, targe
     gold = measured.gold
     return AccuracyResult(
         model={"name": source.name, "path": str(source.path)},
-        reference=gold.report.model_copy(update={"logits": gold.sharpness(opts.tie_margin)}), targets=targets,
+        reference=gold.report.model_copy(update={"logits": measured.sharpness}), targets=targets,
         floors=floors,
         prompts={"suite": opts.prompts, "count": len(gold.prompts), "skipped": gold.skipped,
                  "categories": sorted({p.prompt.category for p in gold.prompts}),

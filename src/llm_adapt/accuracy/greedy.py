@@ -9,6 +9,8 @@ from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.result import CategoryStats, GreedyRow
 
 if TYPE_CHECKING:
+    import torch
+
     from llm_adapt.accuracy.reference import RefPrompt
 
 
@@ -115,7 +117,7 @@ def greedy_row(ref: RefPrompt, generated: list[int], tokenizer, tie_margin: floa
                    ref_token_id=ref_tok, target_token_id=tgt_tok)
         if ref_tok in ref_stops or tgt_tok in target_stops:
             ref_stopped = ref_tok in ref_stops
-            margin = m.stop_margin(ref.logits[pos], ref_tok, [ref_tok] if ref_stopped else [tgt_tok], ref_stopped)
+            margin = stop_margin(ref.logits[pos], ref_tok, [ref_tok] if ref_stopped else [tgt_tok], ref_stopped)
             return _classified(row, margin, tie_margin, stop="late" if ref_stopped else "early")
         margin = m.top2_margin(ref.logits[pos])
         row["mutual_topk"] = mutual(k, pos)
@@ -131,7 +133,7 @@ def _stop_row(row: GreedyRow, ref: RefPrompt, generated: list[int], k: int, pos:
         if (last in target_stops and last not in ref_stops) or ref.generated[k] in target_stops:
             row.update(divergence="genuine", stop="early", stop_note="both chose the same token; only the target stops on it")
             return row
-        margin = m.stop_margin(ref.logits[pos], ref.generated[k], target_stops, ref_stopped=False)
+        margin = stop_margin(ref.logits[pos], ref.generated[k], target_stops, ref_stopped=False)
         return _classified(row, margin, tie_margin, stop="early")
     # the reference ended first: it stopped on a token the target also chose but went past
     row.update(divergence="genuine", stop="late", stop_note=(
@@ -163,3 +165,20 @@ def by_category(greedy: list[GreedyRow]) -> dict[str, CategoryStats]:
         cat["token_match_rate"] = cat["matched_tokens"] / cat["ref_tokens"] if cat["ref_tokens"] else 1.0
     return out
 
+
+def stop_margin(ref_logits: torch.Tensor, continued: int, stop_ids: list[int], ref_stopped: bool) -> float:
+    """The reference's margin at a position where one side stopped and the other went on (nats).
+
+    ref_stopped: the reference chose a stop token there -> log p(best stop) - log p(best other);
+    else the reference went on with `continued` -> log p(continued) - log p(best stop).
+    Non-negative when the reference's own choice is compared with the other option."""
+    import torch
+
+    lp = m.log_softmax64(ref_logits)
+    stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long)
+    best_stop = float(lp[stops].max()) if len(stops) else float("-inf")
+    if ref_stopped:
+        others = lp.clone()
+        others[stops] = float("-inf")
+        return best_stop - float(others.max())
+    return float(lp[continued]) - best_stop

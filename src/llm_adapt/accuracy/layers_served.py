@@ -110,16 +110,15 @@ def check_plugin(directory: Path) -> CapturePlugin:
 def floor_layers(spec: RunnerSpec, model_path: Path, gold: Gold, progress: Progress) -> list[TensorRow]:
     """The in-process floor's full error per tensor on the gold's sequences (summaries with the
     per-prompt squared errors kept for the bootstrap)."""
-    runner = Runner(spec, model_path)
     acc = [m.TensorAccumulator() for _ in gold.names]
     label = f"floor {spec.label}".replace("[", "(").replace("]", ")")  # no rich markup
-    for i, ref in enumerate(gold.prompts):
-        progress(label, i, len(gold.prompts))
-        capture = runner.capture(ref.sequence)
-        for j in range(len(gold.names)):
-            acc[j].add(ref.hidden[j], capture.hidden[j])
+    with Runner(spec, model_path) as runner:
+        for i, ref in enumerate(gold.prompts):
+            progress(label, i, len(gold.prompts))
+            capture = runner.capture(ref.sequence)
+            for j in range(len(gold.names)):
+                acc[j].add(ref.hidden[j], capture.hidden[j])
     progress(label, len(gold.prompts), len(gold.prompts))
-    runner.close()
     return [accumulated(name, a) for name, a in zip(gold.names, acc)]
 
 

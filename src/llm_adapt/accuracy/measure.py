@@ -25,7 +25,7 @@ import torch
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.greedy import by_category, teacher_forced_greedy
 from llm_adapt.accuracy.options import CompareOptions, Progress
-from llm_adapt.accuracy.reference import Gold, RefPrompt, eos_ids_of
+from llm_adapt.accuracy.reference import Gold, RefPrompt
 from llm_adapt.accuracy.result import GreedyRow, KernelSpread, LocatedFault, LogitStats, Perplexity, RunnerReport
 from llm_adapt.accuracy.routing import GateRecord, RoutingCount, flips
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
@@ -63,56 +63,79 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
              progress: Progress, keep: _Kept | None = None) -> RunnerReport:
     """The runner's measurement against the gold (unjudged); `keep` collects its log-probs and
     corpus NLL for the endpoint view of a floor."""
-    started = time.monotonic()
-    runner = Runner(spec, source.path)
-    load_s = time.monotonic() - started
     checkpoint = checkpoint_tokens(spec.model_path, gold) if spec.model_path else None
-    stops = checkpoint.stops if checkpoint else gold.eos_ids
-    full = [m.TensorAccumulator() for _ in gold.names]
-    local = [m.TensorAccumulator() for _ in gold.names]
-    logit_stats: dict[str, list[np.ndarray]] = defaultdict(list)
-    greedy: list[GreedyRow | None] = [None] * len(gold.prompts)
-    routing: dict[int, RoutingCount] = defaultdict(RoutingCount)
-    logits_nonfinite = False
-    for i, ref in enumerate(gold.prompts):
-        progress(f"{spec.label}: layers and logits", i, len(gold.prompts))
-        capture = runner.capture(ref.sequence, keep_kwargs=True)
-        gates: dict[int, GateRecord] | None = {} if ref.gates else None
-        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden, gates_into=gates)
-        kept = routed_tokens(ref, gates or {}, spec.dtype, routing)
-        for j in range(len(gold.names)):
-            full[j].add(ref.hidden[j], capture.hidden[j])
-            rows = kept.get(j)
-            if rows is None:
-                local[j].add(ref.hidden[j], shadow[j])
-            elif rows.any():  # a token whose routing flipped at a near-tie is counted, not judged
-                local[j].add(ref.hidden[j][:, rows], shadow[j][:, rows])
-        logits_nonfinite |= m.nonfinite(capture.logits)
-        logprobs = _logit_stats(ref, capture.logits, logit_stats, opts.top_k, keep=keep is not None)
-        greedy[i] = teacher_forced_greedy(ref, capture.logits, tokenizer, opts.top_k, opts.tie_margin,
-                                          opts.max_new_tokens, gold.eos_ids, stops)
-        if keep is not None:
-            keep.logprobs.append(logprobs)
-    progress(f"{spec.label}: layers and logits", len(gold.prompts), len(gold.prompts))
-    corpus_nll = []
-    for w, window in enumerate(gold.corpus):
-        progress(f"{spec.label}: corpus", w, len(gold.corpus))
-        corpus_nll.append(m.nll(runner.capture(window).logits[:-1], torch.tensor(window[1:])))
-    progress(f"{spec.label}: corpus", len(gold.corpus), len(gold.corpus))
+    started = time.monotonic()
+    with Runner(spec, source.path) as runner:
+        load_s = time.monotonic() - started
+        passes = _teacher_forced(runner, gold, tokenizer, opts, progress,
+                                 checkpoint.stops if checkpoint else gold.eos_ids, keep)
+        corpus_nll = _corpus_nll(runner, gold, progress)
+        quantized = runner.quantized_linears
     if keep is not None:
         keep.corpus_nll = corpus_nll
-    quantized = runner.quantized_linears
-    runner.close()
-    report = _runner_report(spec, gold, full, local, logit_stats, greedy, corpus_nll, opts)
-    for layer, count in routing.items():
+    report = _runner_report(spec, gold, passes.full, passes.local, passes.logit_stats, passes.greedy, corpus_nll, opts)
+    for layer, count in passes.routing.items():
         report.layers[layer + 1]["routing"] = count.summary()
-    if logits_nonfinite and not report.first_nonfinite:
+    if passes.logits_nonfinite and not report.first_nonfinite:
         report.first_nonfinite = "logits"
     report.load_seconds, report.run_seconds = round(load_s, 2), round(time.monotonic() - started - load_s, 2)
     report.quantized_linears = quantized
     if checkpoint:
         report.template_mismatches = checkpoint.template_mismatches
     return report
+
+
+@dataclass
+class _Passes:
+    """What the teacher-forced passes over the gold's prompts accumulate."""
+
+    full: list[m.TensorAccumulator]  # each tensor's error on the target's own input
+    local: list[m.TensorAccumulator]  # each tensor's error on the gold's input to it
+    logit_stats: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
+    greedy: list[GreedyRow | None] = field(default_factory=list)
+    routing: dict[int, RoutingCount] = field(default_factory=lambda: defaultdict(RoutingCount))
+    logits_nonfinite: bool = False
+
+
+def _teacher_forced(runner: Runner, gold: Gold, tokenizer, opts: CompareOptions, progress: Progress,
+                    stops: list[int], keep: _Kept | None) -> _Passes:
+    """One teacher-forced pass per prompt, each layer again on the gold's input (its local error), the logits
+    statistics, and the greedy row read off the pass."""
+    label = f"{runner.spec.label}: layers and logits"
+    out = _Passes([m.TensorAccumulator() for _ in gold.names], [m.TensorAccumulator() for _ in gold.names],
+                  greedy=[None] * len(gold.prompts))
+    for i, ref in enumerate(gold.prompts):
+        progress(label, i, len(gold.prompts))
+        capture = runner.capture(ref.sequence, keep_kwargs=True)
+        gates: dict[int, GateRecord] | None = {} if ref.gates else None
+        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden, gates_into=gates)
+        kept = routed_tokens(ref, gates or {}, runner.spec.dtype, out.routing)
+        for j in range(len(gold.names)):
+            out.full[j].add(ref.hidden[j], capture.hidden[j])
+            rows = kept.get(j)
+            if rows is None:
+                out.local[j].add(ref.hidden[j], shadow[j])
+            elif rows.any():  # a token whose routing flipped at a near-tie is counted, not judged
+                out.local[j].add(ref.hidden[j][:, rows], shadow[j][:, rows])
+        out.logits_nonfinite |= m.nonfinite(capture.logits)
+        logprobs = _logit_stats(ref, capture.logits, out.logit_stats, opts.top_k, keep=keep is not None)
+        out.greedy[i] = teacher_forced_greedy(ref, capture.logits, tokenizer, opts.top_k, opts.tie_margin,
+                                              opts.max_new_tokens, gold.eos_ids, stops)
+        if keep is not None:
+            keep.logprobs.append(logprobs)
+    progress(label, len(gold.prompts), len(gold.prompts))
+    return out
+
+
+def _corpus_nll(runner: Runner, gold: Gold, progress: Progress) -> list[np.ndarray]:
+    """The runner's per-token NLL on each corpus window of the gold."""
+    label = f"{runner.spec.label}: corpus"
+    out = []
+    for w, window in enumerate(gold.corpus):
+        progress(label, w, len(gold.corpus))
+        out.append(m.nll(runner.capture(window).logits[:-1], torch.tensor(window[1:])))
+    progress(label, len(gold.corpus), len(gold.corpus))
+    return out
 
 
 def routed_tokens(ref: RefPrompt, gates: dict[int, GateRecord], dtype: str,
@@ -141,7 +164,7 @@ class CheckpointTokens:
 
 
 def checkpoint_tokens(model_dir: Path, gold: Gold) -> CheckpointTokens:
-    from llm_adapt.models.tokenizer import load_tokenizer
+    from llm_adapt.models.tokenizer import eos_ids_of, load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
     return CheckpointTokens(stops=eos_ids_of(model_dir, tokenizer),
@@ -156,20 +179,19 @@ def kernel_spread(spec: RunnerSpec, floor: RunnerReport, source: ModelSource, go
     its mean KL and of each layer's rel. L2 error against the floor's; `keep` collects its log-probs."""
     started = time.monotonic()
     variant = replace(spec, kernel=VARIANT_KERNEL)
-    runner = Runner(variant, source.path)
     acc = [m.TensorAccumulator() for _ in gold.names]
     kls = []
-    for i, ref in enumerate(gold.prompts):
-        progress(f"floor spread {variant.label}", i, len(gold.prompts))
-        capture = runner.capture(ref.sequence)
-        for j in range(len(gold.names)):
-            acc[j].add(ref.hidden[j], capture.hidden[j])
-        kl, logprobs = m.kl_rows(ref.logits, capture.logits, keep_logprobs=keep is not None)
-        kls.append(kl)
-        if keep is not None:
-            keep.logprobs.append(logprobs)
+    with Runner(variant, source.path) as runner:
+        for i, ref in enumerate(gold.prompts):
+            progress(f"floor spread {variant.label}", i, len(gold.prompts))
+            capture = runner.capture(ref.sequence)
+            for j in range(len(gold.names)):
+                acc[j].add(ref.hidden[j], capture.hidden[j])
+            kl, logprobs = m.kl_rows(ref.logits, capture.logits, keep_logprobs=keep is not None)
+            kls.append(kl)
+            if keep is not None:
+                keep.logprobs.append(logprobs)
     progress(f"floor spread {variant.label}", len(gold.prompts), len(gold.prompts))
-    runner.close()
     kl = float(np.concatenate(kls).mean())
     layers = {name: relative_change(a.summary()["rel_l2"], row["rel_l2"])
               for name, a, row in zip(gold.names, acc, floor.layers)}

@@ -305,22 +305,6 @@ def mutual_topk(ref_logits: torch.Tensor, tgt_logits: torch.Tensor, ref_token: i
     return bool(tgt_token in ref_logits.topk(k).indices.tolist() and ref_token in tgt_logits.topk(k).indices.tolist())
 
 
-def stop_margin(ref_logits: torch.Tensor, continued: int, stop_ids: list[int], ref_stopped: bool) -> float:
-    """The reference's margin at a position where one side stopped and the other went on (nats).
-
-    ref_stopped: the reference chose a stop token there -> log p(best stop) - log p(best other);
-    else the reference went on with `continued` -> log p(continued) - log p(best stop).
-    Non-negative when the reference's own choice is compared with the other option."""
-    lp = log_softmax64(ref_logits)
-    stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long)
-    best_stop = float(lp[stops].max()) if len(stops) else float("-inf")
-    if ref_stopped:
-        others = lp.clone()
-        others[stops] = float("-inf")
-        return best_stop - float(others.max())
-    return float(lp[continued]) - best_stop
-
-
 def ln_ppl_ratio_sem(nll_ref: np.ndarray, nll_tgt: np.ndarray) -> float:
     """Standard error of ln PPL ratio: the paired per-token NLL differences' standard error."""
     diff = np.asarray(nll_tgt, dtype=float) - np.asarray(nll_ref, dtype=float)

@@ -24,6 +24,7 @@ from llm_adapt.messages import reason
 from llm_adapt.models.quant import transformers_problem
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
+from llm_adapt.models.tokenizer import eos_ids_of
 
 
 @dataclass
@@ -82,20 +83,6 @@ def activation_peaks(gold: Gold) -> list[Peak]:
         values = [float(p.hidden[j].abs().max()) for p in gold.prompts if p.hidden[j].numel()]
         peaks.append(Peak(name=name, max_abs=max(values, default=0.0)))
     return peaks
-
-
-def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
-    """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
-    from transformers import AutoConfig, GenerationConfig
-
-    try:
-        value = GenerationConfig.from_pretrained(model_dir).eos_token_id
-    except OSError:
-        value = AutoConfig.from_pretrained(model_dir).eos_token_id
-    ids = list(value) if isinstance(value, (list, tuple)) else [value] if value is not None else []
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
-    return ids
 
 
 class InMemoryReference:

@@ -78,6 +78,39 @@ def floor_numerics(spec: RunnerSpec) -> RunnerSpec:
     return replace(spec, emulated=True) if emulate else spec
 
 
+def floor_for(target: RunnerSpec, reference: RunnerSpec, explicit: RunnerSpec | None,
+              targets: tuple[RunnerSpec, ...] = ()) -> RunnerSpec | None:
+    """The runner whose error vs the gold is this target's noise floor.
+
+    Default: the reference's device at the target's dtype and quantization (so quantization error
+    is separated from backend error); for a target already on the reference's device, the
+    unquantized version of it; None when the target itself is that floor. A derived floor runs with
+    the numerics a floor uses here (bf16 emulated on a CPU without bf16), unless it is one of the
+    `targets` anyway, measured as asked.
+    """
+    if explicit is not None:
+        return explicit
+    floor = replace(target, device=reference.device, model_path=None)
+    if floor == target and target.quant:
+        floor = replace(target, quant=None)
+    elif floor == target:
+        floor = host_floor(target)
+    if floor is None or floor == reference:
+        return None
+    return floor if floor in targets else floor_numerics(floor)
+
+
+def host_floor(target: RunnerSpec) -> RunnerSpec | None:
+    """A target on the gold's own accelerator (cuda:fp32 gold, cuda:bf16 target) still gets a measured floor:
+    its dtype on the host CPU, as the reference reports measure theirs. Without it the target was judged on
+    absolute budgets, which a clean bf16 model with flat logits missed on the H200 (same top-1 0.945). On a
+    CPU host the target is that floor itself: None, and the rules without a floor judge it (decisive
+    positions, the contraction-length basis)."""
+    if target.device.split(":")[0] in ("cpu", "auto"):
+        return None
+    return replace(target, device="cpu", model_path=None)
+
+
 def parse_runner(text: str) -> RunnerSpec:
     """'cpu:fp32', 'cuda:0:bf16', 'npu:bf16' -> RunnerSpec."""
     device, sep, dtype = text.rpartition(":")
@@ -185,6 +218,8 @@ class Runner:
         from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
 
+        from llm_adapt.accuracy.routing import moe_gates
+
         hf_logging.disable_progress_bar()  # our own progress bar covers loading
         check_device(spec.device)
         self.spec = spec
@@ -212,14 +247,21 @@ class Runner:
         self.quantized_linears = quantize_int8_(self.model, spec.quant == "int8-channel") if spec.quant else 0
         self.layers = list(self.model.model.layers)
         self.norm = self.model.model.norm
+        self.gates = moe_gates(self.layers)  # {layer index: expert router}, found once (accuracy/routing.py)
 
     @property
     def placement(self) -> dict[str, str] | None:
         """Where accelerate put each module (auto only): {module: device}."""
         return {k: str(v) for k, v in getattr(self.model, "hf_device_map", {}).items()} if self._offload else None
 
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()  # on an error too: an offload folder never outlives its runner
+
     def close(self) -> None:
-        del self.model, self.layers, self.norm
+        del self.model, self.layers, self.norm, self.gates
         self._weight_copies = None
         if self._offload:
             import shutil
@@ -277,14 +319,14 @@ class Runner:
     def capture(self, input_ids: list[int], keep_kwargs: bool = False, gates: bool = False) -> "Capture":
         """One teacher-forced forward: embeddings, every layer's output, final norm, logits (on CPU, fp32);
         `gates`: each expert router's view too (accuracy/routing.py), where the model has routers."""
-        from llm_adapt.accuracy.routing import moe_gates, record_gates
+        from llm_adapt.accuracy.routing import record_gates
 
         outputs: list[torch.Tensor] = []
         kwargs: list[dict] = []
         routed: dict = {}
         hooks = [self.model.model.embed_tokens.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o)))]
         if gates:
-            hooks += record_gates(moe_gates(self.layers), routed)
+            hooks += record_gates(self.gates, routed)
         for layer in self.layers:
             hooks.append(layer.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
             if keep_kwargs:
@@ -310,11 +352,11 @@ class Runner:
         and mask, so a wrong rope_theta in this model still shows up locally). `gates_into`: a dict that
         receives each expert router's view on that input (accuracy/routing.py).
         """
-        from llm_adapt.accuracy.routing import moe_gates, record_gates
+        from llm_adapt.accuracy.routing import record_gates
 
         dtype = TORCH_DTYPES[self.spec.dtype]
         outs = []
-        hooks = record_gates(moe_gates(self.layers), gates_into) if gates_into is not None else []
+        hooks = record_gates(self.gates, gates_into) if gates_into is not None else []
         try:
             with self.numerics():
                 for i, layer in enumerate(self.layers):

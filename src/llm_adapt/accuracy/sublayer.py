@@ -373,11 +373,8 @@ class PartsPass:
 
         if index not in self._records:
             self.progress(f"{self.reference_spec.label}: parts of layer {index}", 0, 1)
-            runner = Runner(self.reference_spec, self.source.path)
-            try:
+            with Runner(self.reference_spec, self.source.path) as runner:
                 self._records[index] = record_reference(runner, index, self._sequences())
-            finally:
-                runner.close()
             self.progress(f"{self.reference_spec.label}: parts of layer {index}", 1, 1)
         return self._records[index]
 
@@ -386,12 +383,10 @@ class PartsPass:
 
         records = self._reference(index)
         self.progress(f"{spec.label}: parts of layer {index}", 0, 1)
-        runner = Runner(spec, self.source.path)
-        try:
-            return part_errors(runner, index, self._sequences(), records)
-        finally:
-            runner.close()
-            self.progress(f"{spec.label}: parts of layer {index}", 1, 1)
+        with Runner(spec, self.source.path) as runner:
+            errors = part_errors(runner, index, self._sequences(), records)
+        self.progress(f"{spec.label}: parts of layer {index}", 1, 1)
+        return errors
 
 
 def part_rows(target: dict[str, PartError], floor: dict[str, PartError] | None) -> list[PartRow]:

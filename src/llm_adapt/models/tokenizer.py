@@ -27,3 +27,17 @@ def _build(folder: str, _stamp: tuple):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(folder)
+
+
+def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
+    """Stop tokens: the generation config's (else the model config's), plus the tokenizer's."""
+    from transformers import AutoConfig, GenerationConfig
+
+    try:
+        value = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    except OSError:
+        value = AutoConfig.from_pretrained(model_dir).eos_token_id
+    ids = list(value) if isinstance(value, (list, tuple)) else [value] if value is not None else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
