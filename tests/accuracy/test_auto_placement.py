@@ -47,3 +47,17 @@ def test_a_model_split_by_a_memory_cap_gives_the_unsplit_logits(layered, monkeyp
     import os
 
     assert not os.path.exists(offload)
+
+
+def test_a_runner_used_as_a_context_manager_removes_its_offload_folder_on_an_error(layered, monkeypatch):
+    """A measuring error inside `with Runner(...)` (how every stage holds one) still removes the folder
+    accelerate offloads to; without __exit__ closing it, the folder outlived the run."""
+    import os
+
+    monkeypatch.setenv(AUTO_MAX_MEMORY_ENV, "cpu=17MiB")
+    with pytest.raises(RuntimeError, match="a measuring error"):
+        with Runner(RunnerSpec("auto", "fp32"), layered) as runner:
+            offload = runner._offload
+            assert os.path.isdir(offload)
+            raise RuntimeError("a measuring error")
+    assert not os.path.exists(offload)
