@@ -212,19 +212,23 @@ class EngineSlot:
         self.stack = contextlib.ExitStack()  # what stops the running engine
         self.server: ManagedServer | None = None
         self.started: ServeResult | None = None  # how it started (serve.json)
+        self._launch: tuple[str, Path, dict] | None = None  # the last start's engine, run directory and options
 
     def start(self, inspect_result, engine: str, run_dir: Path, **options) -> ManagedServer:
         """Start the engine of `inspect_result`'s plan (started_engine's options); stop any running one first."""
         self.stop()
+        self._launch = (engine, run_dir, options)
         self.server, self.started = self.stack.enter_context(started_engine(inspect_result, engine, run_dir, **options))
         return self.server
 
-    def restart(self, inspect_result, run_dir: Path, engine: str | None = None, **options) -> ManagedServer:
-        """The same engine (or `engine`) again, for another plan or mode. One that fails to start leaves the
-        slot empty: the later stages then say "no endpoint" rather than talk to a dead one."""
-        engine = engine or self.server.spec.engine
-        self.stop()
-        return self.start(inspect_result, engine, run_dir, **options)
+    def restart(self, inspect_result, **changed) -> ManagedServer:
+        """The engine of the last start again, in the same run directory with the same options but `changed`
+        (mode="graph"), for another plan (the capture plugin's). Also after a start that failed. One that fails
+        to start leaves the slot empty: the later stages then say "no endpoint" rather than talk to a dead one."""
+        if self._launch is None:
+            raise RuntimeError("EngineSlot.restart before any start")
+        engine, run_dir, options = self._launch
+        return self.start(inspect_result, engine, run_dir, **{**options, **changed})
 
     def stop(self) -> None:
         self.server = self.started = None
