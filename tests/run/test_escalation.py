@@ -26,6 +26,7 @@ def test_a_failing_run_captures_inside_its_engine_and_names_the_layer(tmp_path, 
     assert_one_verdict(out, code, "FAIL")  # the exit code, status.json, report.md and the page all say FAIL
     stages = json.loads((out / "status.json").read_text())["stages"]
     assert stages["endpoint_accuracy"]["status"] == stages["layers"]["status"] == "done"
+    assert (stages["eager_check"]["status"], stages["eager_check"]["reason"]["key"]) == ("skipped", "eager_not_graph")
     endpoint = json.loads((out / "endpoint_accuracy.json").read_text())
     assert endpoint["verdict"]["status"] == "FAIL"
     layers = json.loads((out / "layers.json").read_text())
@@ -53,7 +54,7 @@ def test_a_graph_deployment_out_of_line_whose_eager_engine_passes_names_graph_mo
                  "bench", "--out", str(out), "--kv-cache-space", "1", "--max-model-len", "1024", "--dtype", "fp32"])
     assert_one_verdict(out, code, "FAIL")
     stages = json.loads((out / "status.json").read_text())["stages"]
-    assert stages["endpoint_accuracy"]["status"] == stages["layers"]["status"] == "done", stages
+    assert stages["endpoint_accuracy"]["status"] == stages["eager_check"]["status"] == stages["layers"]["status"] == "done", stages
     assert json.loads((out / "endpoint_accuracy.json").read_text())["verdict"]["status"] == "FAIL"
     layers = json.loads((out / "layers.json").read_text())
     assert layers["capture"]["deploy_mode"] == "graph" and layers["capture"]["mode"] == "eager"

@@ -36,7 +36,7 @@ def test_every_stage_lands_as_valid_json(quick_run):
     assert status["finished"]
     assert {k: v["status"] for k, v in status["stages"].items()} == {
         "inspect": "done", "accuracy": "done", "serve": "skipped", "probes": "done", "endpoint_accuracy": "done",
-        "layers": "skipped", "eval": "skipped", "bench": "done", "settings": "skipped", "adaptation": "done",
+        "eager_check": "skipped", "layers": "skipped", "eval": "skipped", "bench": "done", "settings": "skipped", "adaptation": "done",
         "report": "done"}
     adaptation = json.loads((out / "adaptation.json").read_text())
     rows = {f["feature"]: f for f in adaptation["features"]}

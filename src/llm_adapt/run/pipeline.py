@@ -1,5 +1,5 @@
 """`llm-adapt run`: the stages of run/table.TABLE, in its order: inspect -> accuracy -> serve -> probes ->
-endpoint_accuracy -> layers -> eval -> bench -> settings -> adaptation -> report.
+endpoint_accuracy -> eager_check -> layers -> eval -> bench -> settings -> adaptation -> report.
 
 Every stage writes its JSON the moment it finishes, and status.json gives each stage's StageStatus and why
 (run_status.py); the report is rendered from those files alone. `--resume` skips finished stages.

@@ -123,59 +123,86 @@ def endpoint_verdict(out: Path) -> str | None:
     return EndpointAccuracyResult.load(path).verdict.get("status") if path.exists() else None
 
 
+def eager_check_not_wanted(cfg: RunConfig, state: RunState) -> str | None:
+    """Why the eager check is skipped. It is the first step of a graph-mode deployment's layers escalation,
+    taken when endpoint accuracy was out of line (and with --layers too, then)."""
+    if not cfg.graph:
+        return reason("eager_not_graph")
+    if "layers" in cfg.skip:
+        return reason("eager_layers_skipped")
+    if cfg.layers == "off":
+        return reason("eager_no_escalate")
+    verdict = endpoint_verdict(cfg.out)
+    if verdict is None:
+        return reason("eager_no_verdict")
+    return None if verdict in OUT_OF_LINE else reason("eager_in_line", verdict=verdict)
+
+
+def eager_check(cfg: RunConfig, state: RunState) -> None:
+    """A graph-mode deployment out of line, served eager: the engine restarted eager, with the layer capture
+    plugin the layers stage after this one uses (hooks do not run inside a compiled graph), and endpoint
+    accuracy measured there on the same prompts and gold, into eager/. An eager engine that passes names
+    graph mode as the likely cause (graph_modes, in layers.json)."""
+    cfg.log(f"eager_check: endpoint accuracy {endpoint_verdict(cfg.out)}: restarting the engine eager with the "
+            "layer capture plugin")
+    try:
+        state.engine.restart(with_capture(cfg, state.inspect), mode="eager")
+    except Exception:  # no eager engine: the later stages still measure the deployment as planned
+        with contextlib.suppress(Exception):
+            _restore_graph(cfg, state)
+        raise
+    out = cfg.out / rundir.EAGER_CHECK
+    out.mkdir(parents=True, exist_ok=True)
+    check_endpoint(cfg, state, out)
+
+
 def layers(cfg: RunConfig, state: RunState) -> None:
     """Every layer's output captured inside the served engine, against the gold of the accuracy stage.
     Escalated from a FAIL or WARN: the engine is restarted with the capture plugin first (it is not
-    loaded on a run that did not ask, so the benchmarks measure the deployment as planned). A
-    graph-mode deployment is restarted eager (hooks do not run inside a compiled graph); when it was
-    out of line, the eager engine's endpoint accuracy is measured first, on the same prompts and
-    gold: an eager engine that passes names graph mode as the likely cause."""
+    loaded on a run that did not ask, so the benchmarks measure the deployment as planned). A graph-mode
+    deployment is captured eager (the eager check before this stage restarted it so, or this stage does),
+    then served in graph mode again for the stages after this one."""
     from llm_adapt.accuracy.layers_served import capture_dir, capture_modes, run_layers
     from llm_adapt.engines.capture_plugin import ENV_DIR
 
     capture = capture_modes(graph=cfg.graph, accept_eager=True)  # a graph run's capture is said to be eager
-    verdict, engine = endpoint_verdict(cfg.out), state.server.spec.engine
-    if cfg.graph or ENV_DIR not in state.server.spec.env:
+    verdict = endpoint_verdict(cfg.out)
+    if (cfg.graph or ENV_DIR not in state.server.spec.env) and verdict in OUT_OF_LINE:
+        capture["escalated_from"] = f"endpoint accuracy {verdict}"
+    if ENV_DIR not in state.server.spec.env:  # a graph-mode engine never carries the plugin
         cfg.log(f"layers: endpoint accuracy {verdict}: restarting the engine {'eager ' if cfg.graph else ''}"
                 "with the layer capture plugin")
-        _restart(cfg, state, engine, with_capture(cfg, state.inspect), mode="eager")
-        if verdict in OUT_OF_LINE:
-            capture["escalated_from"] = f"endpoint accuracy {verdict}"
+        state.engine.restart(with_capture(cfg, state.inspect), mode="eager")
     try:
-        modes = eager_against_graph(cfg, state) if cfg.graph and verdict in OUT_OF_LINE else None
         result = run_layers(state.source, state.server.endpoint, capture_dir(cfg.out), compare_options(cfg),
                             state.inspect.plan.dtype, capture, cfg.progress, gold=state.gold)
-        result.modes = modes
+        result.modes = graph_modes(cfg.out) if cfg.graph else None
         result.save(cfg.out / rundir.LAYERS)
     except Exception:  # the later stages still measure the deployment as planned; this stage's error stands
         with contextlib.suppress(Exception):
-            _restore_graph(cfg, state, engine)
+            _restore_graph(cfg, state)
         raise
-    _restore_graph(cfg, state, engine)
+    _restore_graph(cfg, state)
 
 
-def _restore_graph(cfg: RunConfig, state: RunState, engine: str) -> None:
+def _restore_graph(cfg: RunConfig, state: RunState) -> None:
     """After a graph deployment's eager capture, the graph-mode engine again, where a later stage uses it."""
     if cfg.graph and state.engine_needed_later:
-        cfg.log("layers: restarting the graph-mode deployment for the stages after this one")
-        _restart(cfg, state, engine, state.inspect, mode="graph")
+        cfg.log("restarting the graph-mode deployment for the stages after this one")
+        state.engine.restart(state.inspect, mode="graph")
 
 
-def _restart(cfg: RunConfig, state: RunState, engine: str, inspected, mode: str) -> None:
-    state.engine.restart(inspected, cfg.out, engine=engine, **engine_options(cfg, mode))
-
-
-def eager_against_graph(cfg: RunConfig, state: RunState) -> GraphModes:
-    """The endpoint accuracy check again, on the eager engine the escalation started, against the
-    graph-mode deployment's: both modes' figures, and graph mode as the likely cause when only the
-    graph mode is out of line (accuracy/diagnosis.py)."""
+def graph_modes(out: Path) -> GraphModes | None:
+    """The graph-mode deployment's endpoint accuracy beside the eager engine's (the eager check's, in eager/):
+    both modes' figures, and graph mode as the likely cause when only the graph mode is out of line
+    (accuracy/diagnosis.py). None where the eager check did not run."""
     from llm_adapt.accuracy.diagnosis import graph_cause, mode_figures
     from llm_adapt.accuracy.endpoint import EndpointAccuracyResult
 
-    out = cfg.out / rundir.EAGER_CHECK
-    out.mkdir(parents=True, exist_ok=True)
-    eager = check_endpoint(cfg, state, out)
-    graph = EndpointAccuracyResult.load(cfg.out / rundir.ENDPOINT_ACCURACY)
+    eager_path = out / rundir.EAGER_CHECK / rundir.ENDPOINT_ACCURACY
+    if not eager_path.exists():
+        return None
+    graph, eager = EndpointAccuracyResult.load(out / rundir.ENDPOINT_ACCURACY), EndpointAccuracyResult.load(eager_path)
     figures = {"graph": mode_figures(graph.verdict, graph.sections), "eager": mode_figures(eager.verdict, eager.sections)}
     return {**figures, "eager_result": f"{rundir.EAGER_CHECK}/{rundir.ENDPOINT_ACCURACY}",
             "cause": graph_cause(figures["graph"], figures["eager"])}

@@ -51,6 +51,8 @@ TABLE: tuple[Stage, ...] = (
     Stage("serve", stages.start_engine, stood_in_by_endpoint=True, redone_on_resume=True),
     Stage("probes", stages.probes, needs_endpoint=True),
     Stage("endpoint_accuracy", stages.endpoint_accuracy, needs_endpoint=True, needs_real_weights=True),
+    Stage("eager_check", stages.eager_check, needs_real_weights=True, not_wanted=stages.eager_check_not_wanted,
+          blocked=_layers_gate),
     Stage("layers", stages.layers, needs_real_weights=True, not_wanted=stages.layers_not_wanted, blocked=_layers_gate),
     Stage("eval", stages.task_accuracy, needs_endpoint=True, needs_real_weights=True,
           asked=lambda cfg: bool(cfg.tasks), not_asked="eval_opt_in"),
