@@ -596,70 +596,102 @@ def test_bad_layers_input_is_one_line(argv, words, capsys):
     assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
-def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_endpoint(tmp_path, monkeypatch):
+def _fake_engines(monkeypatch, started: list, refuse=lambda mode: False, stopped: list | None = None):
+    """started_engine as the slot calls it, without a process: each start's mode into `started`, a start
+    `refuse(mode)` names raises as a failed start-up, each stop into `stopped`; the endpoint is the mode."""
+    import contextlib
+
     from llm_adapt.engines import session
     from llm_adapt.errors import AdaptError
+
+    @contextlib.contextmanager
+    def fake_engine(inspected, engine, out, mode="eager", **kwargs):
+        if refuse(mode):
+            raise AdaptError("vllm exited with code 1 during start-up")
+        started.append(mode)
+        try:
+            yield types.SimpleNamespace(spec=types.SimpleNamespace(engine=engine, env=dict(inspected.plan.env)),
+                                        endpoint=mode), None
+        finally:
+            if stopped is not None:
+                stopped.append(mode)
+
+    monkeypatch.setattr(session, "started_engine", fake_engine)
+
+
+def _planned():
+    return types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
+                                 model_copy=lambda update: types.SimpleNamespace(**update))
+
+
+def test_an_escalation_whose_restart_fails_leaves_the_later_stages_without_an_endpoint(tmp_path, monkeypatch):
     from llm_adapt.run.pipeline import run_stage
     from llm_adapt.run.stages import layers
 
-    def refuse(*args, **kwargs):
-        raise AdaptError("vllm exited with code 1 during start-up")
-
-    monkeypatch.setattr(session, "started_engine", refuse)
+    started, stopped = [], []
+    _fake_engines(monkeypatch, started, refuse=lambda mode: bool(started), stopped=stopped)  # only the first starts
     cfg, state = run_parts(tmp_path)
     _endpoint_verdict(tmp_path, "FAIL")
-    stopped = []
-    state.engine.stack.callback(lambda: stopped.append(True))  # as the running engine's stop
-    state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
-    state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}), model_copy=lambda update: types.SimpleNamespace(**update))
+    state.inspect = _planned()
+    state.engine.start(state.inspect, "vllm", tmp_path, mode="eager")
     run_stage(cfg, state, table_stage("layers", run=layers))
-    assert stopped == [True] and state.server is None
+    assert stopped == ["eager"] and state.server is None
     assert state.status.stages["layers"]["status"] == "failed" and "exited with code 1" in state.status.stages["layers"]["reason"]
     run_stage(cfg, state, table_stage("bench", run=lambda c, s: pytest.fail("ran without an engine")))
     assert state.status.stages["bench"]["status"] == "not run" and "no endpoint" in state.status.stages["bench"]["reason"]
 
 
-@pytest.mark.parametrize("skip, modes, capture_fails", [((), ["eager", "graph"], False), (("bench",), ["eager"], False),
-                                                        ((), ["eager", "graph"], True)])
+@pytest.mark.parametrize("skip, modes, capture_fails", [((), ["graph", "eager", "graph"], False),
+                                                        (("bench",), ["graph", "eager"], False),
+                                                        ((), ["graph", "eager", "graph"], True)])
 def test_a_graph_escalation_captures_eager_then_restores_the_deployment_for_later_stages(tmp_path, monkeypatch,
                                                                                          skip, modes, capture_fails):
-    """A graph-mode run is restarted eager for the capture (with the eager check of its endpoint
-    accuracy), then in graph mode again when a later stage measures the engine."""
-    import contextlib
-
+    """A graph-mode run out of line is restarted eager by the eager check, which measures its endpoint
+    accuracy there; the layers stage captures on that engine, then the graph mode is started again when a
+    later stage measures the engine."""
     from llm_adapt.accuracy import layers_served
-    from llm_adapt.engines import session
     from llm_adapt.errors import AdaptError
     from llm_adapt.run import stages
     from llm_adapt.run.pipeline import run_stage
 
-    started = []
-
-    @contextlib.contextmanager
-    def fake_engine(inspected, engine, out, mode, **kwargs):
-        started.append(mode)
-        yield types.SimpleNamespace(spec=types.SimpleNamespace(engine=engine, env=dict(inspected.plan.env)),
-                                    endpoint=mode), None
+    started, checked = [], []
+    _fake_engines(monkeypatch, started)
 
     class Result:
         def save(self, path):
             path.write_text("{}")
 
-    monkeypatch.setattr(session, "started_engine", fake_engine)
     def run_layers(*args, **kwargs):
         if capture_fails:
             raise AdaptError("no prompt was captured inside the engine")
         return Result()
 
     monkeypatch.setattr(layers_served, "run_layers", run_layers)
-    monkeypatch.setattr(stages, "eager_against_graph", lambda cfg, state: {"checked_on": state.server.endpoint})
+    monkeypatch.setattr(stages, "check_endpoint", lambda cfg, state, out: checked.append((state.server.endpoint, out.name)))
     cfg, state = run_parts(tmp_path, graph=True, skip=skip)
     _endpoint_verdict(tmp_path, "FAIL")
-    state.engine.server = types.SimpleNamespace(spec=types.SimpleNamespace(engine="vllm", env={}))
-    state.inspect = types.SimpleNamespace(plan=DeployPlan.model_construct(env={}, dtype="fp32"),
-                                          model_copy=lambda update: types.SimpleNamespace(**update))
-    run_stage(cfg, state, table_stage("layers", run=stages.layers))
+    state.inspect = _planned()
+    state.engine.start(state.inspect, "vllm", tmp_path, mode="graph")
+    run_stage(cfg, state, table_stage("eager_check"))
+    assert state.status.stages["eager_check"]["status"] == "done" and checked == [("eager", "eager")]
+    run_stage(cfg, state, table_stage("layers"))
     assert state.status.stages["layers"]["status"] == ("failed" if capture_fails else "done"), state.status.stages
     assert started == modes and state.server.endpoint == modes[-1]  # the later stages get the deployment back
+
+
+def test_an_eager_check_whose_restart_fails_gives_the_graph_deployment_back(tmp_path, monkeypatch):
+    """The eager engine does not start: the eager check fails, the graph-mode deployment is started again
+    for the stages after it, and the layers stage then restarts eager itself (and fails the same way)."""
+    from llm_adapt.run.pipeline import run_stage
+
+    started = []
+    _fake_engines(monkeypatch, started, refuse=lambda mode: mode == "eager")
+    cfg, state = run_parts(tmp_path, graph=True)
+    _endpoint_verdict(tmp_path, "FAIL")
+    state.inspect = _planned()
+    state.engine.start(state.inspect, "vllm", tmp_path, mode="graph")
+    run_stage(cfg, state, table_stage("eager_check"))
+    assert state.status.stages["eager_check"]["status"] == "failed", state.status.stages
+    assert started == ["graph", "graph"] and state.server.endpoint == "graph"  # bench still has its deployment
 
 

@@ -21,7 +21,8 @@ def test_two_stage_run_dummy_then_real_gives_the_matrix(tmp_path, tiny_llama):
     dummy = out / "dummy"
     stages = {k: v["status"] for k, v in json.loads((dummy / "status.json").read_text())["stages"].items()}
     assert stages == {"inspect": "done", "accuracy": "skipped", "serve": "done", "probes": "done",
-                      "endpoint_accuracy": "not applicable", "layers": "skipped", "eval": "skipped", "bench": "skipped",
+                      "endpoint_accuracy": "not applicable", "eager_check": "skipped", "layers": "skipped",
+                      "eval": "skipped", "bench": "skipped",
                       "settings": "skipped", "adaptation": "done", "report": "done"}
     serve = json.loads((dummy / "serve.json").read_text())
     assert serve["dummy_weights"] and "--load-format" in serve["argv"] and serve["prediction_matches"]

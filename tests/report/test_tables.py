@@ -23,8 +23,12 @@ from tests.upstream.test_adaptation import write_run
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, tiny_llama):
     """A run with every section's tables: the plan, the probes, the served and the in-process accuracy (per layer)."""
+    from llm_adapt import platforms
+
     out = tmp_path_factory.mktemp("tables") / "run"
-    source = write_run(out, shutil.copytree(tiny_llama, out.parent / "model"))
+    with pytest.MonkeyPatch.context() as patch:  # an AVX-512 host: an AVX2 one adds its ISA caveat to the inventory
+        patch.setattr(platforms, "cpu_flags", lambda: {"avx2", "avx512f"})
+        source = write_run(out, shutil.copytree(tiny_llama, out.parent / "model"))
     prompts = out.parent / "prompts.jsonl"  # two prompts: the tables need rows, not statistics
     prompts.write_text("".join(json.dumps(r) + "\n" for r in (
         {"id": "a", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},

@@ -128,8 +128,9 @@ def _engine(source, root, tp):
     (root / "fault").write_text("")
     (root / "capture").mkdir()
     inspected = run_inspect(source, PlanOptions(model_path=str(source.path), served_model_name="moe", dtype="fp32",
-                                                kv_cache_space_gib=1, max_model_len=1024,
+                                                kv_cache_space_gib=1, max_model_len=1024, device_memory_gib=12,
                                                 tensor_parallel=tp if tp > 1 else None), "cpu")
+    # (the plan's memory given, not read: beside the other worker's engines a 24 GiB box had 5.3 GiB free)
     spec = vllm_launch(inspected.plan, port=free_port(), extra_args=["--no-enable-prefix-caching"])
     spec.env.update({ENV_FAULT_FILE: str(root / "fault"), "LLM_ADAPT_CAPTURE_DIR": str(root / "capture")})
     return ManagedServer(spec, root / "engine.log")
