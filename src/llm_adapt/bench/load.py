@@ -318,10 +318,13 @@ def run_load_processes(endpoint: Endpoint, model: str, specs: list[RequestSpec],
 def quiet_transport_errors(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
     """The loop, told not to print a stream's transport traceback: a stream cut by Ctrl-C or by the
     server is that request's error, which its record keeps; asyncio would also log it with a
-    traceback (seen as "Fatal error on transport" when a Ctrl-C lands mid-stream)."""
+    traceback (seen as "Fatal error on transport" when a Ctrl-C lands mid-stream). Nor the Ctrl-C itself
+    where it landed inside a request's task: the task keeps the KeyboardInterrupt, and asyncio printed it
+    as "Task exception was never retrieved" with a traceback, beside the run's own "interrupted" line."""
 
     def handler(loop, context):
-        if "transport" in context or isinstance(context.get("exception"), OSError):
+        stop = isinstance(context.get("exception"), (OSError, KeyboardInterrupt, asyncio.CancelledError))
+        if "transport" in context or stop:
             return
         loop.default_exception_handler(context)
 
