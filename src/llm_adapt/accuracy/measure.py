@@ -73,11 +73,7 @@ def evaluate(spec: RunnerSpec, source: ModelSource, gold: Gold, tokenizer, opts:
         quantized = runner.quantized_linears
     if keep is not None:
         keep.corpus_nll = corpus_nll
-    report = _runner_report(spec, gold, passes.full, passes.local, passes.logit_stats, passes.greedy, corpus_nll, opts)
-    for layer, count in passes.routing.items():
-        report.layers[layer + 1]["routing"] = count.summary()
-    if passes.logits_nonfinite and not report.first_nonfinite:
-        report.first_nonfinite = "logits"
+    report = _runner_report(spec, gold, passes, corpus_nll, opts)
     report.load_seconds, report.run_seconds = round(load_s, 2), round(time.monotonic() - started - load_s, 2)
     report.quantized_linears = quantized
     if checkpoint:
@@ -216,9 +212,10 @@ def _logit_stats(ref: RefPrompt, logits: torch.Tensor, out: dict[str, list[np.nd
     return logprobs
 
 
-def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> RunnerReport:
+def _runner_report(spec: RunnerSpec, gold: Gold, passes: _Passes, corpus_nll: list[np.ndarray],
+                   opts: CompareOptions) -> RunnerReport:
     layers = []
-    for name, f_acc, l_acc in zip(gold.names, full, local):
+    for name, f_acc, l_acc in zip(gold.names, passes.full, passes.local):
         row = {"name": name, **f_acc.summary()}
         loc = l_acc.summary()
         row.update(local_rel_l2=loc["rel_l2"], local_cos_min=loc["cos_min"], local_max_abs=loc["max_abs"],
@@ -229,12 +226,16 @@ def _runner_report(spec, gold, full, local, stats, greedy, corpus_nll, opts) -> 
             row["msprobe"] = "error"
         row["msprobe_per_token"] = msprobe_rule(row["cos_min"], row["max_abs"], row["nan_mismatch"])
         layers.append(row)
+    for layer, count in passes.routing.items():  # tensor index layer + 1: embeddings come first
+        layers[layer + 1]["routing"] = count.summary()
+    stats, greedy = passes.logit_stats, passes.greedy
+    first_nonfinite = next((r["name"] for r in layers if r["nan_mismatch"]), None)
     return RunnerReport(
         label=spec.label, device=spec.device, dtype=spec.dtype, quant=spec.quant,
         model_path=str(spec.model_path) if spec.model_path else None, load_seconds=0, run_seconds=0,
         layers=layers, depth_fit=m.linear_fit(list(range(len(layers))), [r["rel_l2"] for r in layers]),
         first_local_excess=None,
-        first_nonfinite=next((r["name"] for r in layers if r["nan_mismatch"]), None),
+        first_nonfinite=first_nonfinite or ("logits" if passes.logits_nonfinite else None),
         logits=_logits_summary(stats, opts.tie_margin), perplexity=_perplexity(gold.corpus_nll, corpus_nll),
         greedy=greedy, greedy_by_category=by_category(greedy),
         samples={"kl_by_prompt": [float(x.sum()) for x in stats["kl"]]},
