@@ -130,3 +130,19 @@ def test_least_recently_used_entries_go_first(tmp_path):
     assert not (root / "gold-0").exists() and (root / "gold-1").exists() and (root / "gold-2").exists()
     assert store.evict(10**6, root) == []
     assert store.evict(0, root) == ["gold-1", "gold-2"]
+
+
+def test_a_second_writer_of_the_same_entry_leaves_the_first_in_place(tmp_path, monkeypatch):
+    """Two processes measuring the same thing at once (the key is everything the numbers depend on): the one
+    to finish second neither fails nor removes the entry the first wrote, which may be being read."""
+    monkeypatch.setenv("LLM_ADAPT_HOME", str(tmp_path / "home"))
+
+    def writing(text):
+        return lambda directory: (directory / "data.txt").write_text(text)
+
+    first = store.store("gold", "k", writing("first"), {})
+    second = store.store("gold", "k", writing("second"), {})
+    assert second == first and (first / "data.txt").read_text() == "first"
+    assert [p.name for p in store.cache_root().iterdir()] == ["gold-k"]  # the second's temporary directory went
+    (first / "meta.json").unlink()  # an entry left incomplete is replaced
+    assert (store.store("gold", "k", writing("third"), {}) / "data.txt").read_text() == "third"

@@ -101,14 +101,29 @@ def store(kind: str, key: str, write, meta: dict[str, Any]) -> Path | None:
         meta = {**meta, "kind": kind, "key": key, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "versions": versions()}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
-        if final.exists():
-            shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+        _put_in_place(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     evict(cap_bytes())
     return final
+
+
+def _put_in_place(tmp: Path, final: Path) -> None:
+    """Rename the finished entry into place. A complete entry there already is the same measurement, written
+    by another process measuring at the same time (the key is everything the numbers depend on): it stays,
+    and it may be being read. An incomplete one (no meta.json: a crash between rename and write) goes."""
+    if (final / "meta.json").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if final.exists():
+        shutil.rmtree(final, ignore_errors=True)
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        if not (final / "meta.json").is_file():  # not another writer's entry: a real failure
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cap_bytes() -> int:
@@ -124,10 +139,11 @@ def evict(cap: int, root: Path | None = None) -> list[str]:
     root = root or cache_root()
     entries = []
     for path in root.iterdir():
-        meta = path / "meta.json"
-        if path.is_dir() and meta.is_file():
+        try:
             size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-            entries.append((meta.stat().st_mtime, size, path))
+            entries.append(((path / "meta.json").stat().st_mtime, size, path))
+        except (FileNotFoundError, NotADirectoryError):  # not an entry, or one another process is writing or removing
+            continue
     total, removed = sum(size for _, size, _ in entries), []
     for _, size, path in sorted(entries, key=lambda e: e[0]):
         if total <= cap:
