@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt.home import adapt_home
+from llm_adapt import cache
 from llm_adapt.messages import Said, reason
 from llm_adapt.models.spec import ModelSpec
 
@@ -72,11 +72,11 @@ def vllm_registry() -> Registry:
     version = installed_vllm_version()
     spec = importlib.util.find_spec("vllm") if version is not None else None
     if spec is not None:
-        cached = adapt_home() / f"vllm-architectures-{version}.json"
-        if not cached.is_file():
-            archs = registry_from_source(spec) or imported_registry()
-            cached.write_text(json.dumps({"vllm_version": version, "architectures": sorted(archs)}))
-        data = json.loads(cached.read_text())
+        # written whole, then renamed: a second llm-adapt reading it meanwhile never sees half a file
+        data = cache.read_json("vllm-architectures", version)
+        if data is None:
+            data = {"vllm_version": version, "architectures": sorted(registry_from_source(spec) or imported_registry())}
+            cache.write_json("vllm-architectures", version, data)
         return Registry(frozenset(data["architectures"]), version, "installed vLLM")
     return shipped_registry()
 
