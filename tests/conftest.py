@@ -38,9 +38,19 @@ CORPUS_TOKENS = 256
 
 @pytest.fixture(scope="session", autouse=True)
 def adapt_home(tmp_path_factory) -> Path:
-    """One LLM_ADAPT_HOME per test session: the default model is converted once, never in the user's cache."""
-    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or tmp_path_factory.mktemp("adapt-home"))
+    """One LLM_ADAPT_HOME per test run, never the user's cache. Under make test's workers it is one for all of
+    them: the default model is converted once (the second worker waits on the conversion's lock), and a gold or
+    a floor one worker measured is read back by the other (the cache writes an entry whole, then renames it)."""
+    home = Path(os.environ.get("LLM_ADAPT_TEST_HOME") or _run_home(tmp_path_factory))
     os.environ["LLM_ADAPT_HOME"] = str(home)
+    return home
+
+
+def _run_home(tmp_path_factory) -> Path:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp("adapt-home")
+    home = tmp_path_factory.getbasetemp().parent / "adapt-home"  # the workers' basetemps share this parent
+    home.mkdir(exist_ok=True)
     return home
 
 
