@@ -5,15 +5,19 @@ import json
 import pytest
 
 from llm_adapt.cli import main
+from llm_adapt.prompts import corpus_texts
 
 
 def test_compare_writes_accuracy_json(capsys, tiny_llama, tmp_path):
     code = main(["compare", str(tiny_llama), "--target", "cpu:bf16", "--quant", "int8-tensor", "--prompts", "quick",
-                 "--max-new-tokens", "4", "--out", str(tmp_path)])
+                 "--max-new-tokens", "4", "--corpus-tokens", "64", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0 and "Overall" in out
     data = json.loads((tmp_path / "accuracy.json").read_text())
     assert data["kind"] == "accuracy" and [t["label"] for t in data["targets"]] == ["cpu:bf16", "cpu:bf16+int8-tensor"]
+    # the first 64 tokens of each corpus text, not the whole corpus (about 2,400 tokens)
+    texts = len(corpus_texts())
+    assert data["settings"]["corpus_tokens"] == 64 and 0 < data["prompts"]["corpus_tokens"] <= 64 * texts
 
 
 @pytest.mark.parametrize("extra,code,needle", [
@@ -23,6 +27,7 @@ def test_compare_writes_accuracy_json(capsys, tiny_llama, tmp_path):
     (["--prompts", "EMPTYMSG"], 2, "needs 'messages'"),
     (["--prompts", "/no/such.jsonl"], 2, "not a suite"),
     (["--max-new-tokens", "0"], 2, "greater than 0"),
+    (["--corpus-tokens", "0"], 2, "greater than 0"),
     (["--target-model", "/no/such/dir"], 2, "not a model directory"),
 ])
 def test_compare_bad_input(capsys, tiny_llama, tmp_path, extra, code, needle):

@@ -46,6 +46,9 @@ def add_compare_parser(sub) -> None:
                    help=f"top-1 vs top-2 margin of a near-tie (default {defaults.TIE_MARGIN})")
     p.add_argument("--top-k", type=positive_int, default=defaults.TOP_K, metavar="K",
                    help=f"k for top-k overlap and mutual top-k (default {defaults.TOP_K})")
+    p.add_argument("--corpus-tokens", type=positive_int, metavar="N",
+                   help="perplexity on the first N tokens of each corpus text, as run --quick does with 256 "
+                        "(default: every token of the corpus, about 2,400)")
     add_endpoint_options(p)
     p.add_argument("--offline", action="store_true", help="hub ids: use the local cache only, never the network")
     p.add_argument("--served-dtype", default="bf16", choices=["bf16", "fp16", "fp32"],
@@ -69,7 +72,7 @@ def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOpt
     return compare_options(GOLD if args.reference == "auto" else args.reference,  # auto: placed_reference
                            targets=mains, quants=args.quant or (), baseline=args.baseline, prompts=args.prompts,
                            max_new_tokens=args.max_new_tokens, tie_margin=args.tie_margin, top_k=args.top_k,
-                           reference_streaming=args.reference_streaming)
+                           corpus_tokens=args.corpus_tokens, reference_streaming=args.reference_streaming)
 
 
 def placed_reference(args: argparse.Namespace, options, source):
