@@ -74,6 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", help="comma-separated row names")
     p.add_argument("--prompts", default="quick")
     p.add_argument("--max-new-tokens", type=int, default=16)
+    p.add_argument("--corpus-tokens", type=int, help="perplexity on the first N tokens of each corpus text (default: all)")
     p.add_argument("--out", type=Path, default=Path("gpu-matrix-out"))
     p.add_argument("--work", type=Path, help="where the random models go (default OUT/work)")
     p.add_argument("--timeout", type=float, default=280.0, help="seconds for the whole matrix")
@@ -95,8 +96,9 @@ def write_models(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, fl
 
 def row_argv(row: Row, model: str, out: Path, args: argparse.Namespace) -> list[str]:
     targets = [flag for t in row.targets for flag in ("--target", t)]
+    corpus = ["--corpus-tokens", str(args.corpus_tokens)] if args.corpus_tokens else []
     return ["compare", model, "--reference", row.reference, *targets, "--prompts", args.prompts,
-            "--max-new-tokens", str(args.max_new_tokens), "--out", str(out), "--offline"]
+            "--max-new-tokens", str(args.max_new_tokens), *corpus, "--out", str(out), "--offline"]
 
 
 def run_row(row: Row, model: str, args: argparse.Namespace, deadline: float) -> dict:

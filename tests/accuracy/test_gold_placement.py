@@ -84,7 +84,7 @@ def test_compare_reference_auto_on_a_cpu_host_places_the_gold_on_the_host_and_sa
     prompts.write_text(json.dumps({"id": "a", "category": "knowledge",
                                    "messages": [{"role": "user", "content": "Hi"}]}) + "\n")
     assert main(["compare", "default", "--reference", "auto", "--target", "cpu:fp32", "--prompts", str(prompts),
-                 "--max-new-tokens", "2", "--out", str(out)]) == 0
+                 "--max-new-tokens", "2", "--corpus-tokens", "64", "--out", str(out)]) == 0
     settings = json.loads((out / "accuracy.json").read_text())["settings"]
     assert settings["reference"] == "cpu:fp32" and settings["reference_why"]["en"].startswith("no accelerator here")
     assert "本机没有加速卡" in settings["reference_why"]["zh"]

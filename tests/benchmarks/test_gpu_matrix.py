@@ -50,9 +50,10 @@ def test_the_table_replaces_its_block_in_the_docs_page(matrix, tmp_path):
 @pytest.mark.slow
 def test_the_cpu_analogue_passes_every_clean_row(matrix, default_model, tmp_path):
     # On a CPU the rows host, shared and auto all put the gold and the target on the host: one of them (auto,
-    # the rule that chooses) stands for the three, beside the tiny model's path; the GPU machine runs every row.
+    # the rule that chooses) stands for the three, beside the tiny model's path; the GPU machine runs every row,
+    # with the whole corpus (here its first 256 tokens per text, as run --quick reads it).
     code = matrix.main(["--device", "cpu", "--tokenizer", str(default_model.path), "--body", "small", "--only", "tiny,auto",
-                        "--max-new-tokens", "8", "--out", str(tmp_path / "m")])
+                        "--max-new-tokens", "8", "--corpus-tokens", "256", "--out", str(tmp_path / "m")])
     result = json.loads((tmp_path / "m" / "matrix.json").read_text())
     assert code == 0 and result["all_pass"], (tmp_path / "m" / "matrix.md").read_text()
     assert {r["name"] for r in result["rows"]} == {"tiny", "auto"}
