@@ -1,11 +1,11 @@
 """Where `make test`'s time goes: a pytest plugin that logs each test's start and end in every worker, the
-engine starts and stops and the measurement cache's lookups, and samples the host's CPU (/proc/stat) every
-2 s; then, run as a script, the CPU's busy share and the wall time by module.
+engine starts and stops and the measurement cache's lookups, and samples the host's CPU-time counters every
+2 s (bench/hostload.py's snapshot); then, run as a script, the CPU's busy share and the wall time by module.
 
     SUITE_PROFILE_DIR=prof PYTHONPATH=benchmarks make test PYTEST_ADDOPTS="-p suite_profile"
     .venv/bin/python benchmarks/suite_profile.py prof
 
-The busy share comes from /proc/stat, not from `time`: the engines the tests fork from a warm process are
+The busy share comes from the host's counters, not from `time`: the engines the tests fork from a warm process are
 not the shell's children, so `time` leaves their CPU out (on a 2-core box it read 55% busy where the cores
 were 94-96% busy).
 """
@@ -45,17 +45,15 @@ def _event(event: str, **fields) -> None:
     _write({"event": event, "t": time.time(), "test": os.environ.get("PYTEST_CURRENT_TEST", ""), **fields})
 
 
-def cpu_jiffies(stat_text: str) -> tuple[int, int]:
-    """(busy, idle) jiffies of the host from /proc/stat's first line; iowait counts as idle. Pure."""
-    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in stat_text.split("\n", 1)[0].split()[1:9])
-    return user + nice + system + irq + softirq + steal, idle + iowait
-
-
 def _sample_forever(path: Path) -> None:
+    """The host's busy CPU seconds (bench/hostload.py's snapshot), every SAMPLE_S, with the core count."""
+    from llm_adapt.bench.hostload import snapshot
+
+    cores = os.cpu_count() or 1
     with open(path, "a", buffering=1) as out:
         while True:
-            busy, idle = cpu_jiffies(Path("/proc/stat").read_text())
-            out.write(f"{time.time()} {busy} {idle}\n")
+            now = snapshot()
+            out.write(f"{now.t} {now.host_busy_s} {cores}\n")
             time.sleep(SAMPLE_S)
 
 
@@ -114,13 +112,16 @@ def pytest_runtest_logfinish(nodeid, location):
 
 # ---- the summary --------------------------------------------------------------------------------------
 
-def busy_share(samples: list[tuple[float, int, int]]) -> float | None:
-    """The CPU's busy share between the first and the last sample; None with fewer than two. Pure."""
+def busy_share(samples: list[tuple[float, float]], cores: int) -> float | None:
+    """The cores' busy share between the first and the last (time, host busy seconds) sample; None with fewer
+    than two or no time between them. Pure."""
+    from llm_adapt.bench.hostload import CpuSnapshot, interval
+
     if len(samples) < 2:
         return None
-    busy = samples[-1][1] - samples[0][1]
-    idle = samples[-1][2] - samples[0][2]
-    return busy / (busy + idle) if busy + idle > 0 else None
+    (t0, busy0), (t1, busy1) = samples[0], samples[-1]
+    used = interval(CpuSnapshot(t0, busy0, 0.0, 0.0), CpuSnapshot(t1, busy1, 0.0, 0.0))
+    return None if used is None else used["host"] / cores
 
 
 def module_seconds(records: list[dict]) -> dict[str, float]:
@@ -137,9 +138,10 @@ def module_seconds(records: list[dict]) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     folder = Path(argv[0]) if argv else Path("prof")
     records = [json.loads(line) for path in sorted(folder.glob("tests-*.jsonl")) for line in path.read_text().splitlines()]
-    samples = [(float(t), int(b), int(i)) for t, b, i in (line.split() for line in (folder / "cpu.txt").read_text().splitlines())]
-    share = busy_share(samples)
-    print(f"CPU busy: {share:.0%} over {samples[-1][0] - samples[0][0]:.0f} s" if share is not None else "CPU busy: no samples")
+    rows = [line.split() for line in (folder / "cpu.txt").read_text().splitlines()]
+    samples = [(float(t), float(busy)) for t, busy, _ in rows]
+    share = busy_share(samples, int(rows[0][2])) if rows else None
+    print(f"CPU busy: {share:.0%} over {samples[-1][0] - samples[0][0]:.0f} s" if share is not None else "CPU busy: too few samples")
     seconds = module_seconds(records)
     for module, spent in sorted(seconds.items(), key=lambda kv: -kv[1])[:30]:
         print(f"{spent:7.0f} s  {module}")

@@ -1,20 +1,17 @@
-"""benchmarks/suite_profile.py: the host's busy share and the time by module, on plain data."""
+"""benchmarks/suite_profile.py: the cores' busy share and the time by module, on plain data."""
+
+import pytest
 
 from tests.benchmarks.scripts import load_script
 
 profile = load_script("suite_profile")
 
 
-def test_busy_and_idle_jiffies_from_proc_stat():
-    stat = "cpu  100 5 20 300 10 1 2 3 0 0\ncpu0 50 2 10 150 5 0 1 1 0 0\n"
-    assert profile.cpu_jiffies(stat) == (100 + 5 + 20 + 1 + 2 + 3, 300 + 10)
-
-
 def test_busy_share_over_the_samples_and_at_its_edges():
-    assert profile.busy_share([(0.0, 100, 100), (2.0, 190, 110)]) == 0.9
-    assert profile.busy_share([(0.0, 100, 100)]) is None  # one sample: no interval
-    assert profile.busy_share([(0.0, 100, 100), (2.0, 100, 100)]) is None  # no jiffies passed
-    assert profile.busy_share([(0.0, 0, 0), (2.0, 0, 50)]) == 0.0  # all idle
+    assert profile.busy_share([(0.0, 100.0), (2.0, 103.6)], cores=2) == pytest.approx(0.9)
+    assert profile.busy_share([(0.0, 100.0)], cores=2) is None  # one sample: no interval
+    assert profile.busy_share([(2.0, 100.0), (2.0, 100.0)], cores=2) is None  # no time passed
+    assert profile.busy_share([(0.0, 100.0), (2.0, 100.0)], cores=2) == 0.0  # all idle
 
 
 def test_module_seconds_sum_each_tests_start_to_end():

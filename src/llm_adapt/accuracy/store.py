@@ -112,7 +112,7 @@ def store(kind: str, key: str, write, meta: dict[str, Any]) -> Path | None:
 def _put_in_place(tmp: Path, final: Path) -> None:
     """Rename the finished entry into place. A complete entry there already is the same measurement, written
     by another process measuring at the same time (the key is everything the numbers depend on): it stays,
-    and it may be being read. An incomplete one (no meta.json: a crash between rename and write) goes."""
+    and it may be being read. A directory there without meta.json (a removal that was cut short) goes."""
     if (final / "meta.json").is_file():
         shutil.rmtree(tmp, ignore_errors=True)
         return
