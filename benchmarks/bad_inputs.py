@@ -77,6 +77,24 @@ CASES: tuple[Case, ...] = (
     Case("a server whose POSTs all fail (probe)", ("probe", "--endpoint", "POSTFAIL"), 2, "serves no request"),
     Case("a server whose POSTs all fail (run --endpoint)", ("run", "default", "--endpoint", "POSTFAIL"), 2,
          "serves no request"),
+    Case("a config without 'architectures' (an OLMo-2 config)", ("run", "NOARCH", "--quick"), 2,
+         '["Olmo2ForCausalLM"]'),
+    Case("--kv-cache-space 1000 on a host with less memory", ("run", "TINY", "--quick", "--kv-cache-space", "1000"), 2,
+         "exceed"),
+    Case("an --endpoint where nothing listens", ("run", "TINY", "--quick", "--endpoint", "http://127.0.0.1:9/v1"), 2,
+         "connection refused"),
+    Case("an architecture vLLM does not know", ("run", "UNKNOWNTYPE", "--quick"), 2, "is in neither vLLM"),
+    Case("a model_type transformers does not know", ("run", "BADTYPE", "--quick"), 2, "model_type 'zoo-unknown'"),
+    Case("no tokenizer files", ("run", "NOTOKENIZER", "--quick"), 2, "no tokenizer files"),
+    Case("a head size vLLM-CPU attention cannot serve", ("run", "HEAD16", "--quick", "--platform", "cpu"), 2,
+         "fails at the first request"),
+    Case("--out holding another model's run", ("run", "TINY", "--quick", "--skip", "bench", "--out", "OLDRUN"), 2,
+         "holds an earlier run"),
+    Case("diff of a run with itself", ("diff", "OLDRUN", "OLDRUN"), 2, "same run directory"),
+    Case("a truncated status.json", ("report", "BADSTATUS"), 2, "unreadable"),
+    Case("a shard the index lists but missing (compare)", ("compare", "NOSHARD", "--prompts", "quick"), 2,
+         "weight index lists"),
+    Case("a shard the index lists but missing (inspect)", ("inspect", "NOSHARD"), 2, "weight index lists"),
     Case("Ctrl-C during run", ("run", "default", "--endpoint", "SLOW", "--dummy", "--quick", "--out", "OUT"), 130,
          "interrupted", stop="SIGINT"),
     Case("SIGTERM during probe (no --out)", ("probe", "--endpoint", "SLOW"), 143, "terminated", stop="SIGTERM"),
@@ -94,6 +112,7 @@ class Row:
     expected: int
     ok: bool
     note: str = ""
+    seconds: float | None = None  # from the start of the process to its exit
 
 
 # ---- the places the cases name --------------------------------------------------------------------------
@@ -165,10 +184,52 @@ def prepare(fixtures: Path, tiny: Path | None = None) -> dict[str, str]:
     write_run(run, model)
     for path in (readonly, run):
         path.chmod(0o555)
+    variants = model_variants(fixtures, model)
+    write_run(fixtures / "oldrun", model)
+    write_run(fixtures / "badstatus", model)
+    status = fixtures / "badstatus" / "status.json"
+    status.write_text(status.read_text()[:40])  # a write cut off
     return {"MISSING": str(fixtures / "missing"), "TEXTFILE": str(fixtures / "text.txt"),
             "BADCFG": str(fixtures / "badcfg"), "CORRUPT.gguf": str(fixtures / "corrupt.gguf"), "TINY": str(model),
             "TRUNC": str(trunc), "BADJSONL": str(fixtures / "bad.jsonl"), "FILE": str(fixtures / "file"),
-            "READONLY": str(readonly), "RORUN": str(run)}
+            "READONLY": str(readonly), "RORUN": str(run), "OLDRUN": str(fixtures / "oldrun"),
+            "BADSTATUS": str(fixtures / "badstatus"), **variants}
+
+
+def model_variants(fixtures: Path, model: Path) -> dict[str, str]:
+    """Copies of the tiny model, each broken in one way a user's checkpoint is: its config without
+    `architectures` (an OLMo-2's), a model_type vLLM does not know, no tokenizer files, a head size of 16, and
+    a weight index that lists a shard that is not there."""
+    def variant(name: str, edit: Callable[[dict], None] | None = None, drop: tuple[str, ...] = ()) -> str:
+        folder = fixtures / name
+        shutil.copytree(model, folder)
+        for pattern in drop:
+            for path in folder.glob(pattern):
+                path.unlink()
+        if edit is not None:
+            config = json.loads((folder / "config.json").read_text())
+            edit(config)
+            (folder / "config.json").write_text(json.dumps(config))
+        return str(folder)
+
+    def olmo2(c: dict) -> None:
+        c.pop("architectures")
+        c["model_type"] = "olmo2"
+
+    def unknown(c: dict) -> None:
+        c.update(architectures=["ZooUnknownForCausalLM"])
+
+    def missing_shard(folder: str) -> str:
+        shard = "model-00002-of-00002.safetensors"
+        weight_map = {"model.embed_tokens.weight": "model.safetensors", "lm_head.weight": shard}
+        (Path(folder) / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+        return folder
+
+    return {"NOARCH": variant("noarch", olmo2), "UNKNOWNTYPE": variant("unknown", unknown),
+            "BADTYPE": variant("badtype", lambda c: c.update(model_type="zoo-unknown")),
+            "NOTOKENIZER": variant("notok", drop=("tokenizer*", "vocab.json", "merges.txt", "special_tokens_map.json")),
+            "HEAD16": variant("head16", lambda c: c.update(head_dim=16)),
+            "NOSHARD": missing_shard(variant("noshard"))}
 
 
 def write_run(out: Path, model: Path) -> None:
@@ -249,6 +310,7 @@ def measure(case: Case, places: dict[str, str], sandbox: Path, timeout_s: float 
             for a in case.argv]
     env = {**os.environ, "TMPDIR": str(tmp), "HF_HUB_CACHE": str(sandbox.parent / "hub-cache"), "COLUMNS": "200"}
     before = files_under(sandbox)
+    started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "llm_adapt.cli", *argv], cwd=sandbox, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_a_user)
     note = ""
@@ -264,12 +326,13 @@ def measure(case: Case, places: dict[str, str], sandbox: Path, timeout_s: float 
         proc.kill()
         _, err = proc.communicate()
         note = "timed out"
+    seconds = time.monotonic() - started
     lines = [line for line in err.splitlines() if line.strip()]
     last = scrubbed(lines[-1] if lines else "", places, sandbox)
     left = leftovers(before, files_under(sandbox))
     shown = " ".join(shown_path(a) for a in case.argv)
     return Row(case.name, shown, proc.returncode, len(lines), last, left, case.code,
-               proc.returncode == case.code and case.needle in last, note)
+               proc.returncode == case.code and case.needle in last, note, seconds)
 
 
 # How the table writes the places: as a user would name them, never this machine's temporary paths.
@@ -308,13 +371,14 @@ EXPECTED_LEFT = {"Ctrl-C during run": "out/"}  # an interrupted run keeps what f
 def table(rows: list[Row]) -> list[str]:
     """The docs table. Pure. Its commands are written without `llm-adapt` (tests/test_examples.py runs every
     `llm-adapt ...` of the docs as an example that works; these are meant to fail)."""
-    out = ["| bad input | `llm-adapt` with | exit | lines on stderr | leaves behind | its last line |",
-           "|---|---|---|---|---|---|"]
+    out = ["| bad input | `llm-adapt` with | exit | lines on stderr | leaves behind | seconds | its last line |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
         left = ", ".join(f"`{p}`" for p in r.leaves) or "nothing"
         said = r.last.replace("|", "\\|")
         said = said if len(said) <= 200 else said[:197] + "..."
-        out.append(f"| {r.name} | `{r.command}` | {r.code} | {r.lines} | {left} | {said} |")
+        took = f"{r.seconds:.1f}" if r.seconds is not None else "-"
+        out.append(f"| {r.name} | `{r.command}` | {r.code} | {r.lines} | {left} | {took} | {said} |")
     return out
 
 

@@ -22,9 +22,11 @@ from llm_adapt.commands.serving_cmds import (
     add_probe_parser,
     add_serve_parser,
 )
+from llm_adapt.cli_common import help_formatter
 from llm_adapt.errors import AdaptError
 from llm_adapt.interrupts import Terminated
 from llm_adapt.rundir import no_empty_dirs
+from llm_adapt.status import EXIT_CODES_HELP, EXIT_SIGINT, EXIT_SIGTERM
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_diff_parser(sub)
     add_export_parser(sub)
     add_tune_parser(sub)
+    for command in sub.choices.values():  # one exit-code contract, said in every --help
+        command.epilog = f"{command.epilog.rstrip()}\n\n{EXIT_CODES_HELP}" if command.epilog else EXIT_CODES_HELP
+        command.formatter_class = help_formatter
     return parser
 
 
@@ -60,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except Terminated:
         sys.stderr.write(f"llm-adapt {args.command}: terminated (SIGTERM){_kept(args)}\n")
-        return 143
+        return EXIT_SIGTERM
     except KeyboardInterrupt:
         sys.stderr.write(f"llm-adapt {args.command}: interrupted (Ctrl-C){_kept(args)}\n")
-        return 130
+        return EXIT_SIGINT
     finally:
         restore()
 

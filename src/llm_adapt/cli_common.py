@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from llm_adapt.cli_args import fraction, memory_gib, positive_float, positive_int
-from llm_adapt.errors import AdaptError
+from llm_adapt.errors import UsageError
 from llm_adapt.platforms import PLATFORMS
 
 if TYPE_CHECKING:
@@ -124,6 +124,8 @@ def command_run(args: argparse.Namespace, label: Callable[[str], str], out: Path
     state = RunState(status=new_status(cfg), source=resolve_model(args.model, weights=not cfg.dummy, offline=args.offline))
     refuse_unsupported(state.source, args.platform)
     stages.plan(cfg, state)
+    if cfg.engine != "transformers":
+        refuse_unservable(state.inspect, state.source)
     if not cfg.dummy:
         state.source.require_weights("starting an engine")
     cfg = replace(cfg, out=out or open_run_dir(args.out, state.source.name, label(state.inspect.plan.platform)))
@@ -137,13 +139,25 @@ def refuse_unsupported(source, platform: str | None) -> None:
     from llm_adapt.inspect.stage import architecture_support
     from llm_adapt.inspect.summary import unsupported_verdict
     from llm_adapt.inspect.support import UNSUPPORTED
-    from llm_adapt.models.spec import load_spec
+    from llm_adapt.models.spec import load_config, load_spec, unknown_model_type
 
     spec = load_spec(source.path)
+    if problem := unknown_model_type(load_config(source.path)):
+        raise UsageError(f"{source.given}: {problem}")
     support = architecture_support(spec, platform)
     if support.vllm == UNSUPPORTED:
         verdict = unsupported_verdict(spec.architecture, support.registry)
-        raise AdaptError(verdict.removeprefix("verdict: "))
+        raise UsageError(f"{source.given}: {verdict.removeprefix('verdict: ')}")
+
+
+def refuse_unservable(inspected, source) -> None:
+    """No engine to start where the plan already knows it cannot serve the model (a head size the platform's
+    attention lacks, say): the caveat in one line, exit 2, before an engine or a directory is made."""
+    from llm_adapt.inspect.caveats import start_blockers
+
+    if blockers := start_blockers(inspected.caveats, inspected.plan.platform):
+        raise UsageError(f"{source.given}: {blockers[0]['text']}; no engine is started (inspect shows the plan; "
+                         "judge a server that serves it with --endpoint)")
 
 
 @dataclass

@@ -84,27 +84,42 @@ def page(name: str, summary: str, parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines) + "\n"
 
 
-def index(commands: dict[str, tuple[str, argparse.ArgumentParser]]) -> str:
+# The index's part after this line is kept as it is: tests/test_entry_points.py writes and checks it (which
+# test runs each subcommand and backend from the entry point), since the tests, not the parser, know it.
+KEPT = "<!-- Kept by docs_gen; written and checked by tests/test_entry_points.py. -->"
+
+
+def index(commands: dict[str, tuple[str, argparse.ArgumentParser]], kept: str = "") -> str:
+    from llm_adapt.status import EXIT_CODES_HELP
+
     lines = [HEADER, "", "# Command reference", "",
              "Every subcommand of `llm-adapt`, one page each; `--help` after a subcommand prints the same.", "",
              "| command | what it does |", "|---|---|"]
     lines += [f"| [`llm-adapt {name}`]({name}.md) | {cell(summary)} |" for name, (summary, _) in commands.items()]
-    return "\n".join(lines) + "\n"
+    lines += ["", "## Exit codes", "", "One contract for every subcommand:", "", "```text", EXIT_CODES_HELP, "```"]
+    return "\n".join(lines) + "\n" + (f"\n{KEPT}\n{kept}" if kept else "")
 
 
-def pages() -> dict[str, str]:
-    """File name -> content of every page under docs/cli/."""
+def kept_part(directory: Path) -> str:
+    """What follows KEPT in the index under `directory` now ("" when there is none)."""
+    path = directory / "README.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return text.split(f"\n{KEPT}\n", 1)[1] if f"\n{KEPT}\n" in text else ""
+
+
+def pages(directory: Path = Path("docs/cli")) -> dict[str, str]:
+    """File name -> content of every page under `directory`."""
     from llm_adapt.cli import build_parser
 
     commands = subcommands(build_parser())
-    out = {"README.md": index(commands)}
+    out = {"README.md": index(commands, kept_part(directory))}
     out |= {f"{name}.md": page(name, summary, parser) for name, (summary, parser) in commands.items()}
     return out
 
 
 def stale(directory: Path) -> list[str]:
     """The pages under `directory` that differ from what the parser makes now, missing or extra."""
-    wanted = pages()
+    wanted = pages(directory)
     present = {p.name for p in directory.glob("*.md")} if directory.is_dir() else set()
     wrong = [name for name, text in wanted.items() if name not in present
              or (directory / name).read_text(encoding="utf-8") != text]
@@ -113,7 +128,7 @@ def stale(directory: Path) -> list[str]:
 
 def write(directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    wanted = pages()
+    wanted = pages(directory)
     for extra in set(p.name for p in directory.glob("*.md")) - set(wanted):
         (directory / extra).unlink()
     for name, text in wanted.items():

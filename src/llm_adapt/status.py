@@ -72,3 +72,23 @@ def listing_rank(status: str | None) -> int:
 def worse(a: str, b: str) -> bool:
     """Whether `b` is strictly more severe than `a`."""
     return severity(b) > severity(a)
+
+
+# The one exit-code contract of every subcommand (cli.main adds the last three): a CI step gates on the same
+# verdict the report shows.
+EXIT_OK = 0  # PASS or WARN (a WARN names what to look at), or a command that judges nothing and succeeded
+EXIT_FAIL = 1  # FAIL, a stage or measurement that failed, an engine that did not start
+EXIT_BAD_INPUT = 2  # bad input: one line naming the problem and the fix, nothing left behind
+EXIT_SIGINT = 130  # stopped by Ctrl-C: not judged
+EXIT_SIGTERM = 143  # stopped by SIGTERM: not judged
+EXIT_CODES_HELP = """exit codes (every subcommand):
+  0    PASS or WARN (WARN names what to look at)
+  1    FAIL, a stage or measurement that failed, or an engine that did not start
+  2    bad input: one line naming the problem and the fix, nothing left behind
+  130  stopped by Ctrl-C, 143 stopped by SIGTERM: not judged"""
+
+
+def exit_code(status: str | None, failed: bool = False) -> int:
+    """The exit code of a command whose result has verdict `status` (either case; None: nothing judged):
+    1 for FAIL or when something it ran `failed`, else 0. Pure."""
+    return EXIT_FAIL if failed or severity(status) >= SEVERITY["fail"] else EXIT_OK

@@ -107,7 +107,8 @@ def serve(model_dir, tmp_path, name="fault"):
 
 
 def judge_served(model_dir, measured, tmp_path, chat_probe=False):
-    """The served fault against the gold; with `chat_probe`, also whether the server answers (probes.json)."""
+    """The served fault against the gold; with `chat_probe`, also whether the server answers (probes.json), and
+    `compare --endpoint`'s exit code as a user's CI step meets it."""
     from llm_adapt.probes.run import run_probes
 
     opts, gold, floor, floor_data = measured
@@ -115,19 +116,29 @@ def judge_served(model_dir, measured, tmp_path, chat_probe=False):
         result = compare_endpoint(resolve_model("default"), server.endpoint, opts, floor, tmp_path, gold=gold,
                                   floor_data=floor_data)
         probes = run_probes(server.endpoint, only=["chat completion"]) if chat_probe else None
-    return result, probes
+        code = compare_from_the_entry_point(server.endpoint, opts) if chat_probe else None
+    return result, probes, code
+
+
+def compare_from_the_entry_point(endpoint, opts) -> int:
+    from llm_adapt.cli import main
+
+    return main(["compare", "default", "--endpoint", endpoint.base_url, "--prompts", opts.prompts,
+                 "--max-new-tokens", str(opts.max_new_tokens), "--corpus-tokens", str(CORPUS_TOKENS),
+                 "--served-dtype", DTYPE])
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
 def test_served_fault_is_caught(name, default_model, measured, tmp_path):
     build, expected = FAULTS[name]
-    result, probes = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path,
-                                  chat_probe=name == "qk-permutation")
+    result, probes, code = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path,
+                                        chat_probe=name == "qk-permutation")
     if probes is not None:  # the server starts and answers 200, with wrong output: false-ready
         from llm_adapt.report.findings import false_ready
 
         verdict = false_ready(probes, result)
         assert verdict["answered"] and verdict["false_ready"], verdict
+        assert code == 1  # `compare --endpoint` of the faulty server: the CI step fails
     assert result.verdict["status"] in expected, (name, result.verdict["reasons"])
     assert LONG_ID in result.verdict["skipped_prompts"]
     if name == "chat-template":
@@ -256,3 +267,21 @@ def test_the_clean_model_passes_3_of_3_in_the_fault_engine_with_its_fault_off(fa
     assert all(s == "PASS" for s, _ in statuses), statuses
     assert LONG_ID in result.verdict["skipped_prompts"]
     assert result.diagnosis is None  # nothing out of line, nothing to explain
+
+
+def test_layers_against_an_endpoint_runs_from_the_entry_point(fault_engine, measured, tmp_path, capsys):
+    """`llm-adapt layers MODEL --endpoint URL --capture-dir DIR` as a user types it, against the engine with a planted
+    fault: layers.json names the planted layer, and the exit code is the one its verdict gives."""
+    import json
+
+    from llm_adapt.cli import main
+    from llm_adapt.status import exit_code
+
+    opts = measured[0]
+    with engine_fault(fault_engine, "scaled:12:1.1"):
+        code = main(["layers", "default", "--endpoint", fault_engine.endpoint.base_url, "--capture-dir",
+                     str(fault_engine.capture_dir), "--prompts", opts.prompts, "--max-new-tokens",
+                     str(opts.max_new_tokens), "--served-dtype", DTYPE, "--out", str(tmp_path / "layers")])
+    result = json.loads((tmp_path / "layers" / "layers.json").read_text())
+    assert result["first_local_excess"]["name"] == "layer 12", capsys.readouterr().err
+    assert code == exit_code(result["verdict"]["status"])

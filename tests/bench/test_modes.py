@@ -168,3 +168,25 @@ def test_bench_json_reads_back_as_it_was_written_for_every_mode(tmp_path):
     read = read_checked(path, BenchResult)
     assert json.loads(read.to_json()) == json.loads(path.read_text())
     assert [r["load"] for r in read.runs] == [{"request_rate": 4, "max_concurrency": 6}, "all", 1]
+
+
+@pytest.mark.parametrize("mode,extra", [
+    ("serve", ["--request-rate", "inf"]),
+    ("latency", ["--iterations", "2"]),
+    ("throughput", []),
+    ("sweep", ["--concurrencies", "1,2"]),
+    ("sla", ["--slo", "ttft=2000", "--sla-max", "2", "--repeats", "1"]),
+])
+def test_every_bench_mode_runs_from_the_entry_point(mode, extra, default_model, tmp_path, capsys):
+    """`llm-adapt bench --mode MODE` as a user types it, against a mock streaming server: exit 0 and bench.json
+    with that mode's runs."""
+    import json
+
+    from llm_adapt.cli import main
+
+    with start_mock(tmp_path, "--ttft-ms", "5", "--itl-ms", "1") as server:
+        code = main(["bench", "--endpoint", server.endpoint.base_url, "--mode", mode, "--num-prompts", "4",
+                     "--input-len", "16", "--output-len", "4", "--warmup", "0", "--tokenizer", str(default_model.path),
+                     "--out", str(tmp_path / "out"), *extra])
+    result = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert code == 0 and result["mode"] == mode and result["runs"], capsys.readouterr().err

@@ -20,6 +20,28 @@ def test_compare_writes_accuracy_json(capsys, tiny_llama, tmp_path):
     assert data["settings"]["corpus_tokens"] == 64 and 0 < data["prompts"]["corpus_tokens"] <= 64 * texts
 
 
+def test_compare_of_a_planted_fault_exits_1_and_of_an_identical_copy_0(capsys, tiny_llama, tmp_path):
+    """The exit code a CI step gates on: a --target-model with one layer's output projection scaled 1.3x is FAIL
+    and exits 1; a byte-identical copy is PASS and exits 0 (it exited 0 on FAIL before)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    faulty, same = tmp_path / "faulty", tmp_path / "same"
+    shutil.copytree(tiny_llama, faulty)
+    shutil.copytree(tiny_llama, same)
+    weights = load_file(faulty / "model.safetensors")
+    name = next(k for k in weights if k.endswith("layers.1.self_attn.o_proj.weight"))
+    weights[name] = weights[name] * 1.3
+    save_file(weights, faulty / "model.safetensors", metadata={"format": "pt"})
+    base = ["compare", str(tiny_llama), "--target", "cpu:fp32", "--prompts", "quick", "--max-new-tokens", "4",
+            "--corpus-tokens", "64", "--json"]
+    assert main(base + ["--target-model", str(faulty)]) == 1
+    assert json.loads(capsys.readouterr().out)["verdict"]["status"] == "FAIL"
+    assert main(base + ["--target-model", str(same)]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"]["status"] == "PASS"
+
+
 @pytest.mark.parametrize("extra,code,needle", [
     (["--target", "npu:bf16"], 2, "torch_npu"),
     (["--target", "cpu:fp8"], 2, "DEVICE:DTYPE"),

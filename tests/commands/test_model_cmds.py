@@ -115,3 +115,11 @@ def test_models_lists_default_and_cache(capsys, default_model):
     data = json.loads(out)
     assert code == 0 and data["default"]["installed"]
     assert any(row["path"] == str(default_model.path) for row in data["cached"])
+
+
+def test_models_lists_the_default_model(capsys, default_model):
+    """`llm-adapt models` from the entry point: exit 0, the default model installed, in text and JSON."""
+    assert main(["models"]) == 0
+    assert capsys.readouterr().out.startswith("default  SmolLM2-135M-Instruct")
+    assert main(["models", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["default"]["installed"] is True

@@ -21,10 +21,10 @@ ROOM = 0.7  # of total memory in use at most, before AISBench starts: its own pr
 ITEMS = 4  # a handful, 32 tokens each: every step of the real path at seconds of generation per side
 
 
-def write_gsm8k(folder):
+def write_gsm8k(folder, items=ITEMS):
     """gsm8k's own layout as AISBench reads it: train.jsonl and test.jsonl of {question, answer}."""
     folder.mkdir(parents=True)
-    for split, rows in (("train", [problem(i) for i in range(2)]), ("test", [problem(100 + i) for i in range(ITEMS)])):
+    for split, rows in (("train", [problem(i) for i in range(2)]), ("test", [problem(100 + i) for i in range(items)])):
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
 
@@ -56,3 +56,19 @@ def test_aisbench_on_a_local_gsm8k_pairs_the_served_model_with_the_gold(default_
     assert EvalResult.load(out / "eval.json").paired[0]["n"] == ITEMS
     config = (out / "aisbench" / "infer.py").read_text()
     assert f"host_port={vllm_server.endpoint.base_url.split(':')[-1].split('/')[0]}" in config
+
+
+def test_eval_backend_aisbench_runs_from_the_entry_point(default_model, vllm_server, tmp_path, capsys):
+    """`llm-adapt eval --backend aisbench` as a user types it (it crashed on every call while only its stage function
+    was tested): exit 0 on the clean server, eval.json written, the verdict printed."""
+    from llm_adapt.cli import main
+
+    wait_for_memory_room()
+    data = write_gsm8k(tmp_path / "gsm8k", items=5)
+    out = tmp_path / "eval"
+    code = main(["eval", "default", "--backend", "aisbench", "--endpoint", vllm_server.endpoint.base_url,
+                 "--aisbench-data", str(data), "--limit", "5", "--max-out-len", "32", "--out", str(out)])
+    printed = capsys.readouterr().out
+    result = EvalResult.load(out / "eval.json")
+    assert code == 0 and result.verdict["status"] != "FAIL", printed
+    assert result.paired[0]["n"] == 5 and "task accuracy:" in printed

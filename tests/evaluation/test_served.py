@@ -43,12 +43,18 @@ def served(model_dir, tmp_path, name):
     return ManagedServer(vllm_launch(plan, port=free_port()), tmp_path / "engine.log")
 
 
-def test_clean_server_matches_gold(default_model, vllm_server, gold_cache, tmp_path):
-    result = run_eval_stage(default_model, vllm_server.endpoint, TASKS, tmp_path, SETTINGS, gold_cache=gold_cache)
+def test_clean_server_matches_gold(default_model, vllm_server, tmp_path):
+    """`llm-adapt eval` (the lm-eval backend) as a user types it, against the clean server: exit 0."""
+    from llm_adapt.cli import main
+
+    code = main(["eval", "default", "--endpoint", vllm_server.endpoint.base_url, "--tasks", ",".join(TASKS),
+                 "--limit", str(SETTINGS.limit), "--batch-size", str(SETTINGS.batch_size), "--num-concurrent",
+                 str(SETTINGS.num_concurrent), "--out", str(tmp_path)])
+    result = EvalResult.load(tmp_path / "eval.json")
+    assert code == 0
     (row,) = result.paired
     assert row["n"] == SETTINGS.limit
     assert row["p_value"] >= 0.05 and row["status"] != "FAIL", row["reason"]
-    assert EvalResult.load(tmp_path / "eval.json").paired == result.paired
 
 
 def test_wrong_rope_theta_loses_task_accuracy(default_model, gold_cache, tmp_path):

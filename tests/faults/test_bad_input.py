@@ -38,7 +38,7 @@ CASES = [
     (["run", "MISSING", "--out", "OUT"], 2, "no such file or directory"),
     (["run", "default", "--prompts", "BADJSONL", "--out", "OUT"], 2, "not JSON"),
     (["run", "default", "--resume"], 2, "--resume needs --out"),
-    (["run", "default", "--endpoint", "http://127.0.0.1:9/v1", "--out", "OUT"], 1, "connection refused"),
+    (["run", "default", "--endpoint", "http://127.0.0.1:9/v1", "--out", "OUT"], 2, "connection refused"),
     (["report", "MISSING"], 2, "no such run directory"),
     (["report", "OUT"], 2, "not a run directory"),
     (["mock-server", "--error-rate", "2"], 2, "must be in [0, 1]"),

@@ -11,8 +11,13 @@ from llm_adapt.probes.run import run_probes
 
 
 @pytest.mark.slow
-def test_vllm_feature_matrix(vllm_server, tmp_path):
-    result = run_probes(vllm_server.endpoint, tmp_path)
+def test_vllm_feature_matrix(vllm_server, tmp_path, capsys):
+    """`llm-adapt probe --endpoint URL` as a user types it: exit 0 and the whole matrix in probes.json."""
+    from llm_adapt.probes.run import ProbesResult
+
+    code, err = run_cli(capsys, "probe", "--endpoint", vllm_server.endpoint.base_url, "--out", str(tmp_path))
+    assert code == 0, err
+    result = ProbesResult.load(tmp_path / "probes.json")
     rows = {row["name"]: row for row in result.rows}
     assert list(rows) == list(PROBES) and result.complete
     for name in ("health", "chat completion", "streaming", "logprobs / top_logprobs", "prompt_logprobs", "echo",

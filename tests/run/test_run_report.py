@@ -296,3 +296,24 @@ def test_diff_of_two_real_runs_that_differ_in_the_engine(quick_run, transformers
     assert "logprobs" in " ".join(lost) and result.verdict["status"] == "FAIL"
     assert any(m["group"] == "performance" for m in result.metrics)
     assert (tmp_path / "d" / "diff.html").exists() and (tmp_path / "d" / "diff.json").exists()
+
+
+def test_a_run_directory_holds_one_run(quick_run, tmp_path, capsys):
+    """`--out` of an earlier run is refused (exit 2) unless --resume of the same model and options; and a result
+    file whose stage did not run in the run (planted here: the bench files of a run that skipped bench) shows no
+    figure on the first screen, and is named in the notes."""
+    _, out = quick_run
+    assert main(["run", "default", "--quick", "--skip", "bench", "--out", str(out)]) == 2
+    assert "holds an earlier run of 'default'" in capsys.readouterr().err
+    assert main(["run", "default", "--resume", "--out", str(out)]) == 2  # not --quick: other options
+    assert "--resume finishes a run with the options it started with" in capsys.readouterr().err
+    planted = tmp_path / "planted"
+    shutil.copytree(out, planted)
+    status = json.loads((planted / "status.json").read_text())
+    status["stages"]["bench"] = {"status": "skipped", "reason": "--skip bench"}
+    (planted / "status.json").write_text(json.dumps(status))
+    assert main(["report", str(planted)]) == 0
+    first_screen = (planted / "report.md").read_text().split("## 1. Summary")[0]
+    assert "TTFT" not in first_screen and "output throughput" not in first_screen
+    assert "bench-latency: a result file from outside this run" in (planted / "report.md").read_text()
+    assert "TTFT" in (out / "report.md").read_text().split("## 1. Summary")[0]  # the run's own first screen has it

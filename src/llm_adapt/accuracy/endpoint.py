@@ -59,7 +59,8 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
                                       fits=lambda ref: served_len is None or len(ref.sequence) + 1 <= served_len).data
                         if floor else None)
     result = EndpointAccuracyResult(
-        endpoint=endpoint.redacted(), model=model, reference=opts.reference.label, floor=floor.label if floor else None,
+        endpoint=endpoint.redacted(), model=model, gold_model=source.name, reference=opts.reference.label,
+        floor=floor.label if floor else None,
         settings={"prompts": opts.prompts, "max_new_tokens": opts.max_new_tokens, "top_k": opts.top_k,
                   "tie_margin": opts.tie_margin, "served_max_model_len": served_len,
                   "floor_spread": fl.spread if fl else None},

@@ -492,10 +492,11 @@ class EndpointAccuracyResult(StageResult):
     KIND: ClassVar[str] = "endpoint_accuracy"
 
     endpoint: EndpointRecord
-    model: str
+    model: str  # the model id the server answers as
     reference: str
     floor: str | None
     settings: EndpointSettings
+    gold_model: str | None = None  # the gold checkpoint's name, to tell a server of another model by its id
     sections: dict[str, EndpointSection]  # name -> its status and figures, or why it did not run
     verdict: Verdict | None = None
     diagnosis: Diagnosis | None = None  # likely causes when out of line (accuracy/diagnosis.py)

@@ -9,6 +9,8 @@ sweep level is held against whichever limit binds: bytes / bandwidth or FLOPs / 
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,7 +26,7 @@ class DecodeRoofline(BaseModel):
     bytes_per_token: float  # the weights and the KV cache of the mean context, read once per token
     floor_ms: float  # bytes per token / bandwidth: the fastest a token can come
     tpot_ms: float
-    achieved_gb_per_s: float
+    achieved_gb_per_s: float | None  # None where TPOT was not measured
     share_of_bandwidth_limit: float | None  # floor / TPOT; None where above 100% (see unreliable)
     unreliable: str | None
 
@@ -60,22 +62,30 @@ def decode_roofline(weight_bytes: int, kv_bytes_per_token: int, context_tokens: 
     floor = bytes / bandwidth; share = floor / measured TPOT (1.0: at the limit)."""
     per_token = weight_bytes + kv_bytes_per_token * context_tokens
     floor_ms = per_token / (bandwidth_gb_s * GB) * 1000
-    share, unreliable = bounded_share(floor_ms, tpot_ms)  # TPOT can be no shorter than its floor
+    if not (tpot_ms > 0 and math.isfinite(tpot_ms)):  # no time between tokens was measured: nothing to set against
+        return DecodeRoofline(bytes_per_token=per_token, floor_ms=floor_ms, tpot_ms=tpot_ms, achieved_gb_per_s=None,
+                              share_of_bandwidth_limit=None, unreliable="TPOT not measured")
+    # one way round, as rates: the measured token rate (1 / TPOT) against the limit's (1 / floor)
+    share, unreliable = bounded_share(1000 / tpot_ms, 1000 / floor_ms)
     return DecodeRoofline(bytes_per_token=per_token, floor_ms=floor_ms, tpot_ms=tpot_ms,
                           achieved_gb_per_s=per_token / (tpot_ms / 1000) / GB, share_of_bandwidth_limit=share,
                           unreliable=unreliable)
 
 
 def bounded_share(value: float, limit: float) -> tuple[float | None, str | None]:
-    """A measured rate as a share of its limit, or (None, why) where it exceeds the limit: a rate above
-    a physical limit means the limit was measured wrong (a busy host, a path the engine does not
-    take), not that the engine beat the hardware. Pure."""
-    if not (limit and limit == limit and value == value):
+    """A measured rate (`value`) as a share of its limit's rate, or (None, why) where it exceeds the limit: a
+    rate above a physical limit means a measurement is wrong, first the client's timing (tokens that arrived
+    together, a latency from too few tokens), else the limit's (a busy host, a path the engine does not take);
+    never that the engine beat the hardware. Pure."""
+    if not (limit and math.isfinite(limit)):
         return None, "no limit measured"
+    if not math.isfinite(value):
+        return None, "no rate measured"
     share = value / limit
     if share > 1.0:
-        return None, (f"the measured figure is {share:.0%} of the limit, which cannot be: the limit is unreliable "
-                      "here (measured on a busy host, or on another kernel path than the engine's)")
+        return None, (f"the measured rate is {share:.0%} of the hardware limit, which cannot be: the measurement is "
+                      "suspect (the client's timing of streamed tokens: tokens that arrived together, or too few of "
+                      "them), or the limit was measured on a busy host or another kernel path than the engine's")
     return share, None
 
 

@@ -55,9 +55,11 @@ def output_len(record: RecordRow) -> int:
 
 
 def tpot(record: RecordRow) -> float | None:
-    """Time per output token after the first; None for outputs of one token (vLLM leaves them out)."""
+    """Time per output token after the first; None for outputs of one token (vLLM leaves them out), and for
+    a stream whose tokens all came in one event: no time between tokens was seen, so it is not measured (vLLM
+    would write about 0 ms)."""
     n = output_len(record)
-    if n > 1 and record["ttft"] is not None:
+    if n > 1 and record["ttft"] is not None and record.get("chunks", 2) >= 2:
         return (record["e2el"] - record["ttft"]) / (n - 1)
     return None
 

@@ -16,6 +16,7 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt import rundir
+from llm_adapt.status import exit_code
 
 EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
@@ -116,7 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare(source, options, report)
     path = result.save(out / rundir.ACCURACY) if out else Path(rundir.ACCURACY)
     show_result(result, args.json, print_accuracy, path, kept=out is not None)
-    return 0
+    return exit_code(result.verdict["status"])
 
 
 def compare_with_endpoint(args: argparse.Namespace, options) -> int:
@@ -136,8 +137,14 @@ def compare_with_endpoint(args: argparse.Namespace, options) -> int:
 
     model = require_served_gold(endpoint, source)  # a server of another model is refused before the gold is measured
     require_answers(endpoint, model)  # and one whose every request fails (its /v1/models answering)
+    from llm_adapt.engines.same_model import other_served_name
+
+    if other_served_name(model, source.name):  # said before any figure: the likely cause of a difference
+        print(f"note: the server answers as {model!r}, not the gold's {source.name!r}; if it serves another model, "
+              "that is the likely cause of any difference", file=sys.stderr)
     floor = served_floor(options.reference, args.served_dtype, parse_runner(args.baseline) if args.baseline else None)
     with kept_or_scratch(args.out) as out, progress_bar() as report:
         result = compare_endpoint(source, endpoint, options, floor, out, report)
     show_result(result, args.json, print_endpoint_accuracy, out / rundir.ENDPOINT_ACCURACY, kept=args.out is not None)
-    return 0 if all(s["status"] != "not run" for s in result.sections.values()) else 1
+    not_run = any(s["status"] == "not run" for s in result.sections.values())
+    return exit_code(result.verdict["status"] if result.verdict else None, failed=not_run)

@@ -14,7 +14,7 @@ from llm_adapt.cli_common import (
     engine_or_endpoint,
     help_formatter,
 )
-from llm_adapt.status import Status
+from llm_adapt.status import exit_code
 
 EPILOG = """examples:
   llm-adapt eval default --tasks builtin-mc,builtin-arith --limit 100      # starts vLLM, stops it after
@@ -119,7 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                 threshold=args.threshold, gsm8k_data=args.gsm8k_data)
     _print(result)
     print(f"result: {target.out / EVAL_FILE}" if args.out else f"result not kept: pass --out DIR to keep {EVAL_FILE}")
-    return 1 if result.verdict["status"] == Status.FAIL else 0
+    return exit_code(result.verdict["status"])
 
 
 def _cmd_aisbench(args: argparse.Namespace) -> int:
@@ -145,7 +145,7 @@ def _cmd_aisbench(args: argparse.Namespace) -> int:
         from llm_adapt.cli_common import endpoint_from_args, require_served_gold
 
         require_served_gold(endpoint_from_args(args), source)
-    with engine_or_endpoint(args, "eval") as target:
+    with engine_or_endpoint(args) as target:
         from llm_adapt.evaluation.aisbench.stage import run_aisbench_stage
         from llm_adapt.evaluation.stage import EVAL_FILE
 
@@ -153,7 +153,7 @@ def _cmd_aisbench(args: argparse.Namespace) -> int:
                                     say=lambda line: print(line, file=sys.stderr))
     _print(result)
     print(f"result: {target.out / EVAL_FILE}" if args.out else f"result not kept: pass --out DIR to keep {EVAL_FILE}")
-    return 1 if result.verdict["status"] == Status.FAIL else 0
+    return exit_code(result.verdict["status"])
 
 
 def _require_lm_eval() -> None:

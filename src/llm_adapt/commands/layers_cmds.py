@@ -15,6 +15,7 @@ from llm_adapt.cli_common import (
 )
 from llm_adapt.errors import UsageError
 from llm_adapt import rundir
+from llm_adapt.status import exit_code
 
 EPILOG_LAYERS = """examples:
   llm-adapt layers default --prompts quick
@@ -117,7 +118,7 @@ def _from_msprobe(args, opts, capture) -> int:
         result = run_msprobe_layers(source, args.msprobe_dump.resolve(), opts, args.served_dtype or "bf16", capture,
                                     report, endpoint_from_args(args) if args.endpoint else None)
     show_result(result, args.json, print_layers, result.save(out / rundir.LAYERS))
-    return 0
+    return exit_code(result.verdict["status"])
 
 
 def _with_engine(args, opts, capture) -> int:
@@ -143,7 +144,7 @@ def _measure(args, source, endpoint, capture_dir: Path, served_dtype: str, opts,
                             keep_records=args.keep_capture)
     path = result.save(out / rundir.LAYERS)
     show_result(result, args.json, print_layers, path)
-    return 0
+    return exit_code(result.verdict["status"])
 
 
 def print_layers(result, console) -> None:

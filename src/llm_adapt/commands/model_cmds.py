@@ -58,6 +58,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         ensure_writable(args.out)  # an --out that refuses writes: one line before any work
     source = resolve_model(args.model, weights=False, offline=args.offline)
+    if source.has_weights:  # a checkpoint with weights whose index lists a shard that is not there; config only plans
+        from llm_adapt.models.source import require_listed_shards
+
+        require_listed_shards(source.path, source.given)
     result = run_inspect(source, plan_options_from(args, source), args.platform)
     if args.tuned:
         from llm_adapt.tune.run import TuneResult

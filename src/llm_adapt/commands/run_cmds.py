@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,8 @@ from llm_adapt.cli_common import (
     plan_options_from,
 )
 from llm_adapt.errors import UsageError
-from llm_adapt.status import Status
+from llm_adapt.run.identity import require_one_run
+from llm_adapt.status import Status, exit_code
 
 EPILOG_RUN = """examples:
   llm-adapt run default
@@ -126,15 +128,14 @@ def layers_mode(args: argparse.Namespace) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
+    from dataclasses import asdict, replace
 
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
     from llm_adapt import rundir
     from llm_adapt.run.config import QUICK, RunConfig, RunSizes
-    from llm_adapt.run.pipeline import new_status, run_pipeline
-    from llm_adapt.run.state import RunState
+    from llm_adapt.run.pipeline import run_pipeline
     from llm_adapt.run.table import ENGINE_STAGE
     from llm_adapt.rundir import open_run_dir
     from llm_adapt.run_status import StageStatus
@@ -155,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sizes = replace(sizes, quants=tuple(dict.fromkeys(args.quant)))
     if args.resume and not (args.out and (args.out / rundir.STATUS).exists()):
         raise UsageError("--resume needs --out pointing at an earlier run directory (one with status.json)")
+    require_one_run(args.out, args.model, json.loads(json.dumps(asdict(sizes))), args.resume)  # as status.json has it
     if args.tasks is None:
         from llm_adapt.evaluation.tasks import default_run_tasks
 
@@ -185,17 +187,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         from llm_adapt.engines.preflight import require_answers
 
         require_answers(endpoint)  # and one that lists its model but answers no request
+    cfg = RunConfig(out=Path(), model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
+                    platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
+                    graph=args.graph, settings=settings, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
+                    skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
+                    tasks=tuple(args.tasks), eval_limit=args.eval_limit, gsm8k_data=args.gsm8k_data,
+                    layers=layers_mode(args), dummy_first=two_stage, log=lambda m: print(m, file=sys.stderr))
+    state = planned_run(cfg, source)  # what the plan knows is refused here, before the run directory exists
     out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)
     with progress_bar() as report, said_when_stopped(out, args):
-        cfg = RunConfig(out=out, model_arg=args.model, plan_options_for=lambda src: plan_options_from(args, src),
-                        platform=args.platform, target=args.target, engine=args.engine, endpoint=endpoint,
-                        graph=args.graph, settings=settings, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
-                        skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
-                        tasks=tuple(args.tasks), eval_limit=args.eval_limit, gsm8k_data=args.gsm8k_data,
-                        layers=layers_mode(args),
-                        dummy_first=two_stage, progress=report, log=lambda m: print(m, file=sys.stderr))
-        status = run_pipeline(cfg, RunState(status=new_status(cfg), source=source))
+        cfg = replace(cfg, out=out, progress=report)
+        status = run_pipeline(cfg, state)
     print(f"report: {out / rundir.report(args.lang, 'md')}")
     verdict = status.verdict or {"status": Status.FAIL, "reasons": ["no verdict was recorded"]}
     why = "; ".join(verdict["reasons"][:3])
@@ -216,6 +219,26 @@ def said_when_stopped(out: Path, args: argparse.Namespace):
 
         print(f"verdict: {verdict_shown(Status.INTERRUPTED)} (finish it: llm-adapt run {args.model} --out {out} --resume)")
         raise
+
+
+def planned_run(cfg, source) -> "RunState":
+    """The run's state with its plan made in memory, and refused in one line (exit 2) where the plan already
+    knows that the engine this run would start cannot serve the model: an architecture or model_type vLLM
+    does not serve, a head size the platform's attention lacks."""
+    from llm_adapt.cli_common import refuse_unservable, refuse_unsupported
+    from llm_adapt.run import stages
+    from llm_adapt.run.pipeline import new_status
+    from llm_adapt.run.state import RunState
+    from llm_adapt.run.table import ENGINE_STAGE
+
+    starts_vllm = cfg.endpoint is None and ENGINE_STAGE not in cfg.skip and cfg.engine != "transformers"
+    if starts_vllm:
+        refuse_unsupported(source, cfg.platform)
+    state = RunState(status=new_status(cfg), source=source)
+    stages.plan(cfg, state)
+    if starts_vllm:
+        refuse_unservable(state.inspect, source)
+    return state
 
 
 def settings_of(args: argparse.Namespace, endpoint) -> tuple:
@@ -255,7 +278,7 @@ def require_parallel(source, wanted, platform: str | None) -> None:
 def run_exit_code(verdict: str, failed_stages: list[str]) -> int:
     """0 for PASS and WARN (the report says what to look at), 1 for FAIL or a stage that failed, so a CI
     job gates on the same verdict the report shows. Pure."""
-    return 1 if verdict == Status.FAIL or failed_stages else 0
+    return exit_code(verdict, failed=bool(failed_stages))
 
 
 def add_report_parser(sub) -> None:
@@ -306,6 +329,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from llm_adapt.report.diff import diff_markdown, diff_runs, write_diff
     from llm_adapt.run.identity import model_mismatch, run_model
 
+    if args.run_a.resolve() == args.run_b.resolve():
+        raise UsageError(f"{args.run_a} and {args.run_b} are the same run directory; diff compares two runs of one "
+                         "model (a baseline, then the run to judge against it)")
     mismatch = model_mismatch(run_model(args.run_a), run_model(args.run_b))
     if mismatch and not args.force:
         raise UsageError(f"{args.run_a} and {args.run_b} measured different models ({mismatch}); diff compares two "
@@ -314,4 +340,4 @@ def cmd_diff(args: argparse.Namespace) -> int:
     paths = write_diff(result, args.out or args.run_b)
     print(result.to_json() if args.json else diff_markdown(result))
     print(f"diff: {paths[1]}", file=sys.stderr)
-    return 1 if result.verdict["status"] == Status.FAIL else 0
+    return exit_code(result.verdict["status"])

@@ -10,7 +10,7 @@ import httpx
 
 from llm_adapt.engines.client import EndpointClient, ServerGone, auth_headers
 from llm_adapt.engines.endpoint import Endpoint
-from llm_adapt.errors import AdaptError, UsageError
+from llm_adapt.errors import UsageError
 
 
 PRECHECK_TIMEOUT_S = 10.0  # the pre-check's wait, unless the command's own --timeout is shorter
@@ -36,11 +36,11 @@ def served_models(endpoint: Endpoint, timeout_s: float = PRECHECK_TIMEOUT_S) -> 
     try:
         reply = httpx.get(url, headers=auth_headers(endpoint), timeout=timeout_s)
     except httpx.ConnectError:
-        raise AdaptError(f"cannot reach {endpoint.base_url}: connection refused; is the server running there?") from None
+        raise UsageError(f"cannot reach {endpoint.base_url}: connection refused; is the server running there?") from None
     except httpx.TimeoutException:
-        raise AdaptError(f"{endpoint.base_url} did not answer within {timeout_s:g} s; check the address and the server") from None
+        raise UsageError(f"{endpoint.base_url} did not answer within {timeout_s:g} s; check the address and the server") from None
     except httpx.HTTPError as exc:
-        raise AdaptError(f"cannot reach {endpoint.base_url}: {exc}; check the URL") from None
+        raise UsageError(f"cannot reach {endpoint.base_url}: {exc}; check the URL") from None
     if reply.status_code in (401, 403):
         raise UsageError(f"{endpoint.base_url} answered {reply.status_code}: the API key is missing or wrong; "
                          "pass --api-key KEY or set OPENAI_API_KEY")

@@ -40,6 +40,21 @@ def mismatch(served: Identity, gold: Identity) -> str | None:
     return None
 
 
+def bare_name(model_id: str) -> str:
+    """A served model id as a checkpoint's name: the last part of a path or hub id, without transformers
+    serve's "@revision" ("/models/SmolLM2-135M-Instruct@main" -> "SmolLM2-135M-Instruct"). Pure."""
+    return model_id.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+
+
+def other_served_name(served: str | None, gold: str | None) -> bool:
+    """Whether the server's model id names another checkpoint than the gold's (compared as bare names, in either
+    case); False where either is unknown. The tokenizer check already refused a server of another vocabulary,
+    so a differing name is the likely cause of a difference, not proof of one. Pure."""
+    if not served or not gold:
+        return False
+    return bare_name(served).casefold() != bare_name(gold).casefold()
+
+
 def _head(ids: list[int]) -> str:
     return "[" + ", ".join(map(str, ids[:6])) + (", ...]" if len(ids) > 6 else "]")
 

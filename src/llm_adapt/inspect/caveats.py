@@ -51,6 +51,14 @@ RULES: tuple[CaveatRule, ...] = (
 )
 
 
+def start_blockers(caveats: list, platform: str) -> list:
+    """The caveats (inspect.json's records) that mean `platform`'s engine cannot serve the model at all. Pure."""
+    from llm_adapt.platforms import get_platform
+
+    blocking = {r.id for r in (*get_platform(platform).caveats, *RULES) if r.blocks_start}
+    return [c for c in caveats if c["id"] in blocking]
+
+
 def platform_caveats(facts: ModelFacts, platform: str, cpu_flags: set[str] | None = None) -> list[Caveat]:
     """Every rule that applies to these facts on this platform: the platform's own, then every platform's."""
     from llm_adapt.platforms import get_platform

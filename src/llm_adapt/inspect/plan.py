@@ -337,7 +337,9 @@ def _host_layout(spec, platform, opts, memory_gib, weights, kv_dtype, seqs, batc
     if tp * space * mem.GIB > free:
         what = "available host memory" if opts.device_memory_gib is None else "RAM (--device-memory)"
         ranks = f" on each of {tp} ranks" if tp > 1 else ""
-        raise AdaptError(
+        # a KV space the user gave is theirs to change (exit 2); the planner's own choice not fitting is the machine's
+        error = UsageError if opts.kv_cache_space_gib is not None else AdaptError
+        raise error(
             f"weights ({weights / mem.GIB:.1f} GiB in {opts.dtype}) plus a {space} GiB KV cache{ranks}, "
             f"{tp * reserve / mem.GIB:.1f} GiB of activations and {runtime / mem.GIB:.1f} GiB of runtime "
             f"({(weights + tp * reserve + runtime) / mem.GIB + tp * space:.1f} GiB) exceed {memory_gib:.1f} GiB of "
@@ -352,7 +354,7 @@ def _max_model_len(opts: PlanOptions, longest: int, spec: ModelSpec, pool: int, 
             raise AdaptError("no room for a KV cache after the weights; use more devices or a smaller --dtype")
         return longest
     if opts.max_model_len > longest:
-        raise AdaptError(
+        raise UsageError(
             f"--max-model-len {opts.max_model_len} needs {opts.max_model_len * per_token / mem.GIB:.2f} GiB of KV "
             f"cache per device but the pool holds {pool / mem.GIB:.2f} GiB ({longest} tokens); lower it or give more memory"
         )

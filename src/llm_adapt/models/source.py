@@ -47,18 +47,50 @@ class ModelSource:
         return any(self.path.glob("*.safetensors")) or any(self.path.glob("*.bin"))
 
     def require_weights(self, what: str) -> None:
-        """Stages that run the model need its weights; a config-only model gets one clear line."""
+        """Stages that run the model need its weights, every shard its index lists, and a tokenizer; each
+        missing one gets one clear line here, not a loader's traceback later."""
         if not self.has_weights:
             raise UsageError(f"{self.given}: no weights (config only); {what} needs them. Use --dummy with serve/run "
                              "for a dummy-weight check, or give a model with safetensors weights")
+        require_listed_shards(self.path, self.given)
         from llm_adapt.models.weights import read_header, safetensors_files
 
         for shard in safetensors_files(self.path):  # a truncated shard: one line now, not a loader's traceback later
             read_header(shard)
+        if not self.has_tokenizer:
+            raise UsageError(f"{self.given}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); {what} needs "
+                             "them: copy them from the model's repository into the directory")
 
     @property
     def has_tokenizer(self) -> bool:
-        return any((self.path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json"))
+        """Whether the directory holds a vocabulary a tokenizer loads (tokenizer_config.json alone is not one)."""
+        return any(any(self.path.glob(pattern)) for pattern in TOKENIZER_FILES)
+
+
+# A tokenizer's vocabulary, in the names transformers' tokenizers load (fast, SentencePiece, BPE, WordPiece, tiktoken)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "*.model", "vocab.txt", "*.tiktoken", "merges.txt")
+INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def missing_shards(model_dir: Path) -> list[str]:
+    """The shards a weight index lists that are not in `model_dir`, sorted; [] without an index or with every
+    shard there. An index that cannot be read lists nothing (the loader then says what is wrong)."""
+    missing: set[str] = set()
+    for name in INDEXES:
+        try:
+            weight_map = json.loads((model_dir / name).read_text()).get("weight_map") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        missing |= {shard for shard in set(weight_map.values()) if not (model_dir / shard).is_file()}
+    return sorted(missing)
+
+
+def require_listed_shards(model_dir: Path, given: str) -> None:
+    """One line and exit 2 for a checkpoint whose index lists shards that are not there."""
+    if missing := missing_shards(model_dir):
+        more = f" and {len(missing) - 2} more" if len(missing) > 2 else ""
+        raise UsageError(f"{given}: its weight index lists {', '.join(missing[:2])}{more}, not in the directory; copy "
+                         "the missing shards from the model's repository (or remove the index for a partial check)")
 
 
 def default_gguf() -> Path:

@@ -108,12 +108,41 @@ def load_spec(model_dir: Path) -> ModelSpec:
     return spec if quant == spec.quant else replace(spec, quant=quant)
 
 
+def architecture_hint(config: ConfigJson) -> str:
+    """What to add as `architectures`: the causal-LM class transformers names for the config's model_type,
+    else an example that says it is one."""
+    model_type = str(config.get("model_type") or "")
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as names
+    except ImportError:  # transformers is a dependency; a broken install still gets a line
+        names = {}
+    if model_type in names:
+        return f'["{names[model_type]}"] (transformers\' causal-LM class for model_type {model_type!r})'
+    named = f" (model_type {model_type!r} names no causal-LM class in transformers)" if model_type else ""
+    return f'the model\'s class, e.g. ["LlamaForCausalLM"]{named}'
+
+
+def unknown_model_type(config: ConfigJson) -> str | None:
+    """Why an engine cannot read this config, or None: vLLM builds it through transformers' AutoConfig, which
+    knows a model_type from its registry, or from the model's own code (auto_map, with --trust-remote-code)."""
+    model_type = str(config.get("model_type") or "")
+    if not model_type or config.get("auto_map"):
+        return None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    if model_type in CONFIG_MAPPING_NAMES:
+        return None
+    return (f"config.json's model_type {model_type!r} is not one transformers knows, so vLLM cannot read the config; "
+            "fix model_type (the family's, e.g. 'llama'), or ship the model's own code (auto_map) and pass "
+            "--trust-remote-code")
+
+
 def spec_from_config(config: ConfigJson) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config dict (text config of multimodal models too)."""
     cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     archs = config.get("architectures") or []
     if not archs or not isinstance(archs, list):
-        raise UsageError("config.json has no 'architectures' list; add e.g. [\"LlamaForCausalLM\"]")
+        raise UsageError(f"config.json has no 'architectures' list; add {architecture_hint(config)}")
     hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
     heads = _int(cfg, "num_attention_heads", "n_head")
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)

@@ -49,6 +49,7 @@ class CaveatRule:
     text: Callable[[Any], str]
     check: str  # what to look at in the accuracy section
     source: str
+    blocks_start: bool = False  # the engine cannot serve the model at all: refused before one is started
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,8 @@ CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 CAVEATS = (
     CaveatRule("cpu-head-dim", "head_dim", lambda f: f.head_dim not in CPU_HEAD_SIZES and f.attention != "MLA",
                lambda f: reason("cav_cpu_head_dim", sizes=", ".join(map(str, CPU_HEAD_SIZES)), head_dim=f.head_dim),
-               reason("cav_cpu_head_dim_check"), "vLLM 0.32 cpu_attn.py CPUAttentionBackend.get_supported_head_sizes"),
+               reason("cav_cpu_head_dim_check"), "vLLM 0.32 cpu_attn.py CPUAttentionBackend.get_supported_head_sizes",
+               blocks_start=True),
     CaveatRule("cpu-mla", "attention", lambda f: f.attention == "MLA",
                lambda f: reason("cav_cpu_mla"), reason("cav_cpu_mla_check"),
                "vLLM 0.32 platforms/cpu.py attention backend selection, v1/attention/backends/mla/cpu_mla.py; "

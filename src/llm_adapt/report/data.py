@@ -20,7 +20,7 @@ from llm_adapt.probes.run import ProbesResult
 from llm_adapt import rundir
 from llm_adapt.results import StageResult, UnreadableResult, read_checked
 from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import RunStatus, StageRecord
+from llm_adapt.run_status import RunStatus, StageRecord, StageStatus
 from llm_adapt.tune.run import TuneResult
 
 # result name (rundir.RESULTS) -> the record its file is read as
@@ -40,6 +40,7 @@ class RunData:
     parts: dict[str, StageResult] = field(default_factory=dict)
     bench: dict[str, BenchResult] = field(default_factory=dict)
     unreadable: dict[str, str] = field(default_factory=dict)
+    outside: dict[str, str] = field(default_factory=dict)  # result name -> its stage's status: a file not of this run
 
     def get(self, name: str) -> Any:
         return self.parts.get(name)
@@ -115,9 +116,37 @@ def load_run(run_dir: Path) -> RunData:
         _read(data, "bench", run_dir / rundir.bench(), data.bench, BenchResult)
         if "bench" in data.bench and data.bench["bench"].mode == "sla":  # `bench --mode sla --out RUN_DIR`: beside the sweep
             data.bench.setdefault("sla", data.bench.pop("bench"))
+    if "status" in data.unreadable:  # without it the stages' outcomes, and so the verdict, cannot be told
+        raise UsageError(f"{run_dir / rundir.STATUS}: unreadable ({data.unreadable['status']}); this run's record is "
+                         "damaged: run the model again into a new --out")
     if not data.inspect and not data.status:
         raise UsageError(f"{run_dir}: not a run directory (no inspect.json or status.json); run `llm-adapt run` first")
+    _leave_out_stages_not_run(data)
     return data
+
+
+# a stage in one of these did not measure in this run: a result file of its name is from outside the run
+NOT_MEASURED = (StageStatus.PENDING, StageStatus.SKIPPED, StageStatus.NOT_APPLICABLE, StageStatus.NOT_RUN)
+
+
+ALSO_WRITTEN_BY = {"bench": ("hardware",)}  # a stage's results named otherwise than the stage
+
+
+def _leave_out_stages_not_run(data: RunData) -> None:
+    """A result file whose stage status.json records as not run in this run (skipped, not applicable, not run)
+    came from something else (an earlier run, a copied file): it is left out, so no figure of it is shown, and
+    `outside` names it. A lone command's bench.json (`bench --out RUN_DIR`) is not a stage's and stays."""
+    for name, record in data.stages.items():
+        if record.get("status") not in NOT_MEASURED:
+            continue
+        for result in (name, *ALSO_WRITTEN_BY.get(name, ())):
+            if result in data.parts:
+                data.parts.pop(result)
+                data.outside[result] = record["status"]
+        if name == "bench":
+            for mode in [m for m in data.bench if m in rundir.BENCH_MODES]:
+                data.bench.pop(mode)
+                data.outside[f"bench-{mode}"] = record["status"]
 
 
 def _read(data: RunData, name: str, path: Path, into: dict, model: type[StageResult]) -> None:

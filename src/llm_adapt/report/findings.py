@@ -76,6 +76,16 @@ def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracy
                       "adaptation report widens it to answers with HTTP 200 and wrong output"}
 
 
+def other_served_model(ep: EndpointAccuracyResult | None) -> dict[str, str] | None:
+    """{served, gold} where the server answered as another checkpoint's id than the gold's (same_model.py), else
+    None. Pure."""
+    from llm_adapt.engines.same_model import other_served_name
+
+    if ep is None or not other_served_name(ep.model, ep.gold_model):
+        return None
+    return {"served": ep.model, "gold": ep.gold_model or "?"}
+
+
 def _task_detail(ev: Verdict) -> Any:
     """The eval verdict's first two reasons, in parentheses ("" without any)."""
     shown = (ev.get("reasons") or [])[:2]
@@ -114,8 +124,9 @@ def overall_verdict(run: RunData) -> RunVerdict:
         parts.append((ep.verdict["status"], reason("served_verdict", status=ep.verdict["status"])))
     parts += settings_parts(run.settings)
     fr = false_ready(probes, ep, bool(run.status and run.status.dummy))
-    if fr and fr["false_ready"]:
-        parts.insert(0, (Status.FAIL, reason("false_ready")))
+    other = other_served_model(ep)
+    if fr and fr["false_ready"]:  # a server of another model answering is not the gold's model served wrongly
+        parts.insert(0, (Status.FAIL, reason("false_ready_other_model", **other) if other else reason("false_ready")))
     ev = run.eval.verdict if run.eval else {}
     if ev.get("status") in JUDGED:  # SKIP (no dataset offline) is said in the notes, not judged
         parts.append((ev["status"], reason("task_verdict", status=ev["status"], detail=_task_detail(ev))))
@@ -131,7 +142,9 @@ def overall_verdict(run: RunData) -> RunVerdict:
     status = worst(p[0] for p in parts)
     if (incomplete or run.unreadable or not judged) and status == Status.PASS:
         status = Status.WARN
-    return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"]),
+    if other and status != Status.PASS and not (fr and fr["false_ready"]):  # the likely cause, before the rest
+        reasons.insert(0, reason("served_other_name", **other))
+    return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"] and not other),
             "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}
 
 
@@ -318,6 +331,8 @@ def notes(run: RunData, lang: str = "en") -> list[str]:
                                                     client=c["client_mean_ms"], server=c["server_mean_ms"]))
     for name, why in run.unreadable.items():
         out.append(N["unreadable"].format(name=name, why=why))
+    for name, stage_status in run.outside.items():
+        out.append(N["outside_run"].format(name=name, status=stage_status))
     return out
 
 

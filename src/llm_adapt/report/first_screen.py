@@ -6,6 +6,8 @@ their own words. Pure functions of RunData; its words, in both languages, are th
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from llm_adapt.accuracy.flatness import is_flat
@@ -15,8 +17,8 @@ from llm_adapt.environment import EnvironmentResult
 from llm_adapt.messages import FIRST_SCREEN as WORDS, FIRST_SCREEN_MODES as MODES, LIST_SEP, message, probe_words, rendered_check
 from llm_adapt.messages import verdict_shown
 from llm_adapt.report.data import RunData
-from llm_adapt.probes.context import core_broken, core_features
-from llm_adapt.report.findings import main_target, overall_verdict, quant_targets
+from llm_adapt.probes.context import CORE_BASE, core_broken, core_features
+from llm_adapt.report.findings import main_target, other_served_model, overall_verdict, quant_targets
 from llm_adapt.status import Status, listing_rank
 
 MAX_CHECKS = 8
@@ -78,14 +80,17 @@ def gold_sharpness(run: RunData) -> LogitStats | None:
 
 
 def cautions(run: RunData, lang: str = "en") -> list[str]:
-    """What weakens the checks the first screen shows: flat logits (accuracy.flatness)."""
+    """What weakens the checks the first screen shows: a server answering as another model's id than the gold's,
+    flat logits (accuracy.flatness)."""
+    other = other_served_model(run.endpoint_accuracy)
+    out = [WORDS[lang]["other_served"].format(**other)] if other else []
     sharp = gold_sharpness(run)
     if not is_flat(sharp):
-        return []
+        return out
     entropy = sharp.get("entropy_ratio")
-    return [WORDS[lang]["flat_logits"].format(decisive=f"{sharp['decisive_positions']:,}",
-                                              positions=f"{sharp['positions']:,}",
-                                              entropy=f"{entropy:.0%}" if isinstance(entropy, float) else "?")]
+    return out + [WORDS[lang]["flat_logits"].format(decisive=f"{sharp['decisive_positions']:,}",
+                                                    positions=f"{sharp['positions']:,}",
+                                                    entropy=f"{entropy:.0%}" if isinstance(entropy, float) else "?")]
 
 
 def _title(run: RunData, W: dict[str, str]) -> str:
@@ -155,7 +160,11 @@ def _verified(run: RunData, W: dict[str, str]) -> list[str]:
         key = "served_dummy" if serve.dummy_weights else "served_here"
         out.append(W[key].format(engine=_engine_name(run), platform=platform, mode=serve.mode))
     elif ep and ep.endpoint:
-        out.append(W["served_external"].format(url=ep.endpoint.get("base_url", "?")))
+        answering = W["answering_as"].format(model=ep.model) if ep.model else ""
+        out.append(W["served_external"].format(url=ep.endpoint.get("base_url", "?")) + answering)
+    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
+    if rows and core_features(rows) == CORE_BASE:  # no chat template: said, as what the chat probes' n/a means
+        out.append(W["base_model"])
     target = main_target(run.accuracy)
     if target:
         out.append(W["in_process"].format(label=target.label, reference=run.accuracy.settings.get("reference", "fp32")))
@@ -230,6 +239,11 @@ def _bench_run(run: RunData, mode: str) -> tuple[BenchResult, BenchRun] | None:
     return (bench, bench.runs[0]) if bench and bench.runs else None
 
 
+def _measured(value: object) -> bool:
+    """A figure that was measured: a finite number (a metric of no samples is NaN)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _client_bound(r: BenchRun) -> bool:
     return bool(r.get("server") and r["server"].get("cpu") and r["server"]["cpu"].get("client_bound"))
 
@@ -240,11 +254,13 @@ def _latency_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) ->
         return None
     bench, r = found
     m, settings = r.get("metrics") or {}, bench.settings
-    if not all(isinstance(m.get(k), (int, float)) for k in ("median_ttft_ms", "median_tpot_ms")):
+    if not _measured(m.get("median_ttft_ms")):
         return None
     source = W["from_latency"].format(n=r.get("sent", "?"), inp=settings.get("input_len", "?"),
                                       out=settings.get("output_len", "?"), section=numbers.get("performance", "?"))
-    return Figure(W["single_stream"], f"{m['median_ttft_ms']:.0f} ms / {m['median_tpot_ms']:.1f} ms",
+    tpot = m.get("median_tpot_ms")  # fewer than two token events a request: no time between tokens was seen
+    tpot_text = f"{tpot:.1f} ms" if _measured(tpot) and tpot > 0 else W["not_measured"]
+    return Figure(W["single_stream"], f"{m['median_ttft_ms']:.0f} ms / {tpot_text}",
                   source + (W["client_bound"] if _client_bound(r) else ""), "performance")
 
 

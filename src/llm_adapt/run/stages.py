@@ -33,7 +33,8 @@ def plan(cfg: RunConfig, state: RunState) -> None:
 
     if state.source is None:
         state.source = resolve_model(cfg.model_arg, weights=not cfg.dummy, offline=cfg.offline)
-    state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
+    if state.inspect is None:  # `run` plans before it makes its directory, so its refusals leave nothing behind
+        state.inspect = run_inspect(state.source, cfg.plan_options_for(state.source), cfg.platform)
     state.status.platform = state.inspect.plan.platform
 
 
