@@ -84,7 +84,7 @@ def test_commands_that_start_an_engine_refuse_before_anything(argv, bare_host, m
 def test_an_endpoint_or_a_skipped_engine_needs_no_npu_here(bare_host, monkeypatch, capsys):
     """With --endpoint the engine runs elsewhere; the check is not in the way (the unreachable URL is)."""
     monkeypatch.chdir(bare_host)
-    assert main(["run", "default", "--platform", "npu", "--endpoint", "http://127.0.0.1:9/v1"]) == 1
+    assert main(["run", "default", "--platform", "npu", "--endpoint", "http://127.0.0.1:9/v1"]) == 2
     assert "connection refused" in capsys.readouterr().err
 
 
