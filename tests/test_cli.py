@@ -151,7 +151,7 @@ def test_an_unknown_architecture_is_one_line_where_an_engine_would_start(capsys,
     test's engines filled it) the answer is still that no engine serves it, not to free memory."""
     extra = ["--kv-cache-space", kv_gib] if kv_gib else []
     code, _, err = run_cli(capsys, "serve", unknown_arch, "--dummy", "--platform", "cpu", *extra, "--out", tmp_path / "o")
-    assert code == 1 and not (tmp_path / "o").exists()
+    assert code == 2 and not (tmp_path / "o").exists()  # what the plan knows is the user's to change
     one_line_error(err, "unsupported: NoSuchForCausalLM")
 
 

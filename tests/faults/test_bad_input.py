@@ -207,7 +207,7 @@ def test_the_table_writes_each_row_and_flags_what_breaks_the_rule():
     two_lines = BAD.Row("y", "y", 2, 2, "e", [], 2, True)
     left = BAD.Row("z", "z", 2, 1, "e", ["runs/"], 2, True)
     lines = BAD.table([good, left])
-    assert lines[2] == "| x | `inspect ./x` | 2 | 1 | nothing | llm-adapt inspect: error: x |"
+    assert lines[2] == "| x | `inspect ./x` | 2 | 1 | nothing | - | llm-adapt inspect: error: x |"
     assert "`runs/`" in lines[3]
     assert BAD.problems([good]) == []
     assert BAD.problems([two_lines]) == ["y: 2 lines on stderr"] and BAD.problems([left]) == ["z: left ['runs/']"]

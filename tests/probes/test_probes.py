@@ -51,7 +51,7 @@ def test_unreachable_endpoint(capsys, tmp_path):
     from llm_adapt.engines.server import free_port
 
     code, err = run_cli(capsys, "probe", "--endpoint", f"http://127.0.0.1:{free_port()}/v1", "--out", str(tmp_path))
-    assert code == 1 and "connection refused" in err[-1]
+    assert code == 2 and "connection refused" in err[-1]  # nothing listens at the address the user gave
 
 
 def test_not_openai_compatible(capsys, stub_server, tmp_path):

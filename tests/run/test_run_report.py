@@ -273,6 +273,7 @@ def test_resume_keeps_finished_stages(quick_run, vllm_server, tmp_path):
     shutil.copytree(out, copy)
     stamp = (copy / "accuracy.json").stat().st_mtime_ns
     code = main(["run", "default", "--endpoint", vllm_server.endpoint.base_url, "--quick", "--out", str(copy),
+                 "--prompts", str(out.parent / "prompts.jsonl"),  # the options the run started with
                  "--resume", "--kv-cache-space", "2", "--max-model-len", "2048", "--dtype", vllm_server.dtype])
     assert code == 0
     assert (copy / "accuracy.json").stat().st_mtime_ns == stamp  # not measured again
@@ -313,7 +314,7 @@ def test_a_run_directory_holds_one_run(quick_run, tmp_path, capsys):
     status["stages"]["bench"] = {"status": "skipped", "reason": "--skip bench"}
     (planted / "status.json").write_text(json.dumps(status))
     assert main(["report", str(planted)]) == 0
-    first_screen = (planted / "report.md").read_text().split("## 1. Summary")[0]
+    first_screen = (planted / "report.md").read_text().split("## 2.")[0]
     assert "TTFT" not in first_screen and "output throughput" not in first_screen
     assert "bench-latency: a result file from outside this run" in (planted / "report.md").read_text()
-    assert "TTFT" in (out / "report.md").read_text().split("## 1. Summary")[0]  # the run's own first screen has it
+    assert "TTFT" in (out / "report.md").read_text().split("## 2.")[0]  # the run's own first screen has it

@@ -10,7 +10,7 @@ import httpx
 
 from llm_adapt.engines.client import EndpointClient, ServerGone, auth_headers
 from llm_adapt.engines.endpoint import Endpoint
-from llm_adapt.errors import UsageError
+from llm_adapt.errors import AdaptError, UsageError
 
 
 PRECHECK_TIMEOUT_S = 10.0  # the pre-check's wait, unless the command's own --timeout is shorter
@@ -38,7 +38,8 @@ def served_models(endpoint: Endpoint, timeout_s: float = PRECHECK_TIMEOUT_S) -> 
     except httpx.ConnectError:
         raise UsageError(f"cannot reach {endpoint.base_url}: connection refused; is the server running there?") from None
     except httpx.TimeoutException:
-        raise UsageError(f"{endpoint.base_url} did not answer within {timeout_s:g} s; check the address and the server") from None
+        # a server that takes the connection and never answers is there and broken (exit 1), not a wrong address
+        raise AdaptError(f"{endpoint.base_url} did not answer within {timeout_s:g} s; check the address and the server") from None
     except httpx.HTTPError as exc:
         raise UsageError(f"cannot reach {endpoint.base_url}: {exc}; check the URL") from None
     if reply.status_code in (401, 403):
