@@ -285,3 +285,23 @@ def test_layers_against_an_endpoint_runs_from_the_entry_point(fault_engine, meas
     result = json.loads((tmp_path / "layers" / "layers.json").read_text())
     assert result["first_local_excess"]["name"] == "layer 12", capsys.readouterr().err
     assert code == exit_code(result["verdict"]["status"])
+
+
+# Faults that hit a few requests only (engines/fault_plugin.py): layer 5's MLP output 1.3x on the prompt tokens
+# of every 4th request the engine starts, or of the requests longer than 72 tokens (one of the six here). The
+# suite's mean dilutes them; every prompt judged names the requests they hit.
+SPARSE_FAULTS = ["nth-request:5:1.3:4", "long-prompt:5:1.3:72"]
+
+
+@pytest.mark.parametrize("fault", SPARSE_FAULTS)
+def test_a_fault_on_a_few_requests_fails_naming_them(fault, fault_engine, measured, default_model, tmp_path):
+    opts, gold, floor, floor_data = measured
+    with engine_fault(fault_engine, fault):
+        result = compare_endpoint(default_model, fault_engine.endpoint, opts, floor, tmp_path, gold=gold,
+                                  floor_data=floor_data)
+    prompts = next(c for c in result.verdict["checks"] if c["key"].startswith("served_prompts"))
+    rows = result.sections["teacher_forced"]["by_prompt"]
+    assert result.verdict["status"] == "FAIL" and prompts["status"] == "fail", result.verdict["reasons"]
+    assert 0 < prompts["args"]["count"] < len(rows), prompts["value"]  # a few requests, named, not all of them
+    if fault.startswith("long-prompt"):  # exactly the prompts past 72 tokens
+        assert set(prompts["args"]["ids"]) == {r["id"] for r in rows if r["tokens"] > 72}

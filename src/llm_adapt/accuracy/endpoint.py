@@ -28,6 +28,7 @@ from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_reference
 from llm_adapt.prompts import load_prompts, plain_text
 from llm_adapt.accuracy.runner import RunnerSpec
+from llm_adapt.accuracy.verdict.prompts import PromptKL
 from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, clean_kl_bound, genuine_count,
                                         judge_endpoint)
 from llm_adapt.engines.client import EndpointClient
@@ -150,7 +151,8 @@ def _fits(ref, tokens: int, served_len: int | None) -> Any:
 def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
                     progress=None) -> EndpointSection:
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
-    per_prompt: list[list[tuple[float, float]]] = []  # (server, floor) KL of each position the floor has
+    per_prompt: list[list[tuple[float, float, float]]] = []  # (server, floor, variant) KL of each position the floor has
+    by_prompt: list[PromptKL] = []  # each request's KL sums, for the per-prompt check
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
     replies = send_all(client, [prompt_logprobs_request(ref.sequence, k) for ref in fitting], progress=progress)
     if gone := first_gone(replies):
@@ -172,7 +174,8 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
         if server is None:
             return _unsupported(reply.detail or reason("es_ignored_prompt_logprobs"))
         ref_lp = m.log_softmax64(ref.logits)
-        pairs: list[tuple[float, float]] = []
+        pairs: list[tuple[float, float, float]] = []
+        served: list[float] = []  # this prompt's server KL at each position compared
         for p in range(1, len(ref.sequence)):
             known = {t: v["logprob"] for t, v in server[p].items()}
             if not all(math.isfinite(v) for v in known.values()):
@@ -181,18 +184,22 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
             top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
             row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k) | {"position": p}
             rows.append(row)
+            served.append(row["kl_lb"])
             if fl is not None and fl.logprobs[n] is not None:
                 frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
+                vrow = _floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k)
                 floor_rows.append(frow)
-                pairs.append((row["kl_lb"], frow["kl_lb"]))
-                variant_rows.append(_floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k))
+                variant_rows.append(vrow)
+                pairs.append((row["kl_lb"], frow["kl_lb"], vrow["kl_lb"]))
         per_prompt.append(pairs)
+        if served:
+            by_prompt.append(prompt_kl(ref.prompt.id, len(ref.sequence), served, pairs))
     if not rows and not nonfinite:
         return _none_fits(skipped)
     return {"status": "done", "server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
             "by_position": em.position_profile(rows),
             "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
-            "nonfinite_positions": nonfinite, "skipped": skipped,
+            "by_prompt": by_prompt, "nonfinite_positions": nonfinite, "skipped": skipped,
             "kl_note": "KL on the top-k support (coarse-grained): a lower bound on full-vocabulary KL"}
 
 
@@ -201,22 +208,33 @@ def _floor_view(ref_lp: torch.Tensor, lp: torch.Tensor, actual: int, k: int) -> 
     return em.position_stats(ref_lp, actual, view, top1, k)
 
 
-def _spread(per_prompt: list[list[tuple[float, float]]], floor_rows: list[dict],
+def prompt_kl(prompt_id: str, tokens: int, served: list[float], pairs: list[tuple[float, float, float]]) -> PromptKL:
+    """One request's KL sums over the positions it was compared at: the server's, and where the floor has the
+    prompt, the floor's and its kernel variant's (`pairs`: server, floor, variant at each position)."""
+    floor, variant = (float(sum(v[i] for v in pairs)) if pairs else None for i in (1, 2))
+    return {"id": prompt_id, "tokens": tokens, "first": 1, "last": len(served), "positions": len(served),
+            "server": float(sum(served)), "floor": floor, "variant": variant}
+
+
+def _spread(per_prompt: list[list[tuple[float, float, float]]], floor_rows: list[dict],
             variant_rows: list[dict]) -> ViewSpread:
-    """The relative spread the server/floor KL ratio shows by chance: runs of positions within each
-    prompt resampled (metrics.position_blocks: one long prompt does not make the allowance), and the
-    floor on another kernel path; `allowed` is the ratio a clean server may reach. The whole-prompt
-    bootstrap is kept beside it for the record."""
-    t, f = m.position_blocks(per_prompt)
-    boot_rel = _relative_sd(t, f)
-    by_prompt = _relative_sd(np.array([sum(a for a, _ in p) for p in per_prompt if p]),
-                             np.array([sum(b for _, b in p) for p in per_prompt if p]))
+    """The relative spread a clean server's KL ratio to the floor shows by chance, from the floor alone: its rerun
+    on another kernel path (the variant) against it, runs of positions within each prompt resampled
+    (metrics.position_blocks: one long prompt does not make the allowance), and the variant's offset from it.
+    The server's own spread is kept beside it for the record and never widens the allowance: a fault on a few
+    prompts makes them unlike the others, and would otherwise buy its own allowance."""
+    clean = [[(v, f) for _, f, v in p] for p in per_prompt]
+    served = [[(t, f) for t, f, _ in p] for p in per_prompt]
+    c_t, c_f = m.position_blocks(clean)
+    boot_rel = _relative_sd(c_t, c_f)
+    s_t, s_f = m.position_blocks(served)
     f_kl = float(np.mean([r["kl_lb"] for r in floor_rows]))
     v_kl = float(np.mean([r["kl_lb"] for r in variant_rows]))
     kernel = abs(v_kl / f_kl - 1) if f_kl > 1e-12 else 0.0
     spread = m.combined_spread(boot_rel, kernel)
-    return {"bootstrap": boot_rel, "bootstrap_units": len(t), "bootstrap_by_prompt": by_prompt, "kernel": kernel,
-            "variant_kl_lb_mean": v_kl, "relative": spread, "k": K_SPREAD}
+    return {"bootstrap": boot_rel, "bootstrap_units": len(c_t), "bootstrap_served": _relative_sd(s_t, s_f),
+            "kernel": kernel, "variant_kl_lb_mean": v_kl, "relative": spread, "k": K_SPREAD,
+            "source": "floor"}
 
 
 def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:

@@ -277,12 +277,16 @@ class TopkView(TypedDict, total=False):
 
 @with_config(ConfigDict(extra="allow"))
 class ViewSpread(TypedDict, total=False):
-    """How much the served floor's KL moves (accuracy/endpoint_floor.py): prompts resampled (bootstrap), another
-    kernel path (kernel), the two in quadrature (relative), and K the allowance multiplies it by."""
+    """How much a clean server's KL ratio to the floor moves by chance (accuracy/endpoint.py's _spread), from the
+    floor alone: its kernel variant against it with runs of positions resampled (bootstrap), the variant's
+    offset (kernel), the two in quadrature (relative), and K the allowance multiplies it by. An earlier version
+    bootstrapped the server's own ratio (source absent): a fault on a few prompts widened it."""
 
     bootstrap: float | None
     bootstrap_units: int
-    bootstrap_by_prompt: float | None
+    bootstrap_by_prompt: float | None  # an earlier version's whole-prompt bootstrap of the server's ratio
+    bootstrap_served: float | None  # the server's own ratio, resampled: for the record, never the allowance
+    source: str  # "floor": the allowance's spread is the floor's
     kernel: float | None
     variant_kl_lb_mean: float | None
     relative: float | None

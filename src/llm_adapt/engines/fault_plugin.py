@@ -11,6 +11,10 @@ Faults:
   prefill-only:L:S     the same on prompt (prefill) tokens only
   scaled:L:S           the same on every token, every step
   attention-scale:L:S  layer L's attention softmax scale times S
+  long-prompt:L:S:N    layer L's MLP output times S on the prompt tokens of requests longer than N tokens
+                       only (a length class, as a kernel's tiling that breaks past a size)
+  nth-request:L:S:N    the same on the prompt tokens of every Nth request the engine starts (its 1st,
+                       N+1th, ...: a fault that hits a few requests whatever they hold)
   rope-beyond:P        every position past P rotated as if 16 positions further on (all layers)
   foreign-kv:L:M       layer L's attention writes and reads layer M's KV cache instead of its own,
                        as layers that share another's KV cache did in vLLM-Ascend's Gemma4 bug
@@ -56,8 +60,9 @@ from dataclasses import dataclass
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
 KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only",
-         "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16")
-SCALED = ("scaled", "decode-only", "prefill-only", "graph-only")  # the faults that scale the MLP's output
+         "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16", "long-prompt", "nth-request")
+SPARSE = ("long-prompt", "nth-request")  # the faults that hit some requests' prompts only (their third number)
+SCALED = ("scaled", "decode-only", "prefill-only", "graph-only", *SPARSE)  # the faults that scale the MLP's output
 ROUTING = ("moe-top-k", "moe-no-renorm", "moe-router-bf16")  # the faults in a MoE layer's router
 ONLY = ("tp", "ep", "graph")  # the settings a fault may be confined to (its "@" suffix)
 ROPE_SHIFT = 16
@@ -70,16 +75,20 @@ class EngineFault:
     layer: int | None
     value: float
     only: str | None = None  # "tp", "ep" or "graph": the setting it acts in (None: every setting)
+    every: int = 0  # long-prompt: the length past which a request is hit; nth-request: N
 
     @property
     def label(self) -> str:
         base = f"{self.kind}:{self.layer}" if self.layer is not None else self.kind
         if self.kind not in LAYER_ONLY:
             base += f":{self.value:g}"
+        if self.kind in SPARSE:
+            base += f":{self.every}"
         return base + (f"@{self.only}" if self.only else "")
 
 
-FORMS = {"rope-beyond": "rope-beyond:POSITION", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
+FORMS = {"rope-beyond": "rope-beyond:POSITION", "long-prompt": "long-prompt:LAYER:FACTOR:TOKENS",
+         "nth-request": "nth-request:LAYER:FACTOR:N", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
          "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K",
          "moe-router-bf16": "moe-router-bf16:LAYER"}
 LAYER_ONLY = ("double-reduce", "moe-no-renorm", "moe-router-bf16")  # faults named by their layer alone
@@ -98,11 +107,15 @@ def parse_fault(text: str) -> EngineFault:
     fault = _parsed(kind, parts)
     if fault is None:
         raise ValueError(f"{ENV_FAULT}={text!r}: expected {FORMS.get(kind, f'{kind}:LAYER:FACTOR')}[@tp|@ep|@graph]")
-    return EngineFault(fault.kind, fault.layer, fault.value, only or None)
+    return EngineFault(fault.kind, fault.layer, fault.value, only or None, fault.every)
 
 
 def _parsed(kind: str, parts: list[str]) -> EngineFault | None:
     try:
+        if kind in SPARSE and len(parts) == 4 and int(parts[3]) >= 1:
+            return EngineFault(kind, int(parts[1]), float(parts[2]), every=int(parts[3]))
+        if kind in SPARSE:
+            return None
         if kind == "rope-beyond" and len(parts) == 2:
             return EngineFault(kind, None, float(int(parts[1])))
         if kind in LAYER_ONLY and len(parts) == 2:
@@ -168,6 +181,38 @@ def decode_mask(positions):
     run_id = torch.cumsum(breaks.long(), 0) - 1
     lengths = torch.bincount(run_id)
     return lengths[run_id] <= DECODE_RUN
+
+
+def prompt_runs(positions) -> list[tuple[int, int]]:
+    """The [start, end) token ranges of a flat V1 batch that are prompt chunks (runs longer than DECODE_RUN), in
+    batch order."""
+    import torch
+
+    n = positions.shape[0]
+    if n == 0:
+        return []
+    breaks = torch.ones(n, dtype=torch.bool, device=positions.device)
+    breaks[1:] = positions[1:] != positions[:-1] + 1
+    starts = torch.nonzero(breaks).flatten().tolist() + [n]
+    return [(a, b) for a, b in zip(starts, starts[1:]) if b - a > DECODE_RUN]
+
+
+def sparse_rows(fault: EngineFault, positions, counter: dict):
+    """The tokens a sparse fault hits in this batch: the prompt chunks of requests longer than fault.every tokens
+    (long-prompt), or of every fault.every-th request started (nth-request: a chunk from position 0 starts one;
+    `counter` keeps the count across forwards)."""
+    import torch
+
+    rows = torch.zeros(positions.shape[0], dtype=torch.bool, device=positions.device)
+    for start, end in prompt_runs(positions):
+        if fault.kind == "long-prompt":
+            hit = int(positions[end - 1]) + 1 > fault.every
+        else:
+            if int(positions[start]) == 0:
+                counter["requests"] = counter.get("requests", 0) + 1
+            hit = (counter.get("requests", 1) - 1) % fault.every == 0
+        rows[start:end] = hit
+    return rows
 
 
 def register() -> bool:
@@ -279,6 +324,9 @@ def _hook_layer(index: int, layer, state: dict) -> None:
             from vllm.distributed import tensor_model_parallel_all_reduce
 
             hidden = tensor_model_parallel_all_reduce(hidden)
+        elif fault.kind in SPARSE and positions is not None:
+            hidden = hidden * torch_where(sparse_rows(fault, positions, state.setdefault("counter", {})),
+                                          fault.value, hidden)
         elif fault.kind in ("scaled", "graph-only") or positions is None:
             hidden = hidden * fault.value
         else:

@@ -283,6 +283,28 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "source": "msprobe benchmark ratio on llama.cpp's KL (top-k lower bound), vs the in-process floor"},
         "zh": {"name": "top-k KL / 噪声基线", "threshold": "<= {allowed:.3f}（1 + {k:g} × 噪声基线的波动）通过，两倍以内警告",
                "source": "把 msprobe 的基准比值用于 llama.cpp 的 KL（top-k 下界），对比进程内噪声基线"}},
+    "served_prompts": {
+        "en": {"name": "every prompt's top-k KL / its floor", "value": {"none": "{n} prompts, none out of line",
+                                                                        "some": "{count} of {n} out of line: {listed}"},
+               "threshold": "a prompt fails above {effect:g} x the allowed {allowed:.3f} when Holm's rule over the "
+                            "prompts (alpha {alpha:g}) calls it more than the floor's spread by prompt "
+                            "({sigma:.3f} in ln) explains",
+               "source": "the floor's kernel variant against the floor, prompt by prompt (never the server's own "
+                         "spread); Holm's family-wise step-down"},
+        "zh": {"name": "逐条提示词的 top-k KL / 其噪声基线", "value": {"none": "{n} 条提示词，均在范围内",
+                                                                  "some": "{n} 条中 {count} 条超出范围：{listed}"},
+               "threshold": "当 Holm 规则（各提示词间，alpha {alpha:g}）判定某条提示词超出噪声基线逐条波动"
+                            "（ln 尺度 {sigma:.3f}）所能解释的范围，且比值高于允许值 {allowed:.3f} 的 {effect:g} 倍时，判为失败",
+               "source": "噪声基线的另一内核路径相对噪声基线的逐条偏差（从不使用服务端自身的波动）；Holm 族错误率逐步检验"}},
+    "served_prompts_same_dtype": {
+        "en": {"name": "every prompt's top-k KL at the gold's dtype", "value": {"none": "{n} prompts, none above it",
+                                                                               "some": "{count} of {n} above it: {listed}"},
+               "threshold": "each prompt's mean <= {fail_at:g}",
+               "source": "served at the gold's dtype: equal to rounding on every request, not only on the mean"},
+        "zh": {"name": "与金标准同精度下逐条提示词的 top-k KL", "value": {"none": "{n} 条提示词，均未超出",
+                                                                    "some": "{n} 条中 {count} 条超出：{listed}"},
+               "threshold": "每条提示词的均值 <= {fail_at:g}",
+               "source": "以金标准的精度部署：每个请求都应与舍入误差一致，而不仅是均值"}},
     "served_top1": {
         "en": {"name": {"all": "same top-1 rate", "decisive": "same top-1 rate outside the {margin:g}-nat tie margin"},
                "value": {"all": "{rt:.4f} vs floor {rf:.4f}",
@@ -329,11 +351,14 @@ UNJUDGED_VALUE = {
            "prompts": "not enough evidence ({n} of {needed} greedy prompts needed); the verdict rests on the other "
                       "checks",
            "layers": "no layer compared; the verdict rests on the other checks",
+           "prompt_ratios": "not enough evidence ({n} of {needed} prompts with a floor to divide by); the verdict "
+                            "rests on the other checks",
            "undefined": "not computable (no finite figure of ours; NaN/Inf in the output is its own check's FAIL); "
                         "the verdict rests on the other checks"},
     "zh": {"positions": "证据不足（需要 {needed} 个位置，仅有 {n} 个）；结论依据其余检查",
            "prompts": "证据不足（需要 {needed} 条贪心提示词，仅有 {n} 条）；结论依据其余检查",
            "layers": "没有可比较的层；结论依据其余检查",
+           "prompt_ratios": "证据不足（需要 {needed} 条有噪声基线可比的提示词，仅有 {n} 条）；结论依据其余检查",
            "undefined": "无法计算（本工具的算式没有得到有限值；输出中的 NaN/Inf 由其专门的检查判为 FAIL）；结论依据其余检查"},
 }
 # words a check's arguments carry (what a ratio is against), in the other languages

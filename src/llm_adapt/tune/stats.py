@@ -7,6 +7,8 @@ import math
 import numpy as np
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt.multiple_tests import holm  # noqa: F401  (the tuner's trials are judged with it)
+
 
 class Summary(TypedDict):
     """Repeated runs of one metric: mean, sample std, range and count (NaN, read back as None: no run)."""
@@ -102,13 +104,3 @@ def pooled_p_values(rivals: list[dict[str, float]], baseline: dict[str, float], 
     return out
 
 
-def holm(pvalues: list[float], alpha: float = ALPHA) -> list[bool]:
-    """Holm's step-down: reject the i-th smallest p-value while p <= alpha / (k - i); stop at the first
-    that fails. Controls the family-wise error rate at alpha."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    reject = [False] * len(pvalues)
-    for rank, i in enumerate(order):
-        if pvalues[i] > alpha / (len(pvalues) - rank):
-            break
-        reject[i] = True
-    return reject

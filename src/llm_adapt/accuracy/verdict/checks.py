@@ -241,12 +241,15 @@ def top1_status(rt: float, et: float | None, rf: float, ef: float | None) -> str
 
 
 def ppl_check(ln_t: float | None, se_t: float | None, ln_f: float | None, se_f: float | None, floor_label: str) -> Check:
-    """ln PPL ratio against the floor's, within K standard errors of the paired difference."""
+    """ln PPL ratio against the floor's, within K standard errors of the paired difference (the floor's, for both
+    sides) plus an absolute tolerance; `se_t` is kept for the record only."""
     if ln_t is None or ln_f is None or math.isnan(ln_t) or math.isnan(ln_f):
         return unjudged("ppl", "undefined", form="none", ln_t=fmt(ln_t))
     if not (math.isfinite(ln_t) and math.isfinite(ln_f)):  # a token the model gives probability 0
         return check("ppl", Status.FAIL.check, form="none", ln_t=fmt(ln_t))
-    allowed = K_SPREAD * math.hypot(finite_or_zero(se_t), finite_or_zero(se_f)) + PPL_ABS_TOLERANCE
+    # the paired difference's noise from the floor alone, its standard error taken for both sides (a clean target's
+    # is the floor's): the target's own would grow with a fault on a few prompts and widen its own allowance
+    allowed = K_SPREAD * math.sqrt(2) * finite_or_zero(se_f) + PPL_ABS_TOLERANCE
     delta = ln_t - ln_f
     return check("ppl", band(abs(delta), allowed, 2 * allowed), form="some", ln_t=ln_t, ln_f=ln_f, allowed=allowed, k=K_SPREAD,
                  tolerance=PPL_ABS_TOLERANCE, floor=floor_label)

@@ -12,6 +12,7 @@ from llm_adapt.accuracy.verdict.checks import (allowance, allowed_ratio, GREEDY_
                                                band, check, decided_status, genuine_count, graded, greedy_status, relative_spread,
                                                ppl_check, stops_check, top1_evidence, top1_figures, top1_status,
                                                unjudged)
+from llm_adapt.accuracy.verdict.prompts import ALPHA as PROMPT_ALPHA, EFFECT as PROMPT_EFFECT, PromptKL, judge_prompts, prompts_over
 from llm_adapt.status import NOTED, Status, decides
 
 
@@ -69,7 +70,7 @@ def _teacher_forced_checks(tf: EndpointSection) -> list[Check]:
     if not s.get("positions"):
         return out
     if not f:  # served at the gold's own dtype: it should match to rounding, with no floor to ask
-        return out + same_dtype_checks(s)
+        return out + same_dtype_checks(s) + ([same_dtype_prompts_check(tf["by_prompt"])] if "by_prompt" in tf else [])
     ratio = ratio_or_none(s.get("kl_lb_mean"), f.get("kl_lb_mean"), tiny=0.0)
     if ratio == math.inf:  # a floor of exactly 0: no scale to judge the server's KL by
         return out + [same_dtype_kl_check("served_kl_zero_floor", s.get("kl_lb_mean"), floor=f.get("kl_lb_mean")),
@@ -80,7 +81,39 @@ def _teacher_forced_checks(tf: EndpointSection) -> list[Check]:
                      k=K_SPREAD) if decides(status) else unjudged("served_kl_ratio", "undefined", allowed=allowed,
                                                                   k=K_SPREAD))
     out.append(top1_check(s, f))
+    if "by_prompt" in tf:  # an earlier version's section has no per-prompt sums
+        out.append(prompts_check(tf["by_prompt"], allowed))
     return out
+
+
+def prompts_check(rows: list[PromptKL], allowed: float) -> Check:
+    """Every request judged on its own (verdict/prompts.py): FAIL naming each prompt out of line, with its length
+    and the positions compared; unjudged with fewer than two prompts that have a ratio. Pure."""
+    judged, sigma = judge_prompts(rows, allowed)
+    with_ratio = [j for j in judged if j["ratio"] is not None]
+    args = {"alpha": PROMPT_ALPHA, "effect": PROMPT_EFFECT, "allowed": allowed, "sigma": sigma}
+    if len(with_ratio) < 2:
+        return unjudged("served_prompts", "prompt_ratios", n=len(with_ratio), needed=2, **args)
+    flagged = [j for j in judged if j["out_of_line"]]
+    listed = "; ".join(f"{j['id']} ({j['tokens']} tokens, positions {j['first']}-{j['last']}, {j['ratio']:.2f}x)"
+                       for j in flagged)
+    return check("served_prompts", Status.FAIL.check if flagged else Status.PASS.check, count=len(flagged),
+                 n=len(with_ratio), listed=listed, ids=[j["id"] for j in flagged], out_of_line=flagged,
+                 form="some" if flagged else "none", **args)
+
+
+def same_dtype_prompts_check(rows: list[PromptKL]) -> Check:
+    """At the gold's own dtype, every prompt's mean top-k KL against the same-dtype band's FAIL edge: a prompt
+    above it FAILs, named with its length and positions, whatever the suite's mean. Pure."""
+    judged = [r for r in rows if r.get("positions")]
+    args = {"fail_at": SAME_DTYPE_KL[1]}
+    if not judged:
+        return unjudged("served_prompts_same_dtype", "prompt_ratios", n=0, needed=1, **args)
+    over = prompts_over(judged, SAME_DTYPE_KL[1])
+    listed = "; ".join(f"{r['id']} ({r['tokens']} tokens, positions {r['first']}-{r['last']}, mean KL "
+                       f"{r['server'] / r['positions']:.3g})" for r in over)
+    return check("served_prompts_same_dtype", Status.FAIL.check if over else Status.PASS.check, count=len(over),
+                 n=len(judged), listed=listed, ids=[r["id"] for r in over], form="some" if over else "none", **args)
 
 
 def same_dtype_checks(s: TopkView) -> list[Check]:
