@@ -243,3 +243,36 @@ def test_a_clean_setting_beside_an_out_of_line_baseline_is_said_in_the_verdict()
     assert [status for status, _ in cured] == ["FAIL"] and "clean only with graph mode" in str(cured[0][1])
     assert [status for status, _ in settings_parts(settings("PASS", "PASS"))] == ["PASS"]  # clean: not a reason
     assert [status for status, _ in settings_parts(settings("FAIL", "FAIL"))] == ["FAIL"]
+
+
+def test_a_server_answering_as_another_model_is_named_as_the_likely_cause_not_false_ready():
+    """The served id differs from the gold's: said first, before the other reasons, on the first screen too; a
+    wrong answer of that server is not called false-ready (another model answers, not this one served wrongly).
+    The same id as the gold's, or one the same checkpoint is served under by path, says nothing."""
+    probes = {"rows": [{"name": "chat completion", "status": "supported", "evidence": "answer"},
+                       {"name": "streaming", "status": "supported", "evidence": ""}]}
+    wrong = {**endpoint("FAIL"), "model": "Qwen2.5-0.5B-Instruct", "gold_model": "SmolLM2-135M-Instruct"}
+    verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=wrong))
+    assert verdict["status"] == "FAIL" and not verdict["false_ready"]
+    assert "answers as 'Qwen2.5-0.5B-Instruct', not the gold's 'SmolLM2-135M-Instruct'" in verdict["reasons"][0]
+    screen = first_screen(run_with(probes=probes, endpoint_accuracy=wrong))
+    assert any("answers as 'Qwen2.5-0.5B-Instruct'" in c for c in screen.cautions)
+    same = dict(wrong, model="/models/SmolLM2-135M-Instruct")
+    verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=same))
+    assert verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
+    assert not first_screen(run_with(probes=probes, endpoint_accuracy=same)).cautions
+    renamed_pass = {**endpoint("PASS"), "model": "Qwen2.5-0.5B-Instruct", "gold_model": "SmolLM2-135M-Instruct"}
+    assert not any("answers as" in r for r in overall_verdict(run_with(probes=probes, endpoint_accuracy=renamed_pass))["reasons"])
+
+
+def test_a_base_model_is_named_as_judged_through_completions():
+    from llm_adapt.messages import reason
+
+    rows = [{"name": "chat completion", "status": "not applicable", "evidence": reason("pe_no_chat_template")},
+            {"name": "completions", "status": "supported", "evidence": ""},
+            {"name": "streaming", "status": "supported", "evidence": ""}]
+    screen = first_screen(run_with(probes={"rows": rows}, endpoint_accuracy=endpoint("PASS")))
+    assert any(v.startswith("base model (no chat template): judged through the completions API") for v in screen.verified)
+    chat = first_screen(run_with(probes={"rows": [dict(rows[0], status="supported", evidence="")] + rows[1:]},
+                                 endpoint_accuracy=endpoint("PASS")))
+    assert not any(v.startswith("base model") for v in chat.verified)

@@ -104,7 +104,7 @@ def _teacher_forced(runner: Runner, gold: Gold, tokenizer, opts: CompareOptions,
         progress(label, i, len(gold.prompts))
         capture = runner.capture(ref.sequence, keep_kwargs=True)
         gates: dict[int, GateRecord] | None = {} if ref.gates else None
-        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden, gates_into=gates)
+        shadow = [capture.hidden[0]] + runner.shadow(capture, ref.hidden, gates_into=gates, reference_inputs=ref.inputs)
         kept = routed_tokens(ref, gates or {}, runner.spec.dtype, out.routing)
         for j in range(len(gold.names)):
             out.full[j].add(ref.hidden[j], capture.hidden[j])

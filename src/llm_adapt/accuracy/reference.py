@@ -35,6 +35,7 @@ class RefPrompt:
     hidden: list[torch.Tensor]
     logits: torch.Tensor
     gates: dict[int, GateRecord] = field(default_factory=dict)  # each expert router's view, by layer index
+    inputs: dict[int, torch.Tensor] = field(default_factory=dict)  # runner.Capture.inputs: computed between modules
 
     @property
     def sequence(self) -> list[int]:
@@ -101,7 +102,7 @@ class InMemoryReference:
             if progress:
                 progress(i, len(sequences))
             capture = self.runner.capture(sequence, gates=True)
-            out.append((capture.hidden, capture.logits, capture.gates))
+            out.append((capture.hidden, capture.logits, capture.gates, capture.inputs))
         if progress:
             progress(len(sequences), len(sequences))
         return out
@@ -210,10 +211,12 @@ def save_gold(key: str, gold: Gold) -> None:
         tensors |= {f"corpus_nll.{w}": torch.from_numpy(np.ascontiguousarray(n)) for w, n in enumerate(gold.corpus_nll)}
         tensors |= {f"gate.{i}.{layer}.{name}": getattr(record, name).contiguous() for i, p in enumerate(gold.prompts)
                     for layer, record in p.gates.items() for name in GATE_FIELDS}
+        tensors |= {f"input.{i}.{j}": x.contiguous() for i, p in enumerate(gold.prompts) for j, x in p.inputs.items()}
         save_file(tensors, directory / "gold.safetensors")
         (directory / "gold.json").write_text(json.dumps({
             "prompts": [{"id": p.prompt.id, "input_ids": p.input_ids, "generated": p.generated,
-                         "layers": len(p.hidden), "gates": sorted(p.gates)} for p in gold.prompts],
+                         "layers": len(p.hidden), "gates": sorted(p.gates), "inputs": sorted(p.inputs)}
+                        for p in gold.prompts],
             "corpus": gold.corpus, "eos_ids": gold.eos_ids, "names": gold.names,
             "report": gold.report.model_dump() if gold.report else None}))
 
@@ -235,7 +238,8 @@ def load_gold(key: str, prompts: list[Prompt]) -> Gold | None:
     kept = [RefPrompt(by_id[row["id"]], row["input_ids"], row["generated"],
                       [tensors[f"hidden.{i}.{j}"] for j in range(row["layers"])], tensors[f"logits.{i}"],
                       {layer: GateRecord(**{name: tensors[f"gate.{i}.{layer}.{name}"] for name in GATE_FIELDS})
-                       for layer in row.get("gates", [])})
+                       for layer in row.get("gates", [])},
+                      {j: tensors[f"input.{i}.{j}"] for j in row.get("inputs", [])})
             for i, row in enumerate(data["prompts"])]
     corpus_nll = [tensors[f"corpus_nll.{w}"].numpy() for w in range(len(data["corpus"]))]
     report = RunnerReport.model_validate(data["report"]) if data["report"] else None

@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from llm_adapt.accuracy.layout import find_layout
 from llm_adapt.errors import UsageError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -245,8 +246,8 @@ class Runner:
             self.input_device = torch.device("cpu")
         self.model.generation_config.pad_token_id = self.model.generation_config.pad_token_id or 0
         self.quantized_linears = quantize_int8_(self.model, spec.quant == "int8-channel") if spec.quant else 0
-        self.layers = list(self.model.model.layers)
-        self.norm = self.model.model.norm
+        layout = find_layout(self.model)  # found on the model: GPT-J's transformer.h as Llama's model.layers
+        self.layers, self.norm = layout.layers, layout.norm
         self.gates = moe_gates(self.layers)  # {layer index: expert router}, found once (accuracy/routing.py)
 
     @property
@@ -322,17 +323,22 @@ class Runner:
         from llm_adapt.accuracy.routing import record_gates
 
         outputs: list[torch.Tensor] = []
+        arrived: list[torch.Tensor | None] = []  # each layer's and the final norm's actual input, in order
         kwargs: list[dict] = []
         routed: dict = {}
-        hooks = [self.model.model.embed_tokens.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o)))]
+        hooks = [self.model.get_input_embeddings().register_forward_hook(lambda m, a, o: outputs.append(_cpu(o)))]
         if gates:
             hooks += record_gates(self.gates, routed)
         for layer in self.layers:
             hooks.append(layer.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
+            hooks.append(layer.register_forward_pre_hook(
+                lambda m, a, kw: arrived.append(_input_of(a, kw)), with_kwargs=True))
             if keep_kwargs:
                 hooks.append(layer.register_forward_pre_hook(
                     lambda m, a, kw: kwargs.append({k: v for k, v in kw.items() if k != "hidden_states"}),
                     with_kwargs=True))
+        hooks.append(self.norm.register_forward_pre_hook(lambda m, a, kw: arrived.append(_input_of(a, kw)),
+                                                         with_kwargs=True))
         hooks.append(self.norm.register_forward_hook(lambda m, a, o: outputs.append(_cpu(o))))
         try:
             ids = torch.tensor([input_ids], device=self.input_device)
@@ -341,13 +347,18 @@ class Runner:
         finally:
             for hook in hooks:
                 hook.remove()
-        return Capture(hidden=outputs, logits=_cpu(logits)[0], layer_kwargs=kwargs, gates=routed)
+        return Capture(hidden=outputs, logits=_cpu(logits)[0], layer_kwargs=kwargs, gates=routed,
+                       inputs=computed_between(outputs, arrived))
 
     @torch.no_grad()
     def shadow(self, capture: "Capture", reference_hidden: list[torch.Tensor],
-               gates_into: dict | None = None) -> list[torch.Tensor]:
-        """Each layer (and the final norm) run on the reference's input to it: each one's own error.
+               gates_into: dict | None = None, reference_inputs: dict[int, torch.Tensor] | None = None
+               ) -> list[torch.Tensor]:
+        """Each layer (and the final norm) run on the reference's actual input to it: each one's own error.
 
+        The input to layer i is the reference's output of the module before it, except where the model
+        computes something between the two (`reference_inputs`, Capture.inputs: Granite's embedding
+        multiplier before layer 0, say), found by the reference's own forward, never assumed.
         `capture` must come from this runner with keep_kwargs=True (its own position embeddings
         and mask, so a wrong rope_theta in this model still shows up locally). `gates_into`: a dict that
         receives each expert router's view on that input (accuracy/routing.py).
@@ -355,15 +366,17 @@ class Runner:
         from llm_adapt.accuracy.routing import record_gates
 
         dtype = TORCH_DTYPES[self.spec.dtype]
+        given = reference_inputs or {}
         outs = []
         hooks = record_gates(self.gates, gates_into) if gates_into is not None else []
         try:
             with self.numerics():
                 for i, layer in enumerate(self.layers):
-                    x = reference_hidden[i].to(self.input_device, dtype)  # input of layer i = output of i-1
+                    x = given.get(i, reference_hidden[i]).to(self.input_device, dtype)
                     out = layer(x, **capture.layer_kwargs[i])  # (auto: accelerate's hooks move it to the layer)
                     outs.append(_cpu(out))
-                outs.append(_cpu(self.norm(reference_hidden[len(self.layers)].to(self.input_device, dtype))))
+                last = len(self.layers)
+                outs.append(_cpu(self.norm(given.get(last, reference_hidden[last]).to(self.input_device, dtype))))
         finally:
             for hook in hooks:
                 hook.remove()
@@ -406,6 +419,23 @@ class Capture:
     logits: torch.Tensor  # [T, V]
     layer_kwargs: list[dict]
     gates: dict = field(default_factory=dict)  # layer index -> routing.GateRecord, where asked for
+    # module index (layer i, or L for the final norm) -> its actual input, only where the model computed it
+    # between modules (not the output before it)
+    inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def _input_of(args: tuple, kwargs: dict) -> torch.Tensor | None:
+    """A decoder layer's or norm's hidden-state input, positional or by name, on the CPU in fp32."""
+    tensor = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
+    return _cpu(tensor) if isinstance(tensor, torch.Tensor) else None
+
+
+def computed_between(outputs: list[torch.Tensor], arrived: list[torch.Tensor | None]) -> dict[int, torch.Tensor]:
+    """The modules whose actual input is not the output of the module before them (outputs: [embeddings, layer 0
+    .. layer L-1, final norm]; arrived: the inputs of layer 0 .. L-1 and the final norm): what the model computes
+    between modules (a scaled embedding, a residual multiplier), by index. Pure."""
+    return {i: x for i, x in enumerate(arrived)
+            if x is not None and i < len(outputs) and not (x.shape == outputs[i].shape and torch.equal(x, outputs[i]))}
 
 
 def _cpu(out) -> torch.Tensor:

@@ -22,8 +22,9 @@ from typing import Any
 
 # Bumped when what a measurement records changes: 2 adds the gold's per-position top-1/top-2 margin and the
 # decisive-position rates, which an entry measured before lacks (it would be judged on all positions); 3 the
-# cosine of two zero vectors (1, not 0: a padding row zero in both runs is identical).
-CACHE_FORMAT = 3
+# cosine of two zero vectors (1, not 0: a padding row zero in both runs is identical); 4 the gold's actual
+# input to each layer where the model computes it between modules (a scaled embedding), which 3 assumed.
+CACHE_FORMAT = 4
 CACHE_ENV = "LLM_ADAPT_CACHE"  # "off": measure afresh, write nothing
 SIZE_ENV = "LLM_ADAPT_CACHE_GIB"
 DEFAULT_CAP_GIB = 20.0

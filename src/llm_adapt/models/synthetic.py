@@ -116,6 +116,48 @@ TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, nu
                   bos_token_id=1, eos_token_id=2)
 
 
+# Families laid out otherwise than Llama, each written whole by its own config (their configs name their shapes
+# their own way): blocks under `transformer.h` (GPT-J, GPT-2, Falcon), under `model.decoder.layers` with the final
+# norm registered before them (OPT), scalings computed between modules (Granite's embedding, residual, attention
+# and logits multipliers, as Granite 3 ships them), a logit scale and a parallel block (Cohere).
+LAYOUTS: dict[str, tuple[str, str, dict]] = {
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {**TINY_SHAPE, "embedding_multiplier": 12.0,
+                                                         "residual_multiplier": 0.22,
+                                                         "attention_multiplier": 0.0078125, "logits_scaling": 8.0}),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM", {"n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8,
+                                               "n_positions": 2048}),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 2048}),
+    "opt": ("OPTConfig", "OPTForCausalLM", {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                            "ffn_dim": 128, "max_position_embeddings": 2048,
+                                            "word_embed_proj_dim": 64}),
+    "falcon": ("FalconConfig", "FalconForCausalLM", {"hidden_size": 64, "num_hidden_layers": 2,
+                                                     "num_attention_heads": 4, "new_decoder_architecture": False,
+                                                     "multi_query": True}),
+    "cohere": ("CohereConfig", "CohereForCausalLM", {**TINY_SHAPE, "logit_scale": 0.0625}),
+}
+
+
+def write_layout_family(family: str, out: Path, *, tokenizer_from: Path, seed: int = 0) -> Path:
+    """A random 2-layer model of a LAYOUTS family with the vocabulary and tokenizer of `tokenizer_from`."""
+    import json
+
+    import torch
+    import transformers
+
+    config_cls, model_cls, values = LAYOUTS[family]
+    special = json.loads((Path(tokenizer_from) / "config.json").read_text())
+    ids = {"vocab_size": special["vocab_size"], "bos_token_id": special.get("bos_token_id", 1),
+           "eos_token_id": special.get("eos_token_id", 2), "pad_token_id": special.get("eos_token_id", 2)}
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**{**values, **ids}))
+    _spread_weights(model, seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    copy_tokenizer(Path(tokenizer_from), out)
+    return out
+
+
 def write_tiny_family(family: str, out: Path, *, seed: int = 0, **overrides) -> Path:
     """A random 2-layer model of `family` (a FAMILIES key) saved as safetensors; returns `out`."""
     import torch
