@@ -1,5 +1,6 @@
 """The caveat table on plain facts: each rule fires where it must and stays quiet on a clean model."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -76,3 +77,33 @@ def test_a_tied_deepseek_is_warned_that_vllm_serves_its_head_unloaded(platform):
     assert "tied-head-ignored" not in ids(deepseek, platform)
     assert "tied-head-ignored" in ids(replace(deepseek, tied=True), platform)
     assert "tied-head-ignored" not in ids(replace(facts("llama-3.2-1b"), tied=True), platform)  # Llama ties its head
+
+
+def test_granites_scalings_and_coheres_ignored_head_are_named(default_model, tmp_path):
+    """The inventory names the scalings a config declares (Granite's four multipliers, and its embedding
+    multiplier as the embedding's scale); a Cohere checkpoint with an lm_head of its own gets the caveat that
+    vLLM's class never reads it, and a tied one does not."""
+    from llm_adapt.inspect.inventory import inventory_rows
+    from llm_adapt.inspect.plan import PlanOptions
+    from llm_adapt.inspect.stage import run_inspect
+    from llm_adapt.models.source import resolve_model
+    from llm_adapt.models.synthetic import write_layout_family
+
+    def inspected(family, **overrides):
+        path = write_layout_family(family, tmp_path / family, tokenizer_from=default_model.path)
+        if overrides:
+            config = json.loads((path / "config.json").read_text())
+            (path / "config.json").write_text(json.dumps({**config, **overrides}))
+        return run_inspect(resolve_model(str(path)), PlanOptions(model_path=str(path), served_model_name=family), "cpu")
+
+    granite = inspected("granite")
+    assert granite.inventory["scalings"] == {"embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                                             "attention_multiplier": 0.0078125, "logits_scaling": 8.0}
+    assert "untied-head-ignored" not in [c["id"] for c in granite.caveats]
+    cohere = inspected("cohere")
+    assert [c["id"] for c in cohere.caveats if c["id"] == "untied-head-ignored"] == ["untied-head-ignored"]
+    assert cohere.inventory["scalings"] == {"logit_scale": 0.0625}
+    from llm_adapt.inspect.inventory import ModelFacts
+
+    rows = {r.name: r.value for r in inventory_rows(ModelFacts.from_dict(granite.inventory))}
+    assert rows["embedding scale"].startswith("x 12") and "residual_multiplier 0.22" in rows["scalings"]

@@ -35,11 +35,19 @@ class Caveat:
 NEVER_TIED = frozenset({"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekForCausalLM",
                         "GlmMoeDsaForCausalLM"})
 
+# vLLM 0.32's classes that always use the embeddings as their output head and never read a checkpoint's lm_head
+# (model_executor/models/commandr.py: CohereForCausalLM's logits come from the embedding whatever
+# tie_word_embeddings says): an untied checkpoint is served with another head than the one it was trained with.
+ALWAYS_TIED = frozenset({"CohereForCausalLM", "Cohere2ForCausalLM"})
+
 # The caveats of every platform, a registered one included; a platform's own are in its module (Platform.caveats).
 RULES: tuple[CaveatRule, ...] = (
     CaveatRule("tied-head-ignored", "output head", lambda f: f.tied and f.architecture in NEVER_TIED,
                lambda f: reason("cav_tied_head_ignored", arch=f.architecture), reason("cav_tied_head_ignored_check"),
                "vLLM 0.32 model_executor/models/deepseek_v2.py (DeepseekV2ForCausalLM builds a ParallelLMHead of its own)"),
+    CaveatRule("untied-head-ignored", "output head", lambda f: not f.tied and f.architecture in ALWAYS_TIED,
+               lambda f: reason("cav_untied_head_ignored", arch=f.architecture), reason("cav_untied_head_ignored_check"),
+               "vLLM 0.32 model_executor/models/commandr.py (CohereForCausalLM computes its logits from the embedding)"),
     CaveatRule("norm-one-plus-w", "norm", lambda f: f.norm == "rms_1p",
                lambda f: reason("cav_norm_one_plus_w"), reason("cav_norm_one_plus_w_check"), reason("cav_src_norm")),
     CaveatRule("embed-scale", "embedding scale", lambda f: bool(f.embed_scale),

@@ -60,6 +60,7 @@ class ModelFacts:
     aten_ops: dict[str, int] = field(default_factory=dict)  # compute ops of one decoder layer, in order
     trace_note: str = ""  # the notes and the evidence are Reasons where they have words in other languages
     architecture: str = ""  # config.json's architectures[0], the class vLLM serves it with
+    scalings: dict[str, float] = field(default_factory=dict)  # config_scalings: what the config multiplies by
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,7 +111,7 @@ def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
         shared_experts=f"intermediate {shared}" + (", sigmoid-gated" if spec.shared_expert_gate else "") if shared else None,
         router="linear top-k" if spec.num_experts else None, moe_layers=spec.moe_layers,
         embed_scale=spec.embed_scale, tied=spec.tie_word_embeddings, quantization=quantization_method(spec.raw),
-        kv_lora_rank=spec.mla.kv_lora_rank if spec.mla else None,
+        kv_lora_rank=spec.mla.kv_lora_rank if spec.mla else None, scalings=config_scalings(spec.raw),
         evidence={"all": reason("inv_ev_config", family=spec.model_type or "unknown")},
     )
 
@@ -150,11 +151,36 @@ def inventory_rows(facts: ModelFacts) -> list[Row]:
             Row("attention window", _window_text(f), _ev(f, "layer_types")),
             Row("soft-capping", _softcap_text(f), _ev(f, "softcap")),
             Row("MoE", _moe_text(f), _ev(f, "moe")),
-            Row("embedding scale", f"x {f.embed_scale:g}" if f.embed_scale else NONE, _ev(f, "embed_scale")),
+            Row("embedding scale", _embedding_scale_text(f), _ev(f, "embed_scale")),
+            Row("scalings", ", ".join(f"{k} {v:g}" for k, v in f.scalings.items()) or NONE,
+                "config.json" if f.scalings else _ev(f, "all")),
             Row("output head", reason("inv_tied") if f.tied else reason("inv_separate_head"), _ev(f, "tied"))]
     if f.quantization:
         rows.append(Row("quantization", f.quantization, "config.json quantization_config"))
     return rows
+
+
+# What a config may multiply by between or inside modules (Granite's four multipliers, Cohere's logit scale,
+# Gemma's soft-capping): a layer's own error is measured on its actual input whatever they are, and the
+# inventory names each one, so a class that ignores one can be asked about it.
+SCALING_KEYS = ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling",
+                "logit_scale", "attn_logit_softcapping", "final_logit_softcapping", "scale_emb", "scale_depth")
+
+
+def config_scalings(config: dict) -> dict[str, float]:
+    """The scalings a config declares, by key, in SCALING_KEYS' order (a text model's part of a multimodal config
+    first). Pure."""
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    return {k: float(cfg[k]) for k in SCALING_KEYS if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg[k], bool)}
+
+
+def _embedding_scale_text(f: ModelFacts) -> str:
+    """The embedding's scale: the embedding module's own (Gemma), else the config's multiplier the model applies in
+    its forward (Granite's embedding_multiplier)."""
+    if f.embed_scale:
+        return f"x {f.embed_scale:g}"
+    multiplier = f.scalings.get("embedding_multiplier") or f.scalings.get("scale_emb")
+    return reason("inv_embed_multiplier", scale=multiplier) if multiplier and multiplier != 1 else NONE
 
 
 def _attention_text(f: ModelFacts) -> str:

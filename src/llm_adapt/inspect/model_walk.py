@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, facts_from_spec,
-                                         quantization_method)
+from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, config_scalings,
+                                         facts_from_spec, quantization_method)
 from llm_adapt.cache import digest, read_json, write_json
 from llm_adapt.messages import loaded, reason, stored
 from llm_adapt.models.spec import ModelSpec
@@ -26,9 +26,9 @@ SHAPE_OPS = frozenset({"view", "_unsafe_view", "t", "transpose", "expand", "unsq
                        "index", "arange", "zeros", "full", "ones", "scalar_tensor", "_reshape_alias", "as_strided"})
 
 # What a cached entry of ModelFacts holds: 2 adds the message keys of the notes and the evidence; 3 stores each
-# keyed note as {text, key, args}; 4 adds the architecture. It is part of the cache key, so an older entry is walked
-# again, not misread.
-FACTS_SCHEMA = 4
+# keyed note as {text, key, args}; 4 adds the architecture; 5 the config's scalings. It is part of the cache key, so
+# an older entry is walked again, not misread.
+FACTS_SCHEMA = 5
 
 
 def read_facts(model_dir: Path, spec: ModelSpec, trust_remote_code: bool = False) -> ModelFacts:
@@ -128,7 +128,8 @@ def facts_from_model(model, spec: ModelSpec) -> ModelFacts:
         attn_softcap=_attr(attn, "attn_logit_softcapping", "logit_softcapping", "softcap"),
         final_softcap=getattr(cfg, "final_logit_softcapping", None) or None,
         layer_types=layer_types, sliding_window=window, embed_scale=embed_scale,
-        tied=_tied(model), quantization=quantization_method(spec.raw), aten_ops=ops, trace_note=note, **moe["facts"],
+        tied=_tied(model), quantization=quantization_method(spec.raw), aten_ops=ops, trace_note=note,
+        scalings=config_scalings(spec.raw), **moe["facts"],
         evidence={"norm": reason("inv_ev_norm", cls=type(norm).__name__ if norm is not None else "-", name=norm_name),
                   "layer_norms": reason("inv_ev_layer_norms"), "activation": act_ev,
                   "biased": reason("inv_ev_biases"),

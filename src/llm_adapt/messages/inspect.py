@@ -185,6 +185,8 @@ REASONS: dict[str, dict[str, str]] = {
                 "zh": "{experts} 个专家，top-{top_k}，{layers} 层中有 {moe_layers} 层；路由 {router}{shared}"},
     "inv_moe_shared": {"en": "; shared experts {shared}", "zh": "；共享专家 {shared}"},
     "inv_tied": {"en": "tied to the embedding", "zh": "与嵌入层共享权重"},
+    "inv_embed_multiplier": {"en": "x {scale:g} (config's multiplier, applied in the model's forward before layer 0)",
+                             "zh": "x {scale:g}（配置中的乘数，在模型 forward 中于第 0 层之前施加）"},
     "inv_separate_head": {"en": "separate lm_head", "zh": "独立的 lm_head"},
     # where an inventory row was read (ModelFacts.evidence)
     "inv_ev_norm": {"en": "{cls} ({name}) probed on CPU with w = 0 and w = 1",
@@ -285,6 +287,14 @@ REASONS: dict[str, dict[str, str]] = {
                           "zh": "第 0 层注意力处的 FAIL 可能来自该内核：加上 --compilation-config "
                                 "'{{\"custom_ops\": [\"-rotary_embedding\"]}}' 重新部署时引擎改用 vLLM 的原生旋转位置编码；"
                                 "基准测试中预计吞吐较低"},
+    "cav_untied_head_ignored": {"en": "tie_word_embeddings is false and the checkpoint has an lm_head of its own, but vLLM's "
+                                      "{arch} always computes the logits from the embedding and never reads lm_head: it "
+                                      "serves another head than the checkpoint's",
+                                "zh": "tie_word_embeddings 为 false，且检查点自带 lm_head，但 vLLM 的 {arch} 始终用嵌入层计算 logits，"
+                                      "从不读取 lm_head：实际服务的输出头与检查点不同"},
+    "cav_untied_head_ignored_check": {"en": "the served KL against the gold, with every layer and the final norm in line: "
+                                            "the head is the place to look",
+                                      "zh": "服务端对比金标准的 KL：若各层与最终归一化均正常，问题在输出头"},
     "cav_tied_head_ignored": {"en": "tie_word_embeddings is true, but vLLM's {arch} never ties its output head to the "
                                     "embedding: a checkpoint saved tied holds no lm_head.weight, and the engine serves "
                                     "a head left unloaded (every answer one token)",

@@ -133,7 +133,8 @@ LAYOUTS: dict[str, tuple[str, str, dict]] = {
     "falcon": ("FalconConfig", "FalconForCausalLM", {"hidden_size": 64, "num_hidden_layers": 2,
                                                      "num_attention_heads": 4, "new_decoder_architecture": False,
                                                      "multi_query": True}),
-    "cohere": ("CohereConfig", "CohereForCausalLM", {**TINY_SHAPE, "logit_scale": 0.0625}),
+    "cohere": ("CohereConfig", "CohereForCausalLM", {**TINY_SHAPE, "logit_scale": 0.0625,
+                                                     "tie_word_embeddings": False}),  # a head vLLM never reads
 }
 
 
