@@ -58,6 +58,8 @@ def test_a_server_at_the_golds_dtype_is_judged_to_rounding():
 
 
 # ---- in process: the same rule on the logits summary (measure._logits_summary) -------------------
+# The absolute budgets decide where the target should match the gold to rounding (exact_expected: same device and
+# dtype, a converted checkpoint); a target that is its own floor has them as informational figures (below).
 
 def inproc(all_rate, decisive_rate=None, decisive=200, positions=1000):
     """A target's logits summary as measure.py writes it; decisive_rate None: an accuracy.json from before
@@ -79,7 +81,7 @@ def test_no_floor_a_near_flat_model_flipping_only_near_ties_passes():
     """The H200's cuda:fp32 -> cuda:bf16 on Llama-3.2-3B's random body: 0.945 over all positions."""
     from llm_adapt.accuracy.verdict import judge
 
-    verdict = judge(inproc(0.945, 1.0), None)
+    verdict = judge(inproc(0.945, 1.0), None, exact_expected=True)
     check = top1(verdict)
     assert verdict["status"] == "PASS" and check["status"] == "pass"
     assert check["name"] == "same top-1 rate outside the 0.3-nat tie margin (no noise floor measured)"
@@ -89,18 +91,18 @@ def test_no_floor_a_near_flat_model_flipping_only_near_ties_passes():
 def test_no_floor_flips_outside_the_margin_still_warn_and_fail():
     from llm_adapt.accuracy.verdict import judge
 
-    assert top1(judge(inproc(0.93, 0.92), None))["status"] == "warn"
-    assert judge(inproc(0.90, 0.80), None)["status"] == "FAIL"  # a fault: decisive positions flipped
+    assert top1(judge(inproc(0.93, 0.92), None, exact_expected=True))["status"] == "warn"
+    assert judge(inproc(0.90, 0.80), None, exact_expected=True)["status"] == "FAIL"  # a fault: decisive positions flipped
 
 
 def test_no_floor_an_earlier_report_without_the_decisive_figures_is_judged_as_before():
     from llm_adapt.accuracy.verdict import judge
 
-    check = top1(judge(inproc(0.945), None))
+    check = top1(judge(inproc(0.945), None, exact_expected=True))
     assert check["status"] == "warn" and check["name"] == "same top-1 rate (no noise floor measured)"
     assert check["value"] == 0.945
     # no decisive position at all: not enough evidence, as the served check says
-    assert top1(judge(inproc(0.945, 1.0, decisive=0), None))["status"] == "unjudged"
+    assert top1(judge(inproc(0.945, 1.0, decisive=0), None, exact_expected=True))["status"] == "unjudged"
 
 
 def test_with_a_floor_the_decisive_rates_are_compared_when_both_have_them():
@@ -124,6 +126,20 @@ def test_the_decisive_check_renders_in_chinese():
     from llm_adapt.accuracy.verdict import judge
     from llm_adapt.messages import rendered_check
 
-    check = rendered_check(top1(judge(inproc(0.945, 1.0), None)), "zh")
+    check = rendered_check(top1(judge(inproc(0.945, 1.0), None, exact_expected=True)), "zh")
     assert check["name"] == "并列容差（0.3 nat）之外的 top-1 一致率（未测噪声基线）"
     assert "1000 个位置中的 200 个" in check["value"]
+
+
+def test_a_target_that_is_its_own_floor_has_the_absolute_figures_as_information():
+    """No absolute budget decides where the target is its own noise floor (the reference's device at its dtype, as
+    the H200's cuda:fp32 -> cuda:bf16 and a CPU's cpu:bf16 are): the same figures that WARN or FAIL a target that
+    should match the gold decide nothing there and give no reason; its layers still decide."""
+    from llm_adapt.accuracy.verdict import judge
+
+    verdict = judge(inproc(0.90, 0.80), None)
+    assert verdict["status"] == "PASS" and top1(verdict)["status"] == "unjudged"
+    assert "informational" in top1(verdict)["value"] and top1(verdict)["args"]["would"] == "fail"
+    assert not any("same top-1" in r for r in verdict["reasons"])
+    faulty = inproc(0.90, 0.80) | {"first_local_excess": {"name": "layer 0", "ratio": 9.0, "basis": "4 x bf16"}}
+    assert judge(faulty, None)["status"] == "WARN"  # a located layer still decides

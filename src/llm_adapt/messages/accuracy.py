@@ -353,12 +353,15 @@ UNJUDGED_VALUE = {
            "layers": "no layer compared; the verdict rests on the other checks",
            "prompt_ratios": "not enough evidence ({n} of {needed} prompts with a floor to divide by); the verdict "
                             "rests on the other checks",
+           "own_floor": "{shown}: informational, as this target is its own noise floor (the reference's device at its "
+                        "dtype); the verdict rests on its layers, finite outputs and stops",
            "undefined": "not computable (no finite figure of ours; NaN/Inf in the output is its own check's FAIL); "
                         "the verdict rests on the other checks"},
     "zh": {"positions": "证据不足（需要 {needed} 个位置，仅有 {n} 个）；结论依据其余检查",
            "prompts": "证据不足（需要 {needed} 条贪心提示词，仅有 {n} 条）；结论依据其余检查",
            "layers": "没有可比较的层；结论依据其余检查",
            "prompt_ratios": "证据不足（需要 {needed} 条有噪声基线可比的提示词，仅有 {n} 条）；结论依据其余检查",
+           "own_floor": "{shown}：仅供参考，该目标即为其自身的噪声基线（参考设备上的同一精度）；结论依据各层、有限值与停止位置",
            "undefined": "无法计算（本工具的算式没有得到有限值；输出中的 NaN/Inf 由其专门的检查判为 FAIL）；结论依据其余检查"},
 }
 # words a check's arguments carry (what a ratio is against), in the other languages

@@ -180,7 +180,9 @@ GREEDY_ARGS = {"warn_p": GREEDY_P[0], "fail_p": GREEDY_P[1]}  # the greedy check
 
 def verdict_of(checks: list[Check], **extra: Any) -> Verdict:
     """A verdict from its checks: the worst that decided, a reason per check noted (status.NOTED)."""
-    reasons = [f"{c['name']}: {c['value']} ({c['threshold']})" for c in checks if c["status"] in NOTED]
+    # an informational figure (a target that is its own floor) is shown with the checks, never given as a reason
+    reasons = [f"{c['name']}: {c['value']} ({c['threshold']})" for c in checks
+               if c["status"] in NOTED and c["args"].get("why") != "own_floor"]
     status, more = decided_status(checks)
     return {"status": status, "reasons": reasons + more, "checks": checks, **extra}
 

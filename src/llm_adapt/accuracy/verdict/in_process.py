@@ -13,7 +13,7 @@ from llm_adapt.accuracy.verdict.checks import (ABSOLUTE_KL, allowance, ABSOLUTE_
                                                MIN_GREEDY, band, check, fmt, genuine_count, graded, greedy_status,
                                                num_or_inf, ppl_check, routing_check, routing_totals, stops_check,
                                                top1_evidence, top1_figures, top1_status, unjudged, verdict_of)
-from llm_adapt.status import Status, decides, severity
+from llm_adapt.status import UNJUDGED, Status, decides, severity
 
 
 def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: bool = False) -> Verdict:
@@ -28,11 +28,24 @@ def judge(target: dict[str, Any], floor: dict[str, Any] | None, exact_expected: 
         checks += [_layer_ratio(target, floor), _kl_ratio(target, floor), _top1_vs_floor(target, floor),
                    _ppl_vs_floor(target, floor), _greedy_vs_floor(target, floor)]
     else:
-        checks += [_kl_absolute(target), _top1_absolute(target), _ppl_absolute(target), _greedy_absolute(target)]
+        absolute = [_kl_absolute(target), _top1_absolute(target), _ppl_absolute(target), _greedy_absolute(target)]
+        # no absolute budget decides where the target is its own floor (the reference's device at its dtype): its
+        # error is the rounding at that dtype by definition, so the figures are informational; where it should
+        # match the reference to rounding (same device and dtype), a budget is what decides it
+        checks += absolute if exact_expected else [informational(c) for c in absolute]
     checks.append(stops_check(target["greedy"]))
     if routed := routing_totals(target):
         checks.append(routing_check(routed, routing_totals(floor) if floor is not None else None))
     return verdict_of(checks, noise_floor=target.get("floor") if floor is not None else None)
+
+
+def informational(c: Check) -> Check:
+    """A check kept for its figure that decides nothing: the target is its own noise floor. An unjudged check stays
+    as it is (its value already says why). Pure."""
+    if not decides(c["status"]):
+        return c
+    args = {k: v for k, v in c["args"].items() if k != "why"}
+    return check(c["key"], UNJUDGED, **args, why="own_floor", shown=str(c["value"]), would=c["status"])
 
 
 def _template(mismatches: list[str]) -> Check:
