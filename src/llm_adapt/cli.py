@@ -10,6 +10,7 @@ import sys
 
 from llm_adapt import __version__, interrupts
 from llm_adapt.cli_args import OneLineParser
+from llm_adapt.cli_common import help_formatter
 from llm_adapt.commands.accuracy_cmds import add_compare_parser
 from llm_adapt.commands.bench_cmds import add_bench_parser, add_tune_parser
 from llm_adapt.commands.eval_cmds import add_eval_parser
@@ -22,7 +23,6 @@ from llm_adapt.commands.serving_cmds import (
     add_probe_parser,
     add_serve_parser,
 )
-from llm_adapt.cli_common import help_formatter
 from llm_adapt.errors import AdaptError
 from llm_adapt.interrupts import Terminated
 from llm_adapt.rundir import no_empty_dirs

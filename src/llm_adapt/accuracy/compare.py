@@ -14,22 +14,27 @@ from typing import Any
 import numpy as np
 
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
 from llm_adapt.accuracy.measure import measure_floor, measure_target
 from llm_adapt.accuracy.options import CompareOptions, Progress
-from llm_adapt.prompts import load_prompts
-from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
 from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, measure_reference
 from llm_adapt.accuracy.result import AccuracyResult, RunnerReport, Sharpness, VsFloor
 from llm_adapt.accuracy.runner import RunnerSpec, check_device, floor_for
 from llm_adapt.accuracy.sublayer import PartsPass, layer_index, part_rows
-from llm_adapt.accuracy.verdict import (K_SPREAD, accuracy_verdict, find_first_local_excess, judge,
-                                        locate_part, roundoff_basis)
+from llm_adapt.accuracy.verdict import (
+    K_SPREAD,
+    accuracy_verdict,
+    find_first_local_excess,
+    judge,
+    locate_part,
+    roundoff_basis,
+)
 from llm_adapt.errors import UsageError
 from llm_adapt.models.quant import QuantInfo, transformers_problem, with_measures
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
+from llm_adapt.prompts import load_prompts
 from llm_adapt.status import OUT_OF_LINE
-
 
 
 @dataclass

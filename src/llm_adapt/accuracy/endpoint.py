@@ -16,29 +16,41 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from llm_adapt import rundir
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.diagnosis import diagnose
-from llm_adapt.accuracy.endpoint_requests import (NONFINITE, TOO_LONG, Reply, first_gone, greedy_request,
-                                                  prompt_logprobs_of, prompt_logprobs_request, send_all,
-                                                  tokenize_request)
+from llm_adapt.accuracy.endpoint_requests import (
+    NONFINITE,
+    TOO_LONG,
+    Reply,
+    first_gone,
+    greedy_request,
+    prompt_logprobs_of,
+    prompt_logprobs_request,
+    send_all,
+    tokenize_request,
+)
 from llm_adapt.accuracy.greedy import by_category, greedy_row
 from llm_adapt.accuracy.measure import FloorData, measure_floor
 from llm_adapt.accuracy.options import CompareOptions
 from llm_adapt.accuracy.reference import Gold, activation_peaks, measure_reference
-from llm_adapt.prompts import load_prompts, plain_text
+from llm_adapt.accuracy.result import (  # its typed result, declared where the report reads it
+    EndpointAccuracyResult,
+    EndpointSection,
+    GreedyRow,
+    SkippedPrompt,
+    ViewSpread,
+)
 from llm_adapt.accuracy.runner import RunnerSpec
+from llm_adapt.accuracy.verdict import ENDPOINT_SECTIONS, K_SPREAD, clean_kl_bound, genuine_count, judge_endpoint
 from llm_adapt.accuracy.verdict.prompts import PromptKL
-from llm_adapt.accuracy.verdict import (ENDPOINT_SECTIONS, K_SPREAD, clean_kl_bound, genuine_count,
-                                        judge_endpoint)
 from llm_adapt.engines.client import EndpointClient
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
 from llm_adapt.models.source import ModelSource
-from llm_adapt.accuracy.result import (EndpointAccuracyResult,  # its typed result, declared where the report reads it
-                                       EndpointSection, GreedyRow, SkippedPrompt, ViewSpread)
-from llm_adapt import rundir
+from llm_adapt.prompts import load_prompts, plain_text
 
 SECTIONS = ENDPOINT_SECTIONS
 

@@ -16,7 +16,6 @@ from typing_extensions import TypedDict
 
 from llm_adapt.accuracy.result import TopkView
 
-
 # One bin of position_profile: positions [from, to) (to None: open), how many, and their mean top-k
 # KL and same-top-1 rate. The functional form, as "from" is a keyword.
 PositionBin = TypedDict("PositionBin", {"from": int, "to": int | None, "positions": int, "kl_lb_mean": float,

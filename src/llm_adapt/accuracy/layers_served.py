@@ -23,19 +23,26 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from llm_adapt import rundir
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.capture_records import match_record, send_prefills
 from llm_adapt.accuracy.measure import relative_change
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.positions import chance_spread, effective_count, effective_elements, prefix_units, unit_values
 from llm_adapt.accuracy.reference import Gold
+from llm_adapt.accuracy.result import (  # its typed result, declared where the report reads it
+    Capture,
+    CapturePlugin,
+    LayerRow,
+    LayersResult,
+    LocatedFault,
+    TensorStats,
+)
 from llm_adapt.accuracy.runner import VARIANT_KERNEL, Runner, RunnerSpec
 from llm_adapt.accuracy.verdict import locate_and_judge, msprobe_rule
 from llm_adapt.engines import capture_plugin as plugin
 from llm_adapt.engines.client import EndpointClient, ServerGone
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.accuracy.result import Capture, CapturePlugin, LayerRow, LayersResult, LocatedFault, TensorStats  # its typed result, declared where the report reads it
-from llm_adapt import rundir
 
 ERROR_KIND = ("full: the served engine has no shadow pass, so each layer's error includes what it "
               "inherits; the first layer out of line is where the excess starts")
@@ -299,8 +306,8 @@ def with_served_parts(where: LocatedFault | None, client: EndpointClient, captur
     figure before it stand if the look inside fails; the reason is kept."""
     from llm_adapt.accuracy.parts_served import capture_parts, renormalizes, served_parts, served_router
     from llm_adapt.accuracy.reference import layer_contraction
-    from llm_adapt.models.spec import load_config
     from llm_adapt.accuracy.sublayer import layer_index
+    from llm_adapt.models.spec import load_config
 
     index = layer_index(where["name"]) if where else None
     if index is None:

@@ -20,12 +20,12 @@ from typing import Any
 
 import torch
 
-from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.accuracy.options import Progress
 from llm_adapt.accuracy.result import PartError, RoutingVerdict
 from llm_adapt.accuracy.sublayer import PartErrors, PartRecord, part_errors, part_rows, replay_parts
 from llm_adapt.accuracy.verdict import locate_part
 from llm_adapt.engines import capture_plugin as plugin
+from llm_adapt.models.config_json import ConfigJson
 
 SERVED_PARTS = tuple(name for name, _ in plugin.PARTS)
 

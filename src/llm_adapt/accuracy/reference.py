@@ -13,10 +13,9 @@ import numpy as np
 import torch
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.options import CompareOptions
-from llm_adapt.prompts import Prompt, corpus_windows, render
 from llm_adapt.accuracy.result import Peak, RunnerReport, Sharpness
+from llm_adapt.accuracy.routing import GATE_FIELDS, GateRecord
 from llm_adapt.accuracy.runner import Runner, tensor_names
 from llm_adapt.accuracy.verdict import longest_sum
 from llm_adapt.errors import UsageError
@@ -25,6 +24,7 @@ from llm_adapt.models.quant import transformers_problem
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
 from llm_adapt.models.tokenizer import eos_ids_of
+from llm_adapt.prompts import Prompt, corpus_windows, render
 
 
 @dataclass

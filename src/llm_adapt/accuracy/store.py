@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 # Bumped when what a measurement records changes: 2 adds the gold's per-position top-1/top-2 margin and the
 # decisive-position rates, which an entry measured before lacks (it would be judged on all positions); 3 the
 # cosine of two zero vectors (1, not 0: a padding row zero in both runs is identical); 4 the gold's actual

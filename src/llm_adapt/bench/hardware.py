@@ -10,7 +10,6 @@ sweep level is held against whichever limit binds: bytes / bandwidth or FLOPs / 
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any, ClassVar
 

@@ -9,15 +9,14 @@ import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
+import aiohttp
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-import aiohttp
-
 from llm_adapt.bench.client import Record, RecordRow, RequestSpec, send
 from llm_adapt.bench.hostload import HostLoad
-from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.client import auth_headers
+from llm_adapt.engines.endpoint import Endpoint
 
 
 class LoadTiming(TypedDict):
@@ -360,7 +359,7 @@ def _wait_for_workers(workers, answers, done, measured, sampler, progress, label
                     k, timing, error = answers.get_nowait()
                 except queue.Empty:
                     if not any(w.is_alive() for w in workers) and answers.empty():
-                        raise RuntimeError("a client process died without an answer")
+                        raise RuntimeError("a client process died without an answer") from None
                     if progress:
                         progress(label, done.value, measured)
                     await asyncio.sleep(0.2)

@@ -20,11 +20,20 @@ from llm_adapt import rundir
 from llm_adapt.bench import prometheus, stats, vllm_format
 from llm_adapt.bench.client import RequestSpec
 from llm_adapt.bench.hostload import processes_for
+from llm_adapt.bench.load import (
+    LoadTiming,
+    ResourceSampler,
+    ServerResources,
+    quiet_transport_errors,
+    read_records,
+    run_load,
+    run_load_processes,
+)
 from llm_adapt.bench.sla import PointSla, SlaCapacity
-from llm_adapt.bench.load import LoadTiming, ResourceSampler, ServerResources, quiet_transport_errors, read_records, run_load, run_load_processes
 from llm_adapt.bench.workload import fixed_specs, sharegpt_specs, suite_specs
 from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.results import StageResult
+
 
 @dataclass(frozen=True)
 class BenchOptions:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterable
 
+import numpy as np
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
-
-import numpy as np
 
 if TYPE_CHECKING:
     from llm_adapt.bench.client import RecordRow

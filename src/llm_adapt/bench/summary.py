@@ -7,7 +7,6 @@ from rich.table import Table
 
 from llm_adapt.bench.modes import BenchResult
 
-
 SPREAD_KEYS = ("output_throughput", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms")
 
 

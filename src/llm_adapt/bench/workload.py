@@ -81,7 +81,7 @@ def _sharegpt_pairs(path: Path) -> list[tuple[str, str]]:
     except OSError as exc:
         raise UsageError(f"--dataset {path}: {exc.strerror}") from None
     try:
-        items = json.loads(text) if text.lstrip().startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
+        items = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
         raise UsageError(f"--dataset {path}: not JSON or JSONL ({exc.msg} at line {exc.lineno})") from None
     pairs = []

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from llm_adapt.cli_args import positive_float, positive_int
+from llm_adapt import rundir
 from llm_adapt.accuracy import defaults
+from llm_adapt.cli_args import positive_float, positive_int
 from llm_adapt.cli_common import (
     add_accuracy_workload_options,
     add_endpoint_options,
@@ -15,7 +16,6 @@ from llm_adapt.cli_common import (
     help_formatter,
     show_result,
 )
-from llm_adapt import rundir
 from llm_adapt.status import exit_code
 
 EPILOG_COMPARE = """examples:
@@ -96,11 +96,11 @@ def placed_reference(args: argparse.Namespace, options, source):
 def cmd_compare(args: argparse.Namespace) -> int:
 
     from llm_adapt.accuracy.compare import check_same_family, compare
-    from llm_adapt.prompts import load_prompts
     from llm_adapt.accuracy.summary import print_accuracy
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
+    from llm_adapt.prompts import load_prompts
     from llm_adapt.rundir import ensure_writable
 
     load_prompts(args.prompts)  # bad prompts fail before any model loads
@@ -122,8 +122,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def compare_with_endpoint(args: argparse.Namespace, options) -> int:
     from llm_adapt.accuracy.endpoint import compare_endpoint
-    from llm_adapt.accuracy.options import served_floor
     from llm_adapt.accuracy.endpoint_summary import print_endpoint_accuracy
+    from llm_adapt.accuracy.options import served_floor
     from llm_adapt.accuracy.runner import parse_runner
     from llm_adapt.models.source import resolve_model
     from llm_adapt.progress import progress_bar

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from llm_adapt import rundir
 from llm_adapt.cli_args import (
     goodput_pair,
     int_list,
@@ -28,7 +29,6 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import UsageError
-from llm_adapt import rundir
 
 EPILOG_BENCH = """examples:
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
@@ -125,7 +125,6 @@ def add_vllm_aliases(p) -> None:
 
 def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  # noqa: F821
     from llm_adapt.bench.modes import BenchOptions
-
     from llm_adapt.bench.stats import PERCENTILES
 
     if args.warmup < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from llm_adapt import rundir
 from llm_adapt.cli_args import positive_float
 from llm_adapt.cli_common import (
     add_accuracy_workload_options,
@@ -14,7 +15,6 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import UsageError
-from llm_adapt import rundir
 from llm_adapt.status import exit_code
 
 EPILOG_LAYERS = """examples:

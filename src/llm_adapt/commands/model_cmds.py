@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from llm_adapt import rundir
 from llm_adapt.cli_common import add_plan_options, help_formatter, plan_options_from
 from llm_adapt.errors import AdaptError
-from llm_adapt import rundir
 
 EPILOG_INSPECT = """examples:
   llm-adapt inspect default
@@ -68,8 +68,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         result.plan.tuned = TuneResult.load(args.tuned).recommendation
     if args.try_backend:
-        from llm_adapt.home import adapt_home
         from llm_adapt.engines.backend_trial import settle_strategy
+        from llm_adapt.home import adapt_home
 
         settle_strategy(result, args.out or adapt_home() / "plugins")
     if args.out:

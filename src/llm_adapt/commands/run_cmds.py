@@ -7,6 +7,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_adapt.cli_common import (
     add_accuracy_workload_options,
@@ -20,6 +21,9 @@ from llm_adapt.cli_common import (
 from llm_adapt.errors import UsageError
 from llm_adapt.run.identity import require_one_run
 from llm_adapt.status import Status, exit_code
+
+if TYPE_CHECKING:
+    from llm_adapt.run.state import RunState
 
 EPILOG_RUN = """examples:
   llm-adapt run default
@@ -130,15 +134,15 @@ def layers_mode(args: argparse.Namespace) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import asdict, replace
 
+    from llm_adapt import rundir
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
-    from llm_adapt import rundir
     from llm_adapt.run.config import QUICK, RunConfig, RunSizes
     from llm_adapt.run.pipeline import run_pipeline
     from llm_adapt.run.table import ENGINE_STAGE
-    from llm_adapt.rundir import open_run_dir
     from llm_adapt.run_status import StageStatus
+    from llm_adapt.rundir import open_run_dir
 
     if not args.endpoint and ENGINE_STAGE not in args.skip:  # this run starts the plan's engine here
         from llm_adapt.platforms import require_engine_host

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from llm_adapt import rundir
 from llm_adapt.cli_args import positive_int
 from llm_adapt.cli_common import (
     add_endpoint_options,
@@ -18,7 +19,6 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt import rundir
 
 EPILOG_SERVE = """examples:
   llm-adapt serve default

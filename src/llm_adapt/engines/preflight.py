@@ -12,7 +12,6 @@ from llm_adapt.engines.client import EndpointClient, ServerGone, auth_headers
 from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.errors import AdaptError, UsageError
 
-
 PRECHECK_TIMEOUT_S = 10.0  # the pre-check's wait, unless the command's own --timeout is shorter
 
 

@@ -14,9 +14,9 @@ direct child and not vLLM's engine core.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +33,6 @@ from llm_adapt.engines.endpoint import Endpoint
 from llm_adapt.engines.logcause import root_cause
 from llm_adapt.engines.watchdog import die_with_parent
 from llm_adapt.errors import EngineStartError  # noqa: F401 - raised here, and its users import it from here
-
 
 RPC_ENV = "VLLM_RPC_BASE_PATH"
 

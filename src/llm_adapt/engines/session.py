@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 from pydantic import BaseModel
 
+from llm_adapt import rundir
 from llm_adapt.engines.endpoint import EndpointRecord
 from llm_adapt.engines.server import EngineStartError, LaunchSpec, ManagedServer, free_port
 from llm_adapt.engines.vllm import EngineFacts
 from llm_adapt.errors import AdaptError
 from llm_adapt.results import StageResult
-from llm_adapt import rundir
 
 if TYPE_CHECKING:
     from llm_adapt.inspect.plan import DeployPlan

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from llm_adapt.engines.endpoint import Endpoint
 

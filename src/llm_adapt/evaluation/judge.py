@@ -10,13 +10,13 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates typin
 from llm_adapt.evaluation.baseline import Baseline
 from llm_adapt.evaluation.power import DETECT_POINTS, Sizing, sizing
 from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD, disagree, rulings
-from llm_adapt.messages import Said, reason
 from llm_adapt.evaluation.stats import (
     DEFAULT_RTOL,
     judge,
     judge_baseline,
     paired,
 )
+from llm_adapt.messages import Said, reason
 from llm_adapt.status import OUT_OF_LINE, Status, worst
 
 if TYPE_CHECKING:

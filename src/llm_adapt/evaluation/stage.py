@@ -15,6 +15,8 @@ from typing import ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
+from llm_adapt.accuracy.result import Verdict
 from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.evaluation.baseline import Baseline
 from llm_adapt.evaluation.harness import (
@@ -29,14 +31,12 @@ from llm_adapt.evaluation.harness import (
     served_backend,
     stderrs,
 )
-from llm_adapt.accuracy.result import Verdict
 from llm_adapt.evaluation.judge import BaselineRow, PairedRow, baseline_rows, paired_rows, verdict
 from llm_adapt.evaluation.power import DETECT_POINTS
 from llm_adapt.evaluation.rules import AISBENCH_THRESHOLD
 from llm_adapt.evaluation.stats import DEFAULT_RTOL
 from llm_adapt.evaluation.tasks import check_known, load, task_manager
 from llm_adapt.results import StageResult
-from llm_adapt import rundir
 
 EVAL_FILE = rundir.EVAL
 

@@ -21,9 +21,10 @@ from typing import Any
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.messages import reason
 from llm_adapt.messages.core import Said
+from llm_adapt.models.config_json import ConfigJson
+
 
 @with_config(ConfigDict(extra="allow"))
 class FeatureRow(TypedDict, total=False):

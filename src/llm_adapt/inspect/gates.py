@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt.models.config_json import ConfigJson
-from llm_adapt.inspect.capacity import NOT_APPLICABLE, Capacity, PlanFigures, capacity_baseline
 from llm_adapt.inspect.ascend_features import FeatureRow, feature_rows, version_label
+from llm_adapt.inspect.capacity import NOT_APPLICABLE, Capacity, PlanFigures, capacity_baseline
 from llm_adapt.inspect.operator_gate import OperatorGate
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.results import StageResult
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.messages import reason
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.models.spec import ModelSpec
 
 FROM_MODEL = "model code"

@@ -13,9 +13,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.inspect.inventory import (ACT_ALIASES, FROM_MODEL, ModelFacts, attention_variant, config_scalings,
-                                         facts_from_spec, quantization_method)
 from llm_adapt.cache import digest, read_json, write_json
+from llm_adapt.inspect.inventory import (
+    ACT_ALIASES,
+    FROM_MODEL,
+    ModelFacts,
+    attention_variant,
+    config_scalings,
+    facts_from_spec,
+    quantization_method,
+)
 from llm_adapt.messages import loaded, reason, stored
 from llm_adapt.models.spec import ModelSpec
 
@@ -281,7 +288,7 @@ def _layer_types(layers, cfg, spec: ModelSpec) -> tuple[tuple[str, ...], int | N
 
 def _moe_facts(layers, cfg) -> dict[str, Any]:
     blocks = [(i, b) for i, layer in enumerate(layers) for _, b in layer.named_modules() if hasattr(b, "experts")
-              and not isinstance(getattr(b, "experts"), (int, float))]
+              and not isinstance(b.experts, (int, float))]
     none = {"experts": None, "experts_per_token": None, "shared_experts": None, "router": None, "moe_layers": 0}
     if not blocks:
         return {"facts": none, "evidence": reason("inv_ev_no_moe")}

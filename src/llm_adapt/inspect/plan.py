@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from llm_adapt.command import Command
 from llm_adapt.errors import AdaptError, UsageError
-from llm_adapt.messages import Said, reason
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect import msprobe_config
 from llm_adapt.inspect import platform_env as penv
 from llm_adapt.inspect.multinode import Topology, plan_multinode
 from llm_adapt.inspect.tool_calling import ToolCalling
-from llm_adapt.platforms import quant_warnings, vllm_quantization_flag
+from llm_adapt.messages import Said, reason
 from llm_adapt.models.spec import ModelSpec
-from llm_adapt.platforms import Platform
+from llm_adapt.platforms import Platform, quant_warnings, vllm_quantization_flag
 
 TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 KV_DTYPE_FLAGS = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}

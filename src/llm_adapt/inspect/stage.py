@@ -9,23 +9,23 @@ from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt import platforms
+from llm_adapt.errors import UsageError
 from llm_adapt.inspect import memory as mem
-from llm_adapt.inspect.memory import WeightSizingRecord
 from llm_adapt.inspect.accounting import AccountingRecord, expected_groups, reconcile, weight_groups
+from llm_adapt.inspect.gates import Gates, planning_gates
+from llm_adapt.inspect.memory import WeightSizingRecord
 from llm_adapt.inspect.model_walk import read_facts
+from llm_adapt.inspect.operator_gate import OperatorGate, gate_of_model
 from llm_adapt.inspect.operators import CaveatRecord, OperatorRecord, caveat_dicts, operator_inventory
 from llm_adapt.inspect.plan import DeployPlan, PlanOptions, make_plan
 from llm_adapt.inspect.strategy import StrategyRecord, decide
 from llm_adapt.inspect.support import TRANSFORMERS_BACKEND, Support, SupportAnswer, classify, registry_for
 from llm_adapt.inspect.tool_calling import read_chat_template, tool_calling
-from llm_adapt.inspect.operator_gate import OperatorGate, gate_of_model
-from llm_adapt.models.quant import QuantRecord
 from llm_adapt.models.provenance import Provenance, provenance_of, recorded
-from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
+from llm_adapt.models.quant import QuantRecord
 from llm_adapt.models.source import ModelRef, ModelSource
 from llm_adapt.models.spec import ModelSpec, load_config, load_spec
-from llm_adapt.inspect.gates import Gates, planning_gates
-from llm_adapt.errors import UsageError
+from llm_adapt.models.weights import checkpoint_tensors, parameters_from_weights, tensor_shapes
 from llm_adapt.results import StageResult
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from llm_adapt.inspect.gates import gate_lines
 from llm_adapt.inspect.memory import GIB
 from llm_adapt.inspect.multinode import summary_lines
 from llm_adapt.inspect.platform_env import note_lines
-from llm_adapt.inspect.gates import gate_lines
 from llm_adapt.inspect.stage import InspectResult
 
 

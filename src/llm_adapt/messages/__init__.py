@@ -8,13 +8,46 @@ Import from here: `from llm_adapt.messages import reason, message, ...`.
 from __future__ import annotations
 
 from llm_adapt.messages import accuracy, evaluation, inspect, probes, report, run, tune, upstream
-from llm_adapt.messages.accuracy import (ARG_WORDS, CHECK_FIELDS, CHECKS, LOCATED, PARTS, VALUE_BUILDERS, basis_text,
-                                         check_text, head_list, located_value, rendered_check, verdict_reasons)
-from llm_adapt.messages.core import (LIST_SEP, REASONS, Reason, Said, StoredMessage, from_keyed, from_schema_1, loaded,
-                                     message, messages, operator_name, reason, stored)
+from llm_adapt.messages.accuracy import (
+    ARG_WORDS,
+    CHECK_FIELDS,
+    CHECKS,
+    LOCATED,
+    PARTS,
+    VALUE_BUILDERS,
+    basis_text,
+    check_text,
+    head_list,
+    located_value,
+    rendered_check,
+    verdict_reasons,
+)
+from llm_adapt.messages.core import (
+    LIST_SEP,
+    REASONS,
+    Reason,
+    Said,
+    StoredMessage,
+    from_keyed,
+    from_schema_1,
+    loaded,
+    message,
+    messages,
+    operator_name,
+    reason,
+    stored,
+)
 from llm_adapt.messages.probes import PROBE_WORDS, probe_words
-from llm_adapt.messages.report import (FIRST_SCREEN, FIRST_SCREEN_MODES, FLOOR_LABEL, PAGE_LABELS, REPORT_NOTES, REPORT_TEXT,
-                                      SECTION_WORDS, verdict_shown)
+from llm_adapt.messages.report import (
+    FIRST_SCREEN,
+    FIRST_SCREEN_MODES,
+    FLOOR_LABEL,
+    PAGE_LABELS,
+    REPORT_NOTES,
+    REPORT_TEXT,
+    SECTION_WORDS,
+    verdict_shown,
+)
 
 OWNERS = (run, inspect, accuracy, evaluation, probes, tune, report, upstream)
 

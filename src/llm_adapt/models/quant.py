@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.errors import UsageError
+from llm_adapt.models.config_json import ConfigJson
 
 # Side data of quantized layers (AWQ/GPTQ scales, zeros, g_idx; compressed-tensors weight_shape; FP8
 # weight_scale(_inv); msmodelslim deq_scale, quant_bias, input/weight offsets): kept at their stored width.

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.errors import UsageError
+from llm_adapt.models.config_json import ConfigJson
 from llm_adapt.models.quant import QuantInfo, detect_quant, quant_in_config
 
 

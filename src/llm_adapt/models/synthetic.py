@@ -50,7 +50,7 @@ def _spread_weights(model, seed: int) -> None:
 
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, param in model.named_parameters():
+        for param in model.parameters():
             if param.dim() == 1:  # norms
                 param.copy_(1.0 + 0.1 * torch.randn(param.shape, generator=gen))
             else:

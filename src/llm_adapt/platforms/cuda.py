@@ -8,7 +8,17 @@ from typing import Any
 
 from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
 from llm_adapt.platforms.base import DeviceRecord, Fp32Mode, Platform, tool_output, tool_output_now
-from llm_adapt.platforms.env import IFNAME, NETWORK, VLLM_DP, VLLM_RAY, EnvRow, const, node_ip, visible_devices, vllm_docs
+from llm_adapt.platforms.env import (
+    IFNAME,
+    NETWORK,
+    VLLM_DP,
+    VLLM_RAY,
+    EnvRow,
+    const,
+    node_ip,
+    visible_devices,
+    vllm_docs,
+)
 
 
 def nvidia_driver_present() -> bool:

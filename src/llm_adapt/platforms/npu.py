@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_adapt.models.quant import MSMODELSLIM
 from llm_adapt.messages import reason
+from llm_adapt.models.quant import MSMODELSLIM
 from llm_adapt.platforms.accelerator import ACCELERATOR_CAVEATS
 from llm_adapt.platforms.base import CaveatRule, DeviceRecord, Fp32Mode, Platform, tool_output, tool_output_now
 from llm_adapt.platforms.env import (

@@ -11,8 +11,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from llm_adapt.messages import reason
-from llm_adapt.probes.context import (ERROR, NOT_ENABLED, NOT_JUDGED, NOT_RUN, SUPPORTED, UNSUPPORTED, Outcome,
-                                      ProbeContext, Timer, snippet)
+from llm_adapt.probes.context import (
+    ERROR,
+    NOT_ENABLED,
+    NOT_JUDGED,
+    NOT_RUN,
+    SUPPORTED,
+    UNSUPPORTED,
+    Outcome,
+    ProbeContext,
+    Timer,
+    snippet,
+)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HELLO = [{"role": "user", "content": "What is 2+2? Answer briefly."}]

@@ -7,14 +7,26 @@ from typing import Callable, ClassVar
 
 import httpx
 
+from llm_adapt import rundir
 from llm_adapt.engines.endpoint import Endpoint, EndpointRecord
 from llm_adapt.engines.preflight import resolve_model_name
 from llm_adapt.messages import reason
-from llm_adapt.probes.context import (ERROR, NO_CHAT_TEMPLATE, NOT_APPLICABLE, NOT_JUDGED, NOT_RUN, UNSUPPORTED, Outcome,
-                                      ProbeRow, ServerFacts, Timer, make_context, snippet)
+from llm_adapt.probes.context import (
+    ERROR,
+    NO_CHAT_TEMPLATE,
+    NOT_APPLICABLE,
+    NOT_JUDGED,
+    NOT_RUN,
+    UNSUPPORTED,
+    Outcome,
+    ProbeRow,
+    ServerFacts,
+    Timer,
+    make_context,
+    snippet,
+)
 from llm_adapt.probes.features import CHAT_TEMPLATE_MISSING, PROBES
 from llm_adapt.results import StageResult
-from llm_adapt import rundir
 
 
 class ProbesResult(StageResult):

@@ -10,18 +10,36 @@ from typing import Any, TypedDict
 
 from llm_adapt.accuracy.result import AccuracyResult, Check, LayerRow, LocatedFault, PartRow, RunnerReport, Verdict
 from llm_adapt.accuracy.verdict import allowance, target_basis
+from llm_adapt.bench.modes import BenchResult
 from llm_adapt.engines.troubleshoot import Diagnosis
-from llm_adapt.messages import (FLOOR_LABEL, SECTION_WORDS, basis_text, message, operator_name, probe_words,
-                                rendered_check, verdict_reasons)
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
+from llm_adapt.messages import (
+    FLOOR_LABEL,
+    SECTION_WORDS,
+    basis_text,
+    message,
+    operator_name,
+    probe_words,
+    rendered_check,
+    verdict_reasons,
+)
 from llm_adapt.report.data import RunData
-from llm_adapt.run_status import RunVerdict, StageRecord
-from llm_adapt.report.findings import (Recommendation, findings, main_target, notes, overall_verdict, part_name,
-                                      quant_targets, recommendation, stage_status, troubleshooting)
+from llm_adapt.report.findings import (
+    Recommendation,
+    findings,
+    main_target,
+    notes,
+    overall_verdict,
+    part_name,
+    quant_targets,
+    recommendation,
+    stage_status,
+    troubleshooting,
+)
 from llm_adapt.report.first_screen import FirstScreen, first_screen, weights_clause
 from llm_adapt.report.page import SECTION, SECTIONS
-from llm_adapt.bench.modes import BenchResult
 from llm_adapt.results import StageResult
+from llm_adapt.run_status import RunVerdict, StageRecord
 
 # A field the templates read by a short name: the short name -> the field's own.
 SHORT_NAMES = {"S": "words", "p": "parts", "fs": "screen", "rec": "commands", "main": "main_target",

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_adapt import rundir
 from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, LayersResult
+from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.bench.hardware import HardwareResult
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.engines.session import ServeResult
@@ -17,9 +19,7 @@ from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.inspect.gates import AdaptationResult
 from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import ProbesResult
-from llm_adapt import rundir
 from llm_adapt.results import StageResult, UnreadableResult, read_checked
-from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.run_status import RunStatus, StageRecord, StageStatus
 from llm_adapt.tune.run import TuneResult
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verdict
 from llm_adapt.accuracy.setting_cause import SettingCause
 from llm_adapt.bench.modes import BenchResult
@@ -20,8 +21,8 @@ from llm_adapt.bench.stats import Figure  # NaN (a figure that is not finite) re
 from llm_adapt.report.data import RunData, load_run
 from llm_adapt.report.findings import main_target
 from llm_adapt.results import StageResult, write_text_atomic
-from llm_adapt import rundir
-from llm_adapt.status import Status, worse as status_worse, worst
+from llm_adapt.status import Status, worst
+from llm_adapt.status import worse as status_worse
 
 K_SE = 3.0  # a change counts when it exceeds this many standard errors of the difference ...
 MIN_RELATIVE = 0.02  # ... and this share of the first run's value (below it nobody acts on it)
@@ -236,8 +237,7 @@ def settings_moved(run_a: RunData, run_b: RunData) -> SettingsMoved | None:
     """Where the two runs served the same weights in different settings (eager against TP=2, say): each
     one's setting and endpoint verdict, and the setting that moved accuracy, judged as a differential run
     judges its settings (accuracy/setting_cause.py, A the baseline); None where the settings are the same."""
-    from llm_adapt.accuracy.setting_cause import setting_cause
-    from llm_adapt.accuracy.setting_cause import located_reason
+    from llm_adapt.accuracy.setting_cause import located_reason, setting_cause
     from llm_adapt.deploy_settings import served_setting
 
     rows = []

@@ -6,16 +6,23 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport, Verdict
+from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
-from llm_adapt.report.data import RunData
 from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe_words, reason
 from llm_adapt.probes.context import core_broken, core_features  # the first screen reads them from here too
 from llm_adapt.probes.run import ProbesResult
-from llm_adapt.accuracy.setting_cause import SettingsResult
-from llm_adapt.run_status import (INCOMPLETE, RunStatus, RunVerdict, StageRecord, StageStatus, interrupted_verdict,
-                                  signal_words)
+from llm_adapt.report.data import RunData
+from llm_adapt.run_status import (
+    INCOMPLETE,
+    RunStatus,
+    RunVerdict,
+    StageRecord,
+    StageStatus,
+    interrupted_verdict,
+    signal_words,
+)
 from llm_adapt.status import JUDGED, Status, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of

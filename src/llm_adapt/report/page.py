@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 from llm_adapt.messages import PAGE_LABELS
-from llm_adapt.report.first_screen import WORDS as FIRST_WORDS, Check, Figure, FirstScreen
+from llm_adapt.report.first_screen import WORDS as FIRST_WORDS
+from llm_adapt.report.first_screen import Check, Figure, FirstScreen
 
 # The report's sections in order (templates/sections/<name>.md.j2); a section's number is its place here.
 SECTIONS = ("summary", "model", "environment", "strategy", "deployment", "functional", "features", "adaptation",

@@ -9,9 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from llm_adapt import rundir
 from llm_adapt.accuracy.result import AccuracyResult  # noqa: E402
 from llm_adapt.report.data import RunData  # noqa: E402
-from llm_adapt import rundir
 
 
 def error_growth(acc: AccuracyResult | None, out: Path) -> Path | None:

@@ -12,15 +12,15 @@ from typing import Callable
 
 import jinja2
 
+from llm_adapt import rundir
 from llm_adapt.errors import UsageError
+from llm_adapt.messages import message, messages
 from llm_adapt.report.context import report_context
 from llm_adapt.report.data import load_run
 from llm_adapt.report.first_screen import FirstScreen
 from llm_adapt.report.page import collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
 from llm_adapt.results import write_text_atomic
-from llm_adapt.messages import message, messages
-from llm_adapt import rundir
 
 LANGS = ("en", "zh")
 

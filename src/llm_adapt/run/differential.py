@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_adapt import rundir
-from llm_adapt.errors import AdaptError
 from llm_adapt.accuracy.setting_cause import EngineFigures, ServedFigures, SettingRow, SettingsResult, located_reason
+from llm_adapt.errors import AdaptError
 from llm_adapt.results import read_checked
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
-    from llm_adapt.run.config import RunConfig
     from llm_adapt.deploy_settings import Setting
+    from llm_adapt.run.config import RunConfig
     from llm_adapt.run.state import RunState
 
 

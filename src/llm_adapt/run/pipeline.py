@@ -11,15 +11,14 @@ import time
 import traceback
 from dataclasses import asdict, replace
 
-from llm_adapt import interrupts
+from llm_adapt import interrupts, rundir
 from llm_adapt.errors import AdaptError
-from llm_adapt import rundir
+from llm_adapt.messages import Said, reason
 from llm_adapt.run import stages
 from llm_adapt.run.config import RunConfig
-from llm_adapt.messages import Said, reason
 from llm_adapt.run.state import RunState
-from llm_adapt.run_status import RunStatus, RunVerdict, StageStatus, interrupted_verdict, signal_words
 from llm_adapt.run.table import ENGINE_STAGE, STAGES, TABLE, Stage, engine_needed_after
+from llm_adapt.run_status import RunStatus, RunVerdict, StageStatus, interrupted_verdict, signal_words
 
 
 def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:

@@ -7,10 +7,10 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from llm_adapt.errors import AdaptError
 from llm_adapt import rundir
-from llm_adapt.run.config import RunConfig
+from llm_adapt.errors import AdaptError
 from llm_adapt.messages import reason
+from llm_adapt.run.config import RunConfig
 from llm_adapt.run.state import RunState
 from llm_adapt.status import OUT_OF_LINE, Status
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from llm_adapt.messages import reason
-from llm_adapt.run_status import StageStatus
 from llm_adapt.run import differential, stages
 from llm_adapt.run.config import RunConfig
 from llm_adapt.run.state import RunState
+from llm_adapt.run_status import StageStatus
 
 StageFn = Callable[[RunConfig, RunState], None]
 Why = Callable[[RunConfig, RunState], "str | None"]

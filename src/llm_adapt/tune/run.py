@@ -11,15 +11,15 @@ from typing import Any, Callable, ClassVar
 
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.accuracy.result import ModeFigures
 from llm_adapt.bench.stats import Metrics
 from llm_adapt.inspect.plan import render_command
+from llm_adapt.platforms import get_platform
 from llm_adapt.results import StageResult
+from llm_adapt.status import Status
 from llm_adapt.tune import stats
 from llm_adapt.tune.grid import SkippedTrial, Trial, apply_trial, build_grid, cut_to_budget
-from llm_adapt.platforms import get_platform
-from llm_adapt import rundir
-from llm_adapt.status import Status
 
 OBJECTIVES = {"throughput": ("output_throughput", True), "latency": ("median_e2el_ms", False),
               "goodput": ("request_goodput", True)}

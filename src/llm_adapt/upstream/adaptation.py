@@ -10,12 +10,16 @@ from pathlib import Path
 
 from llm_adapt import rundir
 from llm_adapt.engines.session import ServeResult
+from llm_adapt.inspect.gates import (  # declared beside the gates, where the report reads it
+    AdaptationResult,
+    MatrixRow,
+    MaxModelLen,
+    StageFacts,
+)
 from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import JUDGE_CONTENT
 from llm_adapt.report.data import RunData
 from llm_adapt.run_status import StageStatus
-from llm_adapt.inspect.gates import (AdaptationResult,  # declared beside the gates, where the report reads it
-                                     MatrixRow, MaxModelLen, StageFacts)
 
 
 def stage_facts(run: RunData, dummy: bool) -> StageFacts:
@@ -73,12 +77,12 @@ def deployed_ascend(run: RunData) -> str | None:
 def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     """Assemble adaptation.json from a run directory's results (and the model's files, read once). The
     gates come from inspect/gates.py, the owner `inspect` shares, with what this run served."""
+    from llm_adapt.inspect.gates import planning_gates
+    from llm_adapt.inspect.operator_gate import gate_of_model
     from llm_adapt.models.spec import load_config
     from llm_adapt.models.weights import tensor_shapes
     from llm_adapt.report.data import load_run
     from llm_adapt.report.findings import false_ready
-    from llm_adapt.inspect.gates import planning_gates
-    from llm_adapt.inspect.operator_gate import gate_of_model
     from llm_adapt.upstream.setting_checks import setting_checks, with_checks
 
     run = load_run(run_dir)

@@ -17,14 +17,14 @@ from typing_extensions import TypedDict  # pydantic validates typing's TypedDict
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect.ascend_features import ASCEND_RELEASE, ASCEND_RELEASE_VLLM, version_label
 from llm_adapt.inspect.gates import Gates
+from llm_adapt.inspect.operators import CaveatRecord
 from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.inspect.stage import PlatformReport
 from llm_adapt.inspect.support import SupportAnswer
 from llm_adapt.models.source import ModelRef
-from llm_adapt.inspect.stage import PlatformReport
 from llm_adapt.report.data import RunData
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream.origin import npu_series as series_of
-from llm_adapt.inspect.operators import CaveatRecord
 
 PLANNED = "planned, not run on an NPU"
 PLANNED_ZH = "仅为规划，未在 NPU 上运行"

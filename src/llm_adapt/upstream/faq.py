@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llm_adapt.inspect.operators import CaveatRecord
 from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.inspect.stage import ConfigSummary
 from llm_adapt.messages import Reason, reason
-from llm_adapt.inspect.operators import CaveatRecord
 
 # caveat id -> (title key, phenomenon key, solution key); the solution may take the facts below
 BY_CAVEAT = {

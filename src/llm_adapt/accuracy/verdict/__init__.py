@@ -10,21 +10,67 @@
 
 Every judge is pure; the words of every check are in messages/accuracy.py."""
 
-from llm_adapt.accuracy.verdict.checks import (ABSOLUTE_KL, ABSOLUTE_LN_PPL, ABSOLUTE_TOP1, GREEDY_ARGS, GREEDY_P,
-                                               K_SPREAD, MIN_DECISIVE, MIN_GREEDY, NOTHING_DECIDED, PPL_ABS_TOLERANCE,
-                                               SAME_DTYPE_KL, SAME_DTYPE_TOP1, accuracy_verdict, allowance, allowed_ratio, band,
-                                               binomial_tail, check, decided_status, genuine_count, graded,
-                                               greedy_min_prompts, greedy_status, is_informational, ppl_check,
-                                               routing_check, routing_totals, stops_check, top1_evidence, top1_figures,
-                                               top1_status, unjudged, verdict_of, worst)
-from llm_adapt.accuracy.verdict.endpoint import (ENDPOINT_SECTIONS, clean_kl_bound, judge_endpoint, same_dtype_checks,
-                                                 same_dtype_kl_check, top1_check)
+from llm_adapt.accuracy.verdict.checks import (
+                                               ABSOLUTE_KL,
+                                               ABSOLUTE_LN_PPL,
+                                               ABSOLUTE_TOP1,
+                                               GREEDY_ARGS,
+                                               GREEDY_P,
+                                               K_SPREAD,
+                                               MIN_DECISIVE,
+                                               MIN_GREEDY,
+                                               NOTHING_DECIDED,
+                                               PPL_ABS_TOLERANCE,
+                                               SAME_DTYPE_KL,
+                                               SAME_DTYPE_TOP1,
+                                               accuracy_verdict,
+                                               allowance,
+                                               allowed_ratio,
+                                               band,
+                                               binomial_tail,
+                                               check,
+                                               decided_status,
+                                               genuine_count,
+                                               graded,
+                                               greedy_min_prompts,
+                                               greedy_status,
+                                               is_informational,
+                                               ppl_check,
+                                               routing_check,
+                                               routing_totals,
+                                               stops_check,
+                                               top1_evidence,
+                                               top1_figures,
+                                               top1_status,
+                                               unjudged,
+                                               verdict_of,
+                                               worst,
+)
+from llm_adapt.accuracy.verdict.endpoint import (
+                                               ENDPOINT_SECTIONS,
+                                               clean_kl_bound,
+                                               judge_endpoint,
+                                               same_dtype_checks,
+                                               same_dtype_kl_check,
+                                               top1_check,
+)
 from llm_adapt.accuracy.verdict.in_process import judge, located_args
 from llm_adapt.accuracy.verdict.layers import first_step_up, judge_layers, locate_and_judge
 from llm_adapt.accuracy.verdict.msprobe import MSPROBE_DTYPE_SHARES, msprobe_dtype_rule, msprobe_rule
-from llm_adapt.accuracy.verdict.roundoff import (ACCUMULATOR, INSIDE, NO_FLOOR_ERROR, ROUNDOFF_FACTOR, SUM_GROWTH,
-                                                 UNIT_ROUNDOFF, find_first_local_excess, locate_part, longest_sum,
-                                                 own_error_excess, roundoff_basis, target_basis)
+from llm_adapt.accuracy.verdict.roundoff import (
+                                               ACCUMULATOR,
+                                               INSIDE,
+                                               NO_FLOOR_ERROR,
+                                               ROUNDOFF_FACTOR,
+                                               SUM_GROWTH,
+                                               UNIT_ROUNDOFF,
+                                               find_first_local_excess,
+                                               locate_part,
+                                               longest_sum,
+                                               own_error_excess,
+                                               roundoff_basis,
+                                               target_basis,
+)
 
 __all__ = ["ABSOLUTE_KL", "ABSOLUTE_LN_PPL", "ABSOLUTE_TOP1", "ACCUMULATOR", "ENDPOINT_SECTIONS", "GREEDY_ARGS",
            "GREEDY_P", "INSIDE", "K_SPREAD", "MIN_DECISIVE", "MIN_GREEDY", "MSPROBE_DTYPE_SHARES", "NOTHING_DECIDED",

@@ -20,10 +20,19 @@ from __future__ import annotations
 import math
 from typing import Any, TypedDict
 
-from llm_adapt.accuracy.result import AccuracyVerdict, Check, GreedyRow, LayerRow, LogitStats, TopkView, Verdict, ViewSpread, VsFloor
+from llm_adapt.accuracy.result import (
+    AccuracyVerdict,
+    Check,
+    GreedyRow,
+    LayerRow,
+    LogitStats,
+    TopkView,
+    Verdict,
+    ViewSpread,
+    VsFloor,
+)
 from llm_adapt.messages import CHECK_FIELDS, check_text, reason
-from llm_adapt.status import NOTED, Status, UNJUDGED, decides, worst
-
+from llm_adapt.status import NOTED, UNJUDGED, Status, decides, worst
 
 K_SPREAD = 3.0  # allowed ratio = 1 + K x relative spread: a clean target passes ~99.9% of the time
 

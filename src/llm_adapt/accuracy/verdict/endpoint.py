@@ -8,13 +8,32 @@ import math
 from typing import Any
 
 from llm_adapt.accuracy.result import Check, EndpointSection, SkippedPrompt, TopkView, Verdict, ViewSpread
-from llm_adapt.accuracy.verdict.checks import (allowance, allowed_ratio, GREEDY_ARGS, K_SPREAD, MIN_GREEDY, SAME_DTYPE_KL, SAME_DTYPE_TOP1,
-                                               band, check, decided_status, genuine_count, graded, greedy_status, relative_spread,
-                                               ppl_check, stops_check, top1_evidence, top1_figures, top1_status,
-                                               unjudged)
-from llm_adapt.accuracy.verdict.prompts import ALPHA as PROMPT_ALPHA, EFFECT as PROMPT_EFFECT, PromptKL, judge_prompts, prompts_over
+from llm_adapt.accuracy.verdict.checks import (
+    GREEDY_ARGS,
+    K_SPREAD,
+    MIN_GREEDY,
+    SAME_DTYPE_KL,
+    SAME_DTYPE_TOP1,
+    allowance,
+    allowed_ratio,
+    band,
+    check,
+    decided_status,
+    genuine_count,
+    graded,
+    greedy_status,
+    ppl_check,
+    relative_spread,
+    stops_check,
+    top1_evidence,
+    top1_figures,
+    top1_status,
+    unjudged,
+)
+from llm_adapt.accuracy.verdict.prompts import ALPHA as PROMPT_ALPHA
+from llm_adapt.accuracy.verdict.prompts import EFFECT as PROMPT_EFFECT
+from llm_adapt.accuracy.verdict.prompts import PromptKL, judge_prompts, prompts_over
 from llm_adapt.status import NOTED, Status, decides
-
 
 ENDPOINT_SECTIONS = ("tokenization", "teacher_forced", "perplexity", "greedy")
 

@@ -9,10 +9,31 @@ import math
 from typing import Any
 
 from llm_adapt.accuracy.result import Check, LocatedFault, RoundingBasis, Verdict
-from llm_adapt.accuracy.verdict.checks import (ABSOLUTE_KL, allowance, ABSOLUTE_LN_PPL, ABSOLUTE_TOP1, GREEDY_ARGS, K_SPREAD,
-                                               MIN_GREEDY, band, check, fmt, genuine_count, graded, greedy_status,
-                                               num_or_inf, ppl_check, routing_check, routing_totals, stops_check,
-                                               top1_evidence, top1_figures, top1_status, unjudged, verdict_of)
+from llm_adapt.accuracy.verdict.checks import (
+    ABSOLUTE_KL,
+    ABSOLUTE_LN_PPL,
+    ABSOLUTE_TOP1,
+    GREEDY_ARGS,
+    K_SPREAD,
+    MIN_GREEDY,
+    allowance,
+    band,
+    check,
+    fmt,
+    genuine_count,
+    graded,
+    greedy_status,
+    num_or_inf,
+    ppl_check,
+    routing_check,
+    routing_totals,
+    stops_check,
+    top1_evidence,
+    top1_figures,
+    top1_status,
+    unjudged,
+    verdict_of,
+)
 from llm_adapt.status import UNJUDGED, Status, decides, severity
 
 

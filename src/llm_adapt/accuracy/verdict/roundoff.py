@@ -10,7 +10,6 @@ from typing import Any
 from llm_adapt.accuracy.result import LayerRow, LocatedFault, PartRow, RoundingBasis, RoundoffBasis, RunnerReport
 from llm_adapt.accuracy.verdict.checks import allowance, num_or_inf
 
-
 # Unit roundoff of each dtype: the local error one rounding step per value would give.
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
 
