@@ -425,6 +425,10 @@ def check_text(key: str | None, field: str, lang: str, args: dict[str, Any] | No
         return None
     words = ARG_WORDS.get(lang, {})
     args = {k: words.get(v, v) if isinstance(v, str) else v for k, v in (args or {}).items()}
+    if field == "value" and status == "unjudged" and args.get("why") == "own_floor" and args.get("would"):
+        # the figure in this language, as the check would have shown it, then why it decided nothing
+        shown = check_text(key, "value", lang, {**args, "why": None}, args["would"]) or args.get("shown")
+        return _formatted(UNJUDGED_VALUE.get(lang, UNJUDGED_VALUE["en"])["own_floor"], {**args, "shown": shown})
     if field == "value" and status == "unjudged":
         return _formatted(UNJUDGED_VALUE.get(lang, UNJUDGED_VALUE["en"]).get(args.get("why")), args)
     if field == "value" and key in VALUE_BUILDERS and args.get("form") == "some":

@@ -300,8 +300,10 @@ def _rank(check: JudgedCheck) -> tuple[int, int]:
 
 
 def _checks_of(verdict: Verdict | None, where: str, lang: str) -> list[Check]:
-    """A judged verdict's out-of-line checks, and its headline passing ones."""
-    ranked = sorted(verdict.get("checks", []) if verdict else [], key=_rank)
+    """A judged verdict's out-of-line checks, and its headline passing ones; never an informational figure (a
+    target that is its own floor: it decided nothing, and the report's accuracy section shows it)."""
+    checks = [c for c in (verdict.get("checks", []) if verdict else []) if (c.get("args") or {}).get("why") != "own_floor"]
+    ranked = sorted(checks, key=_rank)
     kept = [c for i, c in enumerate(ranked) if str(c["status"]).upper() != Status.PASS or i < PER_SOURCE]
     return [Check(where, str(c["name"]), str(c["value"]), str(c.get("threshold") or "-"), str(c["status"]).upper())
             for c in (rendered_check(c, lang) for c in kept)]
