@@ -31,7 +31,7 @@ ENTRY_POINTS = [
      "tests/accuracy/test_faults_served.py::test_layers_against_an_endpoint_runs_from_the_entry_point"),
     ("eval", "lm-eval", "--tasks", "tests/evaluation/test_served.py::test_clean_server_matches_gold"),
     ("eval", "aisbench", "aisbench",
-     "tests/evaluation/test_aisbench_served.py::test_eval_backend_aisbench_runs_from_the_entry_point"),
+     "tests/evaluation/test_aisbench_served.py::test_eval_backend_aisbench_from_the_entry_point_pairs_the_served_model_with_the_gold"),
     ("serve", "vllm", "serve", "tests/engines/test_die_with_parent.py::test_sigkilled_serve_takes_its_engine_along"),
     ("probe", "--endpoint", "--endpoint", "tests/probes/test_probes.py::test_vllm_feature_matrix"),
     *[("bench", mode, mode, "tests/bench/test_modes.py::test_every_bench_mode_runs_from_the_entry_point")

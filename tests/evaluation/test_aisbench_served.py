@@ -8,7 +8,6 @@ import time
 import psutil
 import pytest
 
-from llm_adapt.evaluation.aisbench.stage import Options, run_aisbench_stage
 from llm_adapt.evaluation.stage import EvalResult
 
 from .gsm8k_cache import problem
@@ -18,7 +17,7 @@ from .gsm8k_cache import problem
 pytestmark = [pytest.mark.slow, pytest.mark.first]
 ROOM = 0.7  # of total memory in use at most, before AISBench starts: its own processes come on top
 
-ITEMS = 4  # a handful, 32 tokens each: every step of the real path at seconds of generation per side
+ITEMS = 5  # a handful, 32 tokens each: every step of the real path at seconds of generation per side
 
 
 def write_gsm8k(folder, items=ITEMS):
@@ -39,13 +38,22 @@ def wait_for_memory_room(limit=ROOM, timeout=300.0, step=2.0) -> float:
     return share
 
 
-def test_aisbench_on_a_local_gsm8k_pairs_the_served_model_with_the_gold(default_model, vllm_server, tmp_path):
+def test_eval_backend_aisbench_from_the_entry_point_pairs_the_served_model_with_the_gold(default_model, vllm_server,
+                                                                                        tmp_path, capsys):
+    """`llm-adapt eval --backend aisbench --limit 5` as a user types it (it crashed on every call while only its stage
+    function was tested), on a gsm8k file written here: the config written, both AISBench passes, the gold in
+    process, the per-item pairing, eval.json, and exit 0 on the clean server."""
+    from llm_adapt.cli import main
+
     wait_for_memory_room()
-    data = write_gsm8k(tmp_path / "gsm8k")
-    out = tmp_path / "run"
-    out.mkdir()
-    result = run_aisbench_stage(default_model, vllm_server.endpoint, out,
-                                Options(data_dir=data, max_out_len=32, batch_size=4))
+    data = write_gsm8k(tmp_path / "gsm8k", items=ITEMS + 1)
+    out = tmp_path / "eval"
+    code = main(["eval", "default", "--backend", "aisbench", "--endpoint", vllm_server.endpoint.base_url,
+                 "--aisbench-data", str(data), "--limit", str(ITEMS), "--max-out-len", "32", "--num-concurrent", "4",
+                 "--out", str(out)])
+    printed = capsys.readouterr().out
+    result = EvalResult.load(out / "eval.json")
+    assert code == 0 and result.verdict["status"] != "FAIL" and "task accuracy:" in printed, printed
     (row,) = result.paired
     assert row["task"] == "gsm8k" and row["metric"] == "accuracy" and row["n"] == ITEMS
     assert set(row["rules"]) == {"paired", "lm_eval", "aisbench"} and row["sizing"]["items"] == ITEMS
@@ -53,22 +61,5 @@ def test_aisbench_on_a_local_gsm8k_pairs_the_served_model_with_the_gold(default_
     (score,) = result.scores
     assert score["served"] == pytest.approx(row["served"]) and score["gold"] == pytest.approx(row["gold"])
     assert result.aisbench["failed_requests"] == [] and result.aisbench["data"] == "given"
-    assert EvalResult.load(out / "eval.json").paired[0]["n"] == ITEMS
     config = (out / "aisbench" / "infer.py").read_text()
     assert f"host_port={vllm_server.endpoint.base_url.split(':')[-1].split('/')[0]}" in config
-
-
-def test_eval_backend_aisbench_runs_from_the_entry_point(default_model, vllm_server, tmp_path, capsys):
-    """`llm-adapt eval --backend aisbench` as a user types it (it crashed on every call while only its stage function
-    was tested): exit 0 on the clean server, eval.json written, the verdict printed."""
-    from llm_adapt.cli import main
-
-    wait_for_memory_room()
-    data = write_gsm8k(tmp_path / "gsm8k", items=5)
-    out = tmp_path / "eval"
-    code = main(["eval", "default", "--backend", "aisbench", "--endpoint", vllm_server.endpoint.base_url,
-                 "--aisbench-data", str(data), "--limit", "5", "--max-out-len", "32", "--out", str(out)])
-    printed = capsys.readouterr().out
-    result = EvalResult.load(out / "eval.json")
-    assert code == 0 and result.verdict["status"] != "FAIL", printed
-    assert result.paired[0]["n"] == 5 and "task accuracy:" in printed
