@@ -188,3 +188,15 @@ def test_the_tutorial_counts_whole_sequences_of_full_length(default_export):
     tutorial = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
     assert re.search(r"the KV cache holds [\d,]+ sequences of full length\)", tutorial), tutorial[:3000]
     assert not re.search(r"holds [\d,]+\.\d+ of full length", tutorial)
+
+
+def test_the_faq_names_the_tensor_parallel_sizes_the_heads_allow(default_export):
+    """SmolLM2's 9 attention heads and 3 KV heads take TP 1, 3 or 9 only (vLLM's rules, inspect/plan.allowed_tp);
+    the tutorial's FAQ says so, from the config."""
+    from llm_adapt.inspect.plan import allowed_tp
+
+    assert allowed_tp(9, 3) == [1, 3, 9] and allowed_tp(32, 8) == [1, 2, 4, 8, 16, 32] and allowed_tp(4, 0) == []
+    assert allowed_tp(12, 8) == [1, 2, 4]  # 3, 6, 12: the 8 KV heads neither divide by them nor divide them
+    tutorial = default_export[f"{DOCS}/SmolLM2-135M-Instruct.md"]
+    faq = tutorial.split("## 10 FAQ", 1)[1]
+    assert "9 attention heads and 3 KV heads" in faq and "`--tensor-parallel-size` values: 1, 3, 9" in faq

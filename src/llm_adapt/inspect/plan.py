@@ -247,6 +247,14 @@ def smallest_split(num_heads: int, num_kv_heads: int, at_least: int = 2, most: i
     return None
 
 
+def allowed_tp(num_heads: int, num_kv_heads: int) -> list[int]:
+    """Every tensor-parallel size vLLM can split these heads over (parallel_problem's rules: the heads divide by it;
+    the KV heads divide by it, or it by them); [] where the heads are unknown. Pure."""
+    if num_heads <= 0 or num_kv_heads <= 0:
+        return []
+    return [tp for tp in _divisors(num_heads) if num_kv_heads % tp == 0 or tp % num_kv_heads == 0]
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 

@@ -26,6 +26,15 @@ REASONS: dict[str, dict[str, str]] = {
                                "{head_dim}; otherwise run eager with `--enforce-eager` to see the kernel's own error.",
                          "zh": "确认所用 vLLM-Ascend 版本的注意力后端支持 head_dim {head_dim}；否则用 `--enforce-eager` "
                                "以 eager 方式运行，查看内核本身的报错。"},
+    "faq_tp_seen": {"en": "vLLM refuses to start at some `--tensor-parallel-size` values.",
+                    "zh": "部分 `--tensor-parallel-size` 取值下 vLLM 拒绝启动。"},
+    "faq_tp_cause": {"en": "The model has {heads} attention heads and {kv} KV heads: vLLM splits the attention heads "
+                           "evenly over the ranks, and the KV heads divide by the size or it by them.",
+                     "zh": "该模型有 {heads} 个注意力头、{kv} 个 KV 头：vLLM 将注意力头平均分到各 rank，且 KV 头数须能被并行规模"
+                           "整除，或并行规模能被 KV 头数整除。"},
+    "faq_tp_fix": {"en": "Use one of these `--tensor-parallel-size` values: {sizes}; for more than {largest} NPUs, "
+                         "add data parallelism rather than tensor parallelism.",
+                   "zh": "`--tensor-parallel-size` 只能取以下值之一：{sizes}；超过 {largest} 张 NPU 时，请增加数据并行而非张量并行。"},
     "faq_kv_repl_seen": {"en": "At a larger tensor-parallel size the KV cache holds fewer tokens per NPU than expected.",
                          "zh": "张量并行规模增大后，每张 NPU 上的 KV cache 可容纳的 token 数少于预期。"},
     "faq_kv_repl_fix": {"en": "Keep `--tensor-parallel-size` at or below the {kv_heads} KV heads, or budget the "
@@ -54,6 +63,7 @@ REASONS: dict[str, dict[str, str]] = {
     "faq_t_quant": {"en": "Quantized checkpoint", "zh": "量化检查点"},
     "faq_t_memory": {"en": "NPU memory", "zh": "NPU 内存"},
     "faq_t_headroom": {"en": "Memory headroom", "zh": "内存余量"},
+    "faq_t_tp": {"en": "Which tensor-parallel sizes this model takes", "zh": "该模型可用的张量并行规模"},
     "faq_t_kv": {"en": "KV cache capacity at max-model-len {mml}", "zh": "max-model-len {mml} 时的 KV cache 容量"},
     "faq_t_warning": {"en": "Deployment setting", "zh": "部署设置"},
     "faq_quant_seen": {"en": "The service refuses to load the checkpoint, or loads it and answers wrongly.",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_adapt.inspect.operators import CaveatRecord
-from llm_adapt.inspect.plan import DeployPlan
+from llm_adapt.inspect.plan import DeployPlan, allowed_tp
 from llm_adapt.inspect.stage import ConfigSummary
 from llm_adapt.messages import Reason, reason
 
@@ -41,11 +41,22 @@ def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: ConfigSum
     """The FAQ of one model's NPU deployment: its caveats, then the plan's memory and KV cache entries, then
     any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
     facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
-    entries = [_from_caveat(c, facts) for c in caveats]
+    entries = _tensor_parallel(config) + [_from_caveat(c, facts) for c in caveats]
     entries += _memory(plan) + [_kv_capacity(plan)]
     entries += [FaqEntry(reason("faq_t_warning"), reason("faq_warning_seen"), w, reason("faq_warning_fix"))
                 for w in plan.warnings if getattr(w, "key", None) not in PLAN_OWN]
     return entries
+
+
+def _tensor_parallel(config: ConfigSummary) -> list[FaqEntry]:
+    """The tensor-parallel sizes this model's heads allow (inspect/plan.allowed_tp), from its config: vLLM refuses
+    any other at start. None where the config does not give the heads."""
+    heads, kv = config.get("num_heads") or 0, config.get("num_kv_heads") or 0
+    sizes = allowed_tp(heads, kv)
+    if not sizes:
+        return []
+    return [FaqEntry(reason("faq_t_tp"), reason("faq_tp_seen"), reason("faq_tp_cause", heads=heads, kv=kv),
+                     reason("faq_tp_fix", sizes=", ".join(map(str, sizes)), largest=sizes[-1]))]
 
 
 def _from_caveat(caveat: CaveatRecord, facts: dict[str, int | None]) -> FaqEntry:
