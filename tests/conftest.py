@@ -253,3 +253,17 @@ def bench(endpoint, tokenizer, tmp_path, as_ids=True, model="mock", **opts):
 
     return run_bench(endpoint, model, Workload(tokenizer, as_ids), BenchOptions(**opts), tmp_path)
 
+
+
+# Two prompts, one chat and one plain: enough rows for the tables and the identical-copy checks, not for statistics.
+TWO_PROMPTS = [{"id": "a", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+               {"id": "b", "category": "greeting", "prompt": "Hello there, how are"}]
+
+
+def write_two_prompts(directory) -> str:
+    """TWO_PROMPTS as a JSONL suite in `directory`; its path."""
+    import json
+
+    path = Path(directory) / "two.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in TWO_PROMPTS))
+    return str(path)

@@ -4,7 +4,6 @@ so that what a model computes between modules (Granite's embedding multiplier) i
 compared with a byte-identical copy of itself at fp32 is PASS with every layer's own error exactly 0, on every
 family of the zoo and on families laid out otherwise (GPT-J, GPT-2, OPT, Falcon, Granite, Cohere)."""
 
-import json
 import shutil
 
 import pytest
@@ -13,18 +12,14 @@ import torch
 from llm_adapt.accuracy.layout import find_layout
 from llm_adapt.accuracy.runner import computed_between
 from llm_adapt.models.synthetic import LAYOUTS, ZOO, write_layout_family, write_zoo_model
-from tests.conftest import scratch
+from tests.conftest import scratch, write_two_prompts
 
 FAMILIES = ZOO + tuple(LAYOUTS)
 
 
 @pytest.fixture(scope="module")
 def two_prompts(tmp_path_factory):
-    path = tmp_path_factory.mktemp("prompts") / "two.jsonl"
-    rows = [{"id": "capital", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
-            {"id": "count", "category": "reasoning", "prompt": "One, two, three, four,"}]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+    return write_two_prompts(tmp_path_factory.mktemp("prompts"))
 
 
 @pytest.fixture(scope="module")

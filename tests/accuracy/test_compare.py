@@ -15,17 +15,14 @@ from llm_adapt.accuracy.runner import BF16_ENV, RunnerSpec, default_target, pars
 from llm_adapt.errors import UsageError
 from llm_adapt.models.source import resolve_model
 from llm_adapt.models.synthetic import write_tiny_llama
+from tests.conftest import write_two_prompts
 
 FP32 = RunnerSpec("cpu", "fp32")
 
 
 @pytest.fixture(scope="module")
 def prompts_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
-    rows = [{"id": "a", "category": "knowledge", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
-            {"id": "b", "category": "greeting", "prompt": "Hello there, how are"}]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+    return write_two_prompts(tmp_path_factory.mktemp("prompts"))
 
 
 @pytest.fixture(scope="module")
