@@ -64,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"llm-adapt {args.command}: error: {exc}\n")
         return exc.exit_code
     except Terminated:
+        interrupts.forget_escaped()
         sys.stderr.write(f"llm-adapt {args.command}: terminated (SIGTERM){_kept(args)}\n")
         return EXIT_SIGTERM
     except KeyboardInterrupt:
+        interrupts.forget_escaped()
         sys.stderr.write(f"llm-adapt {args.command}: interrupted (Ctrl-C){_kept(args)}\n")
         return EXIT_SIGINT
     finally:

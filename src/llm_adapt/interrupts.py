@@ -57,6 +57,14 @@ def _record(signum, frame) -> None:
     received = signum
 
 
+def forget_escaped() -> None:
+    """Call once an interrupt is caught for good. CPython run with `-m` remembers a KeyboardInterrupt that
+    escaped any exec() of a string (dataclasses and namedtuples are made that way, so a Ctrl-C during an
+    import lands there) and, at exit, kills itself with SIGINT whatever the exit code: the caller's 130 or
+    143 would become -2. Evaluating a string clears that record."""
+    exec("None")
+
+
 def install() -> Callable[[], None]:
     """Handle SIGINT and SIGTERM from now on (the record cleared); returns what restores the previous."""
     global received
