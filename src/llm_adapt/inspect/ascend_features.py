@@ -51,6 +51,7 @@ ASCEND_RELEASE_VLLM = "0.23.0"  # the vLLM it pins (tag v0.23.0: docs/source/con
 MAIN = "main"  # a development build: main's flags (after #13946)
 FLASHCOMM_LAST_LINE = (0, 26)  # the v0.26.0rc branch still carries FlashComm1 (#14513); main has none
 FLASHCOMM_REMOVED = "removed on vLLM-Ascend main by #13946"
+FLASHCOMM_STILL_HERE = "still in this release; " + FLASHCOMM_REMOVED  # a file for main shows no such row
 SP, FLASHCOMM = "sequence parallelism", "flashcomm1 (deprecated)"
 
 # vLLM-Ascend v0.23.0 documentation pages the flags come from
@@ -209,6 +210,6 @@ def feature_rows(config: ConfigJson, tensor_names: list[str], platform: str, ser
             row("EP", "ep", moe, moe_ev, NOT_APPLICABLE),
             row(SP, "sp", moe, moe_ev, NOT_APPLICABLE, flag="sp" if old else "sp_main")]
     if old:  # the deployed version still has it: shown, and marked deprecated in favour of the row above
-        rows.append(row(FLASHCOMM, "flashcomm1", moe, moe_ev, NOT_APPLICABLE) | {"deprecated": FLASHCOMM_REMOVED})
+        rows.append(row(FLASHCOMM, "flashcomm1", moe, moe_ev, NOT_APPLICABLE) | {"deprecated": FLASHCOMM_STILL_HERE})
     return rows + [row("MTP", "mtp", mtp == NOT_VERIFIED, mtp_ev, mtp),
                    row("multimodal", "multimodal", mm, mm_ev, NOT_APPLICABLE)]

@@ -35,7 +35,7 @@ from llm_adapt.report.data import RunData, load_run
 from llm_adapt.results import write_text_atomic
 from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
-from llm_adapt.upstream import formats, origin
+from llm_adapt.upstream import feature_table, formats, kv_figures, nav, origin
 from llm_adapt.upstream.deployment import Deployment, ModeCommand, from_npu_run, planned_for_npu
 
 if TYPE_CHECKING:
@@ -136,6 +136,8 @@ class ExportContext(ShownCommands):
     scenarios: list[Scenario]
     setting_checks: dict[str, SettingCheck]
     settings_command: str
+    feature_table: dict[str, str]  # the template's section 2 columns (upstream/feature_table.py)
+    feature_legend: list[tuple[str, str]]
 
 
 class TemplateFunctions(TypedDict):
@@ -148,6 +150,7 @@ class TemplateFunctions(TypedDict):
     graph_mode: str
     weights: str
     support_words: str
+    kv_holds: Callable[[Any], str]
 
 
 def paths(model: str) -> dict[str, str]:
@@ -155,7 +158,8 @@ def paths(model: str) -> dict[str, str]:
     docs = "docs/source/tutorials/models"
     return {"tutorial": f"{docs}/{model}.md", "report": f"{docs}/{model}-adaptation-report.md",
             "runbook": f"{docs}/{model}-runbook.md", "config": f"tests/e2e/models/configs/{model}.yaml",
-            "accuracy": f"benchmarks/accuracy/{model}.md", "nightly": f"{formats.NIGHTLY_DIR}/{model}.yaml"}
+            "accuracy": f"benchmarks/accuracy/{model}.md", "nightly": f"{formats.NIGHTLY_DIR}/{model}.yaml",
+            "nav": f"{model}-nav.patch"}  # `git apply` it at the checkout's root: the tutorial in main's nav
 
 
 def safe_name(name: str) -> str:
@@ -236,15 +240,23 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
     model = safe_name(model_id.split("/")[-1])
     prov = inspect.measured
     weights = describe(prov, model_id) if prov else None
+    started = status.get("serve", {}).get("status") == StageStatus.DONE
+    checks = checks_of(run)
+    table = feature_table.cells(model, deploy.gates.get("features", []), deploy.plan,
+                                on_npu=where["platform"] == origin.NPU and not deploy.planned, served=started,
+                                remark=deploy.label, hardware=deploy.hardware,
+                                quantization=(inspect.inventory or {}).get("quantization"), setting_checks=checks,
+                                doc_link=f"[{model}]({model}.md)")
     return {"run": run, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
             "probes": run.probes, "ep": run.endpoint_accuracy, "acc": run.accuracy,
             "main": main_target(run.accuracy), "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),
-            "started": status.get("serve", {}).get("status") == StageStatus.DONE, "served_mode": serve.mode if serve else None,
+            "started": started, "served_mode": serve.mode if serve else None,
             "deploy": deploy, "plan": deploy.plan, "gates": deploy.gates, "where": where, "model_id": model_id,
             "model": model, "paths": paths(model), "weights_reason": weights,
             "support_reason": support_reason(deploy.support), "samples": samples(run, _dummy_run(run)),
             "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config),
-            "scenarios": deploy.scenarios, "setting_checks": checks_of(run),
+            "scenarios": deploy.scenarios, "setting_checks": checks, "feature_table": table,
+            "feature_legend": [(w, feature_table.LEGEND[w]) for w in feature_table.used_words(table)],
             "settings_command": settings_command(run, model_id, deploy), **shown_commands(run, deploy, model_id, e2e)}
 
 
@@ -352,6 +364,7 @@ def template_functions(ctx: ExportContext, lang: str) -> TemplateFunctions:
                            heads=insp.config.get("num_heads"), last=plan.tensor_parallel * plan.pipeline_parallel - 1)
     meaning = {n["name"]: n.get(lang) or n.get("en") for n in plan.env_notes}
     planned = ctx["deploy"].planned
+    kv_plans = [plan] + [s.plan for s in ctx["scenarios"]]  # every plan whose KV figure a file prints
     status = {"en": ("not yet run on an NPU" if planned else None, "verified in this validation",
                      "not verified in this validation"),
               "zh": ("尚未在 NPU 上运行" if planned else None, "本次验证已运行", "本次验证未运行")}[lang]
@@ -363,7 +376,8 @@ def template_functions(ctx: ExportContext, lang: str) -> TemplateFunctions:
             "graph_mode": get_platform("npu").graph_name,
             "weights": message(ctx["weights_reason"], lang) if ctx["weights_reason"] else
             ("not recorded" if lang == "en" else "未记录"),
-            "support_words": message(ctx["support_reason"], lang)}
+            "support_words": message(ctx["support_reason"], lang),
+            "kv_holds": lambda shown: kv_figures.kv_holds(shown, kv_plans, lang)}
 
 
 def render_config(e2e: E2EFiles, where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
@@ -445,7 +459,8 @@ def render_all(ctx: ExportContext, report_lang: str) -> dict[str, str]:
     env = environment()
     files = {"tutorial": env.get_template("tutorial.en.md.j2").render(**ctx, **template_functions(ctx, "en")),
              "report": env.get_template(f"report.{report_lang}.md.j2").render(**ctx, **template_functions(ctx, report_lang)),
-             "runbook": env.get_template(f"runbook.{report_lang}.md.j2").render(**ctx, **template_functions(ctx, report_lang))}
+             "runbook": env.get_template(f"runbook.{report_lang}.md.j2").render(**ctx, **template_functions(ctx, report_lang)),
+             "nav": nav.nav_patch(Path(ctx["paths"]["tutorial"]).name)}
     if ctx["e2e"]["config"]:
         files["config"] = render_config(ctx["e2e"], ctx["where"], ctx["deploy"], ctx["weights_reason"])
         files["accuracy"] = accuracy_report(ctx["e2e"]["fields"], ctx["where"], ctx["deploy"], ctx["weights_reason"])

@@ -4,6 +4,9 @@ admonitions are paragraphs and indented blocks to it). Pure.
 
 The rules, from docs/source/_templates/Model-Deployment-Tutorial-Template.md on vLLM-Ascend's main (pinned in
 tests/fixtures/upstream/, with template-supplement.md's placeholders and tabs):
+- feature columns: §2's "Example 1: Feature Support List" table, in the template's columns and order (Model Name,
+  Support Status, Remarks, BF16, Supported Hardware, W8A8, Chunked Prefill, ..., Max Model Length, Documentation),
+  one row for the model;
 - sections: the template's ten `## N Title` headings in order; every subsection numbered N.k, N.k.j under its
   section without gaps (7.1 and 7.2 for the two accuracy methods; 9.2.1 general and 9.2.2 model-specific);
 - scenarios: §9.1 recommends three scenarios (long context, low latency, high throughput), each with its
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from llm_adapt.upstream.feature_table import COLUMNS as FEATURE_COLUMNS
 from llm_adapt.upstream.formats import TUTORIAL_SECTIONS
 
 SCENARIOS = ("long context", "low latency", "high throughput")
@@ -130,6 +134,21 @@ def sections_rule(text: str, tokens: list[Token]) -> list[str]:
         if not any(h.text.startswith(needed + " ") for h in found):
             problems.append(f"sections: no subsection {needed}")
     return problems
+
+
+def feature_columns_rule(text: str, tokens: list[Token]) -> list[str]:
+    found = tables(section_of(tokens, "2"))
+    if not found:
+        return ["feature columns: §2 has no feature support table"]
+    header, body = found[0][0], found[0][1:]
+    want = [_plain(c) for c in FEATURE_COLUMNS]
+    if [_plain(c) for c in header] != want:
+        missing = [c for c in FEATURE_COLUMNS if _plain(c) not in [_plain(h) for h in header]]
+        return [f"feature columns: §2's first table has the columns {header}, not the template's"
+                + (f" (missing: {', '.join(missing)})" if missing else " (their order differs)")]
+    if len(body) != 1 or any(not cell for cell in body[0]):
+        return ["feature columns: §2's feature table needs one row for the model, every cell filled"]
+    return []
 
 
 def scenarios_rule(text: str, tokens: list[Token]) -> list[str]:
@@ -309,7 +328,7 @@ def rendering_rule(text: str, tokens: list[Token]) -> list[str]:
 
 
 RULES: dict[str, Callable[[str, list[Token]], list[str]]] = {
-    "sections": sections_rule, "scenarios": scenarios_rule, "parameters": parameters_rule, "faq": faq_rule,
+    "sections": sections_rule, "feature columns": feature_columns_rule, "scenarios": scenarios_rule, "parameters": parameters_rule, "faq": faq_rule,
     "versions": versions_rule, "tabs": tabs_rule, "tool words": tool_words_rule, "rendering": rendering_rule}
 
 
