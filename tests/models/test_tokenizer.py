@@ -19,3 +19,19 @@ def test_the_same_folder_gives_the_same_tokenizer_until_a_file_changes(tiny_llam
 def test_another_folder_is_another_tokenizer(tiny_llama, tmp_path):
     other = shutil.copytree(tiny_llama, tmp_path / "other")
     assert load_tokenizer(other) is not load_tokenizer(tiny_llama)
+
+
+def test_a_copy_with_other_weights_shares_the_build_but_names_its_own_folder(tiny_llama, tmp_path):
+    from llm_adapt.models import tokenizer as module
+
+    original = load_tokenizer(tiny_llama)
+    copy = shutil.copytree(tiny_llama, tmp_path / "copy")
+    (copy / "model.safetensors").write_bytes(b"other weights")  # the weights are not the tokenizer's
+    shared = load_tokenizer(copy)
+    assert shared is not original and shared.name_or_path == str(copy.resolve())
+    assert shared._tokenizer is original._tokenizer  # one build (the Rust tokenizer) behind both
+    assert shared("Paris is")["input_ids"] == original("Paris is")["input_ids"]
+    config = copy / "tokenizer_config.json"  # a tokenizer file that differs: a build of its own
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"model_max_length": 55}))
+    assert load_tokenizer(copy)._tokenizer is not original._tokenizer and load_tokenizer(copy).model_max_length == 55
+    assert len(module._built_by_content) <= module._CONTENT_KEPT

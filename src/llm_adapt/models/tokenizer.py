@@ -1,12 +1,21 @@
 """One tokenizer per checkpoint folder and process. transformers takes 0.4-0.8 s to build SmolLM2's,
 and a run builds the same one in most of its stages (the gold, each target's stop tokens and chat
 template, the endpoint, the bench workload). A changed tokenizer file is a new entry: the key holds
-every file's size and modification time. Nothing in llm-adapt changes a tokenizer after loading it."""
+every file's size and modification time. Nothing in llm-adapt changes a tokenizer after loading it.
+
+Folders whose files other than the weights are byte-identical (a target that is a copy of the reference with
+other weights, as compare's targets often are) share one build: each gets a shallow copy naming its own folder."""
 
 from __future__ import annotations
 
+import copy
 import functools
+import hashlib
 from pathlib import Path
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".index.json")
+_built_by_content: dict[tuple, object] = {}  # the builds of the last few distinct tokenizers, by content
+_CONTENT_KEPT = 8
 
 
 def load_tokenizer(model_dir: str | Path):
@@ -26,7 +35,24 @@ def _stamp(folder: Path) -> tuple:
 def _build(folder: str, _stamp: tuple):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(folder)
+    key = _content(Path(folder)) if _stamp else None
+    built = _built_by_content.get(key) if key else None
+    if built is not None:
+        same = copy.copy(built)
+        same.name_or_path = folder
+        return same
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if key:
+        if len(_built_by_content) >= _CONTENT_KEPT:
+            _built_by_content.pop(next(iter(_built_by_content)))
+        _built_by_content[key] = tokenizer
+    return tokenizer
+
+
+def _content(folder: Path) -> tuple:
+    """Every file of the folder but the weights, by name and SHA-1: what AutoTokenizer reads (config.json too)."""
+    return tuple((f.name, hashlib.sha1(f.read_bytes()).hexdigest()) for f in sorted(folder.iterdir())
+                 if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES))
 
 
 def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
