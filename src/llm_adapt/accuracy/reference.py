@@ -207,11 +207,15 @@ def save_gold(key: str, gold: Gold) -> None:
 
     def write(directory: Path) -> None:
         tensors = {f"logits.{i}": p.logits.contiguous() for i, p in enumerate(gold.prompts)}
-        tensors |= {f"hidden.{i}.{j}": h.contiguous() for i, p in enumerate(gold.prompts) for j, h in enumerate(p.hidden)}
+        # a layer's input can be a view of another output (Gemma-4's per-layer inputs): safetensors saves no
+        # two names over one storage, so the captured states are saved as copies of their own
+        tensors |= {f"hidden.{i}.{j}": h.clone(memory_format=torch.contiguous_format)
+                    for i, p in enumerate(gold.prompts) for j, h in enumerate(p.hidden)}
         tensors |= {f"corpus_nll.{w}": torch.from_numpy(np.ascontiguousarray(n)) for w, n in enumerate(gold.corpus_nll)}
         tensors |= {f"gate.{i}.{layer}.{name}": getattr(record, name).contiguous() for i, p in enumerate(gold.prompts)
                     for layer, record in p.gates.items() for name in GATE_FIELDS}
-        tensors |= {f"input.{i}.{j}": x.contiguous() for i, p in enumerate(gold.prompts) for j, x in p.inputs.items()}
+        tensors |= {f"input.{i}.{j}": x.clone(memory_format=torch.contiguous_format)
+                    for i, p in enumerate(gold.prompts) for j, x in p.inputs.items()}
         save_file(tensors, directory / "gold.safetensors")
         (directory / "gold.json").write_text(json.dumps({
             "prompts": [{"id": p.prompt.id, "input_ids": p.input_ids, "generated": p.generated,
