@@ -35,3 +35,21 @@ def test_a_copy_with_other_weights_shares_the_build_but_names_its_own_folder(tin
     config.write_text(json.dumps(json.loads(config.read_text()) | {"model_max_length": 55}))
     assert load_tokenizer(copy)._tokenizer is not original._tokenizer and load_tokenizer(copy).model_max_length == 55
     assert len(module._built_by_content) <= module._CONTENT_KEPT
+
+
+def test_another_family_with_the_same_tokenizer_shares_the_build_where_the_tokenizer_names_its_class(tiny_llama,
+                                                                                                   tmp_path):
+    folder = shutil.copytree(tiny_llama, tmp_path / "named")
+    settings = folder / "tokenizer_config.json"
+    settings.write_text(json.dumps(json.loads(settings.read_text()) | {"tokenizer_class": "PreTrainedTokenizerFast"}))
+    first = load_tokenizer(folder)
+    other = shutil.copytree(folder, tmp_path / "other-family")
+    config = other / "config.json"
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"model_type": "qwen2"}))
+    assert load_tokenizer(other)._tokenizer is first._tokenizer
+    unnamed = shutil.copytree(tiny_llama, tmp_path / "unnamed")  # no tokenizer_class: the model type picks the class
+    settings = unnamed / "tokenizer_config.json"
+    settings.write_text(json.dumps({k: v for k, v in json.loads(settings.read_text()).items() if k != "tokenizer_class"}))
+    again = shutil.copytree(unnamed, tmp_path / "unnamed-qwen")
+    (again / "config.json").write_text(json.dumps(json.loads((again / "config.json").read_text()) | {"model_type": "qwen2"}))
+    assert load_tokenizer(again)._tokenizer is not load_tokenizer(unnamed)._tokenizer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_adapt import rundir
 from llm_adapt.accuracy import defaults
@@ -17,6 +18,9 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.status import exit_code
+
+if TYPE_CHECKING:  # built lazily: the CLI's start stays fast
+    from llm_adapt.accuracy.options import CompareOptions
 
 EPILOG_COMPARE = """examples:
   llm-adapt compare default --target cpu:bf16 --quant int8-tensor --quant int8-channel
@@ -61,7 +65,7 @@ def add_compare_parser(sub) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":  # noqa: F821
+def compare_options_from(args: argparse.Namespace, platform: str) -> "CompareOptions":
     from dataclasses import replace
 
     from llm_adapt.accuracy.options import GOLD, compare_options

@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_adapt import rundir
 from llm_adapt.cli_args import (
@@ -29,6 +30,9 @@ from llm_adapt.cli_common import (
     show_result,
 )
 from llm_adapt.errors import UsageError
+
+if TYPE_CHECKING:  # built lazily: the CLI's start stays fast
+    from llm_adapt.bench.modes import BenchOptions
 
 EPILOG_BENCH = """examples:
   llm-adapt bench --endpoint http://127.0.0.1:8000/v1 --mode serve --request-rate 4 --num-prompts 64
@@ -123,7 +127,7 @@ def add_vllm_aliases(p) -> None:
                    help="percentiles to compute, e.g. 25,50,75 (default 50,90,95,99)")
 
 
-def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":  # noqa: F821
+def bench_options_from(args: argparse.Namespace, mode: str) -> "BenchOptions":
     from llm_adapt.bench.modes import BenchOptions
     from llm_adapt.bench.stats import PERCENTILES
 

@@ -14,6 +14,7 @@ import hashlib
 from pathlib import Path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".index.json")
+MODEL_FILES = frozenset({"config.json", "generation_config.json"})  # the model's, not the tokenizer's
 _built_by_content: dict[tuple, object] = {}  # the builds of the last few distinct tokenizers, by content
 _CONTENT_KEPT = 8
 
@@ -50,9 +51,18 @@ def _build(folder: str, _stamp: tuple):
 
 
 def _content(folder: Path) -> tuple:
-    """Every file of the folder but the weights, by name and SHA-1: what AutoTokenizer reads (config.json too)."""
+    """What AutoTokenizer reads, by name and SHA-1: every file but the weights and the model's own configs;
+    config.json too where tokenizer_config.json names no tokenizer_class (AutoTokenizer then picks the class from
+    the model type). Two models of other families with one tokenizer share a build."""
+    import json
+
+    try:
+        named = bool(json.loads((folder / "tokenizer_config.json").read_text()).get("tokenizer_class"))
+    except (OSError, ValueError, AttributeError):
+        named = False
+    skipped = MODEL_FILES if named else MODEL_FILES - {"config.json"}
     return tuple((f.name, hashlib.sha1(f.read_bytes()).hexdigest()) for f in sorted(folder.iterdir())
-                 if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES))
+                 if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES) and f.name not in skipped)
 
 
 def eos_ids_of(model_dir: Path, tokenizer) -> list[int]:
