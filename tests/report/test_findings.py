@@ -276,3 +276,29 @@ def test_a_base_model_is_named_as_judged_through_completions():
     chat = first_screen(run_with(probes={"rows": [dict(rows[0], status="supported", evidence="")] + rows[1:]},
                                  endpoint_accuracy=endpoint("PASS")))
     assert not any(v.startswith("base model") for v in chat.verified)
+
+
+def test_a_head_the_engine_never_reads_is_the_likely_cause_of_a_served_failure_and_only_then():
+    """Cohere's class always reads the embeddings as its head: an untied checkpoint served FAIL is named at its
+    head, first among the reasons, in both languages; a clean served model with the same caveat is not."""
+    import json as _json
+
+    from llm_adapt.inspect.operators import caveat_dicts
+    from llm_adapt.inspect.inventory import ModelFacts
+    from llm_adapt.messages import message
+
+    facts = ModelFacts(**{**{f: None for f in ModelFacts.__dataclass_fields__}, "norm": "layernorm", "activation": "silu",
+                          "embed_scale": None, "attention": "GQA", "head_dim": 32, "num_kv_heads": 2, "tied": False,
+                          "architecture": "CohereForCausalLM", "evidence": {}})
+    from llm_adapt.messages import loaded, stored
+
+    caveats = loaded(_json.loads(_json.dumps(stored(caveat_dicts(facts, "cpu", set())))))  # as inspect.json keeps them
+    assert [c["id"] for c in caveats if "head" in c["id"]] == ["untied-head-ignored"]
+    failed = overall_verdict(run_with(inspect={"caveats": caveats}, endpoint_accuracy=endpoint("FAIL")))
+    first = failed["reasons"][0]
+    assert first.key == "head_not_read" and "never reads lm_head" in message(first, "en")
+    assert "从不读取 lm_head" in message(first, "zh")
+    clean = overall_verdict(run_with(inspect={"caveats": caveats}, endpoint_accuracy=endpoint("PASS")))
+    assert all(r.key != "head_not_read" for r in clean["reasons"])
+    tied = overall_verdict(run_with(inspect={"caveats": []}, endpoint_accuracy=endpoint("FAIL")))
+    assert all(r.key != "head_not_read" for r in tied["reasons"])

@@ -28,6 +28,7 @@ REASONS: dict[str, dict[str, str]] = {
                                       "因此输出与金标准不同（服务端模型对比金标准：FAIL）"},
     "served_other_name": {"en": "likely cause: the server answers as {served!r}, not the gold's {gold!r} (another model?)",
                           "zh": "可能原因：服务端以 {served!r} 应答，而非金标准的 {gold!r}（是否为另一个模型？）"},
+    "head_not_read": {"en": "likely cause, the output head: {caveat}", "zh": "可能原因在输出头：{caveat}"},
     "task_verdict": {"en": "task accuracy vs gold: {status}{detail}", "zh": "任务精度对比金标准：{status}{detail}"},
     "task_detail_1": {"en": " ({first})", "zh": "（{first}）"},
     "task_detail_2": {"en": " ({first}; {second})", "zh": "（{first}；{second}）"},

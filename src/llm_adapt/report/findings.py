@@ -151,8 +151,24 @@ def overall_verdict(run: RunData) -> RunVerdict:
         status = Status.WARN
     if other and status != Status.PASS and not (fr and fr["false_ready"]):  # the likely cause, before the rest
         reasons.insert(0, reason("served_other_name", **other))
+    head = head_caveat(run.inspect)
+    served_wrong = ep is not None and ep.verdict and ep.verdict.get("status") in (Status.FAIL, Status.WARN)
+    if head and served_wrong:  # a head the engine never reads: the place to look, not layer 0 nor false-ready alone
+        reasons.insert(0, reason("head_not_read", caveat=head))
     return {"status": status, "reasons": reasons, "false_ready": bool(fr and fr["false_ready"] and not other),
             "judged": [p[1] for p in parts if p[1].key in JUDGED_KEYS]}
+
+
+HEAD_CAVEATS = ("untied-head-ignored", "tied-head-ignored")  # inspect/caveats.py: a head vLLM's class does not load
+
+
+def head_caveat(inspect: Any) -> Any:
+    """inspect.json's words for a caveat that the engine's class serves another head than the checkpoint's, or
+    None. Pure."""
+    for caveat in (getattr(inspect, "caveats", None) or []):
+        if caveat.get("id") in HEAD_CAVEATS:
+            return caveat.get("text")
+    return None
 
 
 def interrupted_by(status: RunStatus | None) -> str | None:
