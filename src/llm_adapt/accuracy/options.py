@@ -25,6 +25,7 @@ class CompareOptions:
     local_factor: float = 2.0  # a layer's local error "exceeds its floor" above this ratio
     reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
     reference_why: dict | None = None  # `--reference auto`: where the gold was placed and why ({en, zh}, gold_placement.py)
+    in_flight: int = 4  # served requests at once (endpoint_requests.IN_FLIGHT, the same 4); 1: a `serial` setting
 
 
 

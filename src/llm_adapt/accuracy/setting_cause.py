@@ -109,10 +109,12 @@ class SettingsResult(StageResult):
     seconds: dict[str, float] = {}  # per setting: plan, start, check and layers together
 
 # feature -> the cause's key (messages/accuracy.py: sc_cause_*)
-CAUSE_OF = {"tp": "tensor parallel", "ep": "expert parallel", "graph": "graph mode"}
+CAUSE_OF = {"tp": "tensor parallel", "ep": "expert parallel", "graph": "graph mode", "chunk": "chunked prefill",
+            "noprefix": "no prefix cache", "serial": "one request at a time"}
 ROUTING = "expert routing"
 # feature -> the path out of line where only settings with that feature are clean (_cured)
-WITHOUT = {"tp": "the one-rank path", "ep": "the path with every expert on each rank", "graph": "the eager path"}
+WITHOUT = {"tp": "the one-rank path", "ep": "the path with every expert on each rank", "graph": "the eager path",
+           "chunk": "whole prefills", "noprefix": "prefix-cache hits", "serial": "batched requests"}
 
 
 def setting_cause(rows: list[SettingRow]) -> SettingCause:
@@ -180,7 +182,7 @@ def _out_of_line(bad: list[SettingRow]) -> tuple[str, Any]:
 
 
 def _cause_key(cause: str) -> str:
-    return {"tensor parallel": "tp", "expert parallel": "ep", "graph mode": "graph", ROUTING: "routing",
+    return {**{words: feature for feature, words in CAUSE_OF.items()}, ROUTING: "routing",
             "combination": "combination"}[cause]
 
 

@@ -78,7 +78,9 @@ def add_run_parser(sub) -> None:
                    help="never capture inside the engine on a FAIL or WARN")
     p.add_argument("--settings", type=settings_list, metavar="LIST",
                    help="a differential run: serve the model in each deployment setting in turn (eager, graph, tpN, "
-                        "epN, or two joined by '+', e.g. eager,graph,tp2), each judged against the same gold and "
+                        "epN; the scheduler's: chunkN, a prefill budget of N tokens a step, noprefix, the prefix "
+                        "cache off, serial, one request at a time; or several joined by '+', e.g. "
+                        "eager,graph,tp2,chunk64), each judged against the same gold and "
                         "floor; the first is the run's own deployment, and the report names the setting that moved "
                         "accuracy (instead of --tp, --ep and --graph)")
     p.add_argument("--stages", type=stage_list, default=("real",), metavar="LIST",

@@ -68,6 +68,7 @@ class PlanOptions:
     tool_calling: ToolCalling | None = None  # from the chat template (inspect/tool_calling.py); None: not read
     tensor_parallel: int | None = None  # --tp N; None: 1 on CPU, the smallest that fits elsewhere
     expert_parallel: bool = False  # --ep: vLLM's --enable-expert-parallel (MoE models only)
+    prefix_caching: bool = True  # False: --no-enable-prefix-caching (a differential run's `noprefix` setting)
 
 
 def _as_command(value) -> Command:
@@ -419,6 +420,8 @@ def _vllm_command(opts, platform, layout, mml, seqs, kv_dtype, *, eager: bool) -
         options.append(("--gpu-memory-utilization", f"{opts.gpu_memory_utilization:g}"))
     if opts.max_num_batched_tokens:
         options.append(("--max-num-batched-tokens", str(opts.max_num_batched_tokens)))
+    if not opts.prefix_caching:
+        options.append(("--no-enable-prefix-caching", None))
     if opts.trust_remote_code:
         options.append(("--trust-remote-code", None))
     if opts.model_impl:

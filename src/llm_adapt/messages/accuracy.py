@@ -44,6 +44,20 @@ REASONS: dict[str, dict[str, str]] = {
     "sc_feature_graph": {"en": "graph mode", "zh": "图模式"},
     "sc_feature_tp": {"en": "tensor parallel", "zh": "张量并行"},
     "sc_feature_ep": {"en": "expert parallel", "zh": "专家并行"},
+    "sc_feature_chunk": {"en": "a small prefill budget", "zh": "较小的预填充预算"},
+    "sc_feature_noprefix": {"en": "the prefix cache off", "zh": "关闭前缀缓存"},
+    "sc_feature_serial": {"en": "one request at a time", "zh": "逐个发送请求"},
+    "sc_cause_without_chunk": {"en": "whole prefills: only prompts prefilled in one step (the plan's larger budget) are "
+                                     "wrong, in chunks they are right; check the kernels of long single-step prefills",
+                               "zh": "整段预填充：仅在一步内完成预填充的提示词（计划的较大预算）出错，分块后正确；请检查单步长预填充的内核"},
+    "sc_cause_without_noprefix": {"en": "only after a prefix-cache hit: requests that reuse another request's cached "
+                                        "blocks are wrong, computed afresh they are right; check the prefix cache's "
+                                        "block reuse (the KV blocks and their positions)",
+                                  "zh": "仅在命中前缀缓存之后：复用其他请求已缓存块的请求出错，重新计算则正确；"
+                                        "请检查前缀缓存的块复用（KV 块及其位置）"},
+    "sc_cause_without_serial": {"en": "only in batches: requests served beside others are wrong, one at a time they are "
+                                      "right; check the batched kernels (padding, the batch's sequence lengths)",
+                                "zh": "仅在批处理中：与其他请求一同服务时出错，逐个服务时正确；请检查批处理内核（填充、批内序列长度）"},
     "sc_cause_without_graph": {"en": "the eager path: an op that eager mode runs as vLLM's own kernel (a custom op such "
                                      "as the rotary embedding) and graph mode compiles from torch code computes wrong; "
                                      "serve in graph mode, or turn that op off (--compilation-config "
@@ -93,6 +107,15 @@ REASONS: dict[str, dict[str, str]] = {
                              "fixed",
                        "zh": "图模式：编译或捕获的计算图（CPU 上的 torch.compile、CUDA Graph、ACLGraph）算错了 eager 引擎"
                              "算对的结果；修复前请以 eager 模式（--enforce-eager）部署"},
+    "sc_cause_chunk": {"en": "chunked prefill: only prompts prefilled in several chunks are wrong (state carried "
+                             "between chunks, counted twice or lost); the same requests are right prefilled whole",
+                       "zh": "分块预填充：仅分多块预填充的提示词出错（块间携带的状态被重复计算或丢失）；整段预填充时同样的请求是正确的"},
+    "sc_cause_noprefix": {"en": "the path without the prefix cache: requests computed afresh are wrong where cached "
+                                "blocks were right",
+                          "zh": "不使用前缀缓存的路径：重新计算的请求出错，而使用缓存块时正确"},
+    "sc_cause_serial": {"en": "one request at a time: a request served alone is wrong where batched it is right (a "
+                              "kernel's batch-size-1 path)",
+                        "zh": "逐个请求：单独服务的请求出错，批处理时正确（内核的 batch size 为 1 的路径）"},
     "sc_cause_routing": {"en": "expert routing: the MoE router chose other experts than the gold's, beyond rounding, in "
                                "that setting alone; check its gating (top-k, renormalization) on that path",
                          "zh": "专家路由：仅在该设置下，MoE 路由选择了与金标准不同的专家，且超出舍入误差；"

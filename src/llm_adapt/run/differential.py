@@ -72,7 +72,7 @@ def serve_setting(cfg: "RunConfig", state: "RunState", setting: "Setting") -> st
         return getattr(exc, "cause", None) or str(exc)
     try:
         try:
-            result = stages.check_endpoint(cfg, state, out)
+            result = stages.check_endpoint(cfg, state, out, in_flight=1 if setting.serial else None)
         except AdaptError as exc:  # the check could not finish: the engine's own cause where it died
             return died(state, out, wait_s=15.0) or str(exc)
         gone = any(v.get("status") != "done" for v in result.sections.values())
@@ -115,13 +115,18 @@ def died(state: "RunState", out: Path, wait_s: float = 0.0) -> str | None:
 
 
 def plan_setting(cfg: "RunConfig", state: "RunState", setting: "Setting"):
-    """The run's plan with the setting's tensor-parallel ranks and expert parallelism."""
+    """The run's plan with the setting's tensor-parallel ranks and expert parallelism, its prefill budget (vLLM
+    wants as many tokens a step as sequences: the sequences are capped at the budget) and prefix cache."""
     from dataclasses import replace
 
     from llm_adapt.inspect.stage import run_inspect
 
-    options = replace(cfg.plan_options_for(state.source), tensor_parallel=setting.tp if setting.tp > 1 else None,
-                      expert_parallel=setting.ep)
+    base = cfg.plan_options_for(state.source)
+    options = replace(base, tensor_parallel=setting.tp if setting.tp > 1 else None, expert_parallel=setting.ep,
+                      prefix_caching=setting.prefix_cache)
+    if setting.chunk:
+        options = replace(options, max_num_batched_tokens=setting.chunk,
+                          max_num_seqs=min(base.max_num_seqs or setting.chunk, setting.chunk))
     return run_inspect(state.source, options, cfg.platform)
 
 

@@ -228,13 +228,17 @@ def probes(cfg: RunConfig, state: RunState) -> None:
         raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
 
 
-def check_endpoint(cfg: RunConfig, state: RunState, out: Path):
+def check_endpoint(cfg: RunConfig, state: RunState, out: Path, in_flight: int | None = None):
     """The served model against the gold (the accuracy stage's, where it ran) and the in-process floor at
-    the plan's dtype, written into `out`."""
+    the plan's dtype, written into `out`; `in_flight` requests at once (None: the default)."""
+    from dataclasses import replace
+
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.options import served_floor
 
     options = compare_options(cfg)
+    if in_flight:
+        options = replace(options, in_flight=in_flight)
     floor = served_floor(options.reference, state.inspect.plan.dtype)
     return compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, out, cfg.progress, gold=state.gold)
 

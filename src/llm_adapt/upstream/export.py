@@ -232,6 +232,7 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
     where = measured_on(run)
     e2e = e2e_files(run, deploy, model_id, where) if not deploy.planned else {"config": None, "rows": [], "left": [],
                                                                                "fields": None}
+    from llm_adapt.messages import message
     from llm_adapt.models.provenance import describe
     from llm_adapt.report.findings import main_target, overall_verdict
     from llm_adapt.upstream.faq import faq_entries
@@ -246,7 +247,8 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
                                 on_npu=where["platform"] == origin.NPU and not deploy.planned, served=started,
                                 remark=deploy.label, hardware=deploy.hardware,
                                 quantization=(inspect.inventory or {}).get("quantization"), setting_checks=checks,
-                                doc_link=f"[{model}]({model}.md)")
+                                doc_link=f"[{model}]({model}.md)",
+                                tp_checked=message(checks["tp"]["words"], "en") if checks.get("tp") else None)
     return {"run": run, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
             "probes": run.probes, "ep": run.endpoint_accuracy, "acc": run.accuracy,
             "main": main_target(run.accuracy), "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),

@@ -44,9 +44,11 @@ def _check_cell(check: dict[str, Any] | None, on_npu: bool) -> str | None:
 
 
 def cells(model: str, rows: list[FeatureRow], plan: Any, *, on_npu: bool, served: bool, remark: str,
-          hardware: str, quantization: str | None, setting_checks: dict[str, Any], doc_link: str) -> dict[str, str]:
+          hardware: str, quantization: str | None, setting_checks: dict[str, Any], doc_link: str,
+          tp_checked: str | None = None) -> dict[str, str]:
     """The template's columns for this model. `on_npu`: the run served on an NPU (not planned);
-    `served`: its engine started and answered. `plan` is the NPU deployment (DeployPlan)."""
+    `served`: its engine started and answered. `plan` is the NPU deployment (DeployPlan). `tp_checked`: the
+    words of a tensor-parallel check made off an NPU, said beside "to verify" (it verifies nothing there)."""
     status = {r["feature"]: r.get("status") for r in rows}
     ran = on_npu and served
     dtype = str(plan.dtype).lower()
@@ -54,6 +56,8 @@ def cells(model: str, rows: list[FeatureRow], plan: Any, *, on_npu: bool, served
     w8a8 = (VERIFIED if ran else TO_VERIFY) if (quantization or "").lower() in ("w8a8", "ascend") else TO_VERIFY
     tp_check = _check_cell(setting_checks.get("tp"), on_npu)
     tp = tp_check or (VERIFIED if ran and plan.tensor_parallel > 1 else TO_VERIFY)
+    if tp == TO_VERIFY and tp_checked:
+        tp = f"{TO_VERIFY} ({tp_checked})"
     ep = _check_cell(setting_checks.get("ep"), on_npu) or _status_cell(status.get("EP"), ran)
     graph = _check_cell(setting_checks.get("graph"), on_npu) or _status_cell(status.get("ACLGraph"), ran)
     spec = _status_cell(status.get("MTP"), ran)
