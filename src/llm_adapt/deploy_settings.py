@@ -66,7 +66,8 @@ class Setting:
 
     @property
     def label(self) -> str:
-        """How the report names it, in either language: 'eager', 'graph', 'TP=2', 'EP=2', 'TP=2 + graph'."""
+        """How the report names it, in either language: 'eager', 'graph', 'TP=2', 'EP=2', 'TP=2 + graph',
+        'chunk=64 + prefix-cache=off + serial'."""
         parts = [f"EP={self.tp}" if self.ep else f"TP={self.tp}"] if self.tp > 1 else []
         if self.graph:
             parts.append("graph")
@@ -81,9 +82,9 @@ class Setting:
 
 def _scheduling_words(chunk: int, prefix_cache: bool, serial: bool, *, label: bool) -> list[str]:
     """The scheduling part of a setting's name ("chunk64", "noprefix", "serial") or label."""
-    if label:
-        return ([f"prefill chunks of {chunk}"] if chunk else []) + ([] if prefix_cache else ["no prefix cache"]) + (
-            ["one request at a time"] if serial else [])
+    if label:  # as "TP=2" is: the same in either language
+        return ([f"chunk={chunk}"] if chunk else []) + ([] if prefix_cache else ["prefix-cache=off"]) + (
+            ["serial"] if serial else [])
     return ([f"chunk{chunk}"] if chunk else []) + ([] if prefix_cache else [NOPREFIX]) + ([SERIAL] if serial else [])
 
 

@@ -113,8 +113,8 @@ def test_a_setting_the_engine_refused_is_never_judged():
     assert nothing["status"] == "not judged" and "EP=2" in str(nothing["summary"])
 
 
-CHUNK, NOPREFIX, SERIAL = ("prefill chunks of 32", ["chunk"]), ("no prefix cache", ["noprefix"]), \
-    ("one request at a time", ["serial"])
+CHUNK, NOPREFIX, SERIAL = ("chunk=32", ["chunk"]), ("prefix-cache=off", ["noprefix"]), \
+    ("serial", ["serial"])
 
 
 def test_a_fault_only_in_chunked_prefills_names_chunked_prefill():

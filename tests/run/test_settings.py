@@ -15,9 +15,9 @@ def test_the_words_and_their_labels():
 
 def test_the_schedulers_words_and_their_labels():
     chunk, off, serial, all3 = parse_settings("chunk64,noprefix,serial,serial+noprefix+chunk32+graph")
-    assert (chunk.chunk, chunk.features, chunk.label) == (64, frozenset({"chunk"}), "prefill chunks of 64")
-    assert (off.prefix_cache, off.features, off.label) == (False, frozenset({"noprefix"}), "no prefix cache")
-    assert (serial.serial, serial.label, serial.mode) == (True, "one request at a time", "eager")
+    assert (chunk.chunk, chunk.features, chunk.label) == (64, frozenset({"chunk"}), "chunk=64")
+    assert (off.prefix_cache, off.features, off.label) == (False, frozenset({"noprefix"}), "prefix-cache=off")
+    assert (serial.serial, serial.label, serial.mode) == (True, "serial", "eager")
     assert all3.name == "graph+chunk32+noprefix+serial" and all3.features == {"graph", "chunk", "noprefix", "serial"}
     assert parse_setting(all3.name) == all3  # the normalised name parses back to itself
     assert all3.to_dict()["chunk"] == 32 and all3.to_dict()["prefix_cache"] is False

