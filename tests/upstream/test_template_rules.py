@@ -252,3 +252,24 @@ def test_kv_holds_names_the_settings_only_where_another_figure_at_that_length_di
         "this figure)")
     assert "`--max-num-seqs 16`" in kv_holds(long, [main, long, short])
     assert kv_holds(main, [main, plan(313, 16, 8192)]) == "the KV cache holds 313 sequences of 8,192 tokens"
+
+
+def test_the_faq_names_a_context_shorter_than_the_models_and_a_float16_range_only_where_they_apply(tmp_path):
+    """Context: the deployment's max-model-len below the model's positions, with the longest this deployment
+    holds; range: a bf16 or fp32 checkpoint served in float16. Neither where it does not hold."""
+    model = write_tiny_family("llama", tmp_path / "llama", max_position_embeddings=2048)
+    from llm_adapt.inspect.stage import run_inspect
+
+    result = run_inspect(resolve_model(str(model)), PlanOptions(model_path="acme/l", served_model_name="l",
+                                                                max_model_len=1024), "npu")
+    config = {**result.config, "torch_dtype": "bfloat16"}
+    titles = [message(e.title, "en") for e in faq_entries([], result.plan, config)]
+    assert "Requests longer than the deployment's context" in titles and "Overflow in float16" not in titles
+    entry = next(e for e in faq_entries([], result.plan, config) if message(e.title, "en").startswith("Requests"))
+    assert "`--max-model-len` is 1,024, below the model's 2,048 positions" in message(entry.cause, "en")
+    assert "2,048" in message(entry.solution, "zh")
+    half = result.plan.model_copy(update={"dtype": "fp16", "max_model_len": 2048})
+    titles = [message(e.title, "en") for e in faq_entries([], half, config)]
+    assert "Overflow in float16" in titles and "Requests longer than the deployment's context" not in titles
+    assert "Overflow in float16" not in [message(e.title, "en")
+                                         for e in faq_entries([], half, {**config, "torch_dtype": "float16"})]

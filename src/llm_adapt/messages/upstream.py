@@ -63,6 +63,26 @@ REASONS: dict[str, dict[str, str]] = {
     "faq_t_quant": {"en": "Quantized checkpoint", "zh": "量化检查点"},
     "faq_t_memory": {"en": "NPU memory", "zh": "NPU 内存"},
     "faq_t_headroom": {"en": "Memory headroom", "zh": "内存余量"},
+    "faq_t_context": {"en": "Requests longer than the deployment's context", "zh": "超出部署上下文长度的请求"},
+    "faq_context_seen": {"en": "A request whose prompt and answer together pass {mml} tokens is refused with a "
+                               "maximum-context-length error.",
+                         "zh": "提示词与回答合计超过 {mml} 个 token 的请求会被拒绝，报最大上下文长度错误。"},
+    "faq_context_cause": {"en": "`--max-model-len` is {mml}, below the model's {positions} positions; the KV cache of "
+                                "this deployment holds one sequence of at most {longest} tokens.",
+                          "zh": "`--max-model-len` 为 {mml}，低于模型的 {positions} 个位置；本部署的 KV cache 最多容纳一条 "
+                                "{longest} token 的序列。"},
+    "faq_context_fix": {"en": "Raise `--max-model-len` up to {longest} on this deployment; for the model's full "
+                              "{positions}, add NPUs (a larger `--tensor-parallel-size` splits the KV cache).",
+                        "zh": "在本部署上可将 `--max-model-len` 提高到 {longest}；如需模型完整的 {positions} 个位置，请增加 "
+                              "NPU（更大的 `--tensor-parallel-size` 会切分 KV cache）。"},
+    "faq_t_dtype": {"en": "Overflow in float16", "zh": "float16 溢出"},
+    "faq_dtype_seen": {"en": "Some answers turn to repeated or empty tokens, or the logits hold inf or NaN.",
+                       "zh": "部分回答变为重复或空 token，或 logits 中出现 inf 或 NaN。"},
+    "faq_dtype_cause": {"en": "The checkpoint is stored in {stored} and served in float16, whose largest finite value "
+                              "is {top}: activations the model reaches beyond it overflow.",
+                        "zh": "检查点以 {stored} 存储、以 float16 部署，而 float16 的最大有限值为 {top}：模型超出该值的激活会溢出。"},
+    "faq_dtype_fix": {"en": "Serve with `--dtype bfloat16`, which keeps float32's range.",
+                      "zh": "改用 `--dtype bfloat16` 部署，它保有 float32 的数值范围。"},
     "faq_t_tp": {"en": "Which tensor-parallel sizes this model takes", "zh": "该模型可用的张量并行规模"},
     "faq_t_kv": {"en": "KV cache capacity at max-model-len {mml}", "zh": "max-model-len {mml} 时的 KV cache 容量"},
     "faq_t_warning": {"en": "Deployment setting", "zh": "部署设置"},

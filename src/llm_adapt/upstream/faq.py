@@ -42,6 +42,7 @@ def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: ConfigSum
     any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
     facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
     entries = _tensor_parallel(config) + [_from_caveat(c, facts) for c in caveats]
+    entries += _context(plan, config) + _dtype_range(plan, config)
     entries += _memory(plan) + [_kv_capacity(plan)]
     entries += [FaqEntry(reason("faq_t_warning"), reason("faq_warning_seen"), w, reason("faq_warning_fix"))
                 for w in plan.warnings if getattr(w, "key", None) not in PLAN_OWN]
@@ -57,6 +58,33 @@ def _tensor_parallel(config: ConfigSummary) -> list[FaqEntry]:
         return []
     return [FaqEntry(reason("faq_t_tp"), reason("faq_tp_seen"), reason("faq_tp_cause", heads=heads, kv=kv),
                      reason("faq_tp_fix", sizes=", ".join(map(str, sizes)), largest=sizes[-1]))]
+
+
+def _context(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
+    """Where the deployment's context is shorter than the model's positions: requests past it are refused. None
+    where it serves every position."""
+    positions = config.get("max_position_embeddings")
+    if not positions or plan.max_model_len >= positions:
+        return []
+    return [FaqEntry(reason("faq_t_context"), reason("faq_context_seen", mml=f"{plan.max_model_len:,}"),
+                     reason("faq_context_cause", mml=f"{plan.max_model_len:,}", positions=f"{positions:,}",
+                            longest=f"{plan.longest_max_model_len:,}"),
+                     reason("faq_context_fix", longest=f"{plan.longest_max_model_len:,}", positions=f"{positions:,}"))]
+
+
+# float16's largest finite value: a checkpoint trained in bf16 or fp32 may hold activations beyond it
+FP16_MAX = 65504
+
+
+def _dtype_range(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
+    """Where the deployment serves float16 a checkpoint stored in bf16 or fp32: a narrower range than it was
+    trained in. None otherwise."""
+    stored = str(config.get("torch_dtype") or "").replace("torch.", "")
+    served = str(plan.dtype).lower()
+    if served not in ("fp16", "float16", "half") or stored not in ("bfloat16", "float32"):
+        return []
+    return [FaqEntry(reason("faq_t_dtype"), reason("faq_dtype_seen"),
+                     reason("faq_dtype_cause", stored=stored, top=f"{FP16_MAX:,}"), reason("faq_dtype_fix"))]
 
 
 def _from_caveat(caveat: CaveatRecord, facts: dict[str, int | None]) -> FaqEntry:
