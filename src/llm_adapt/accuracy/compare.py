@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from llm_adapt.accuracy import metrics as m
-from llm_adapt.accuracy.diagnosis import dtype_range, range_reason
+from llm_adapt.accuracy.diagnosis import dtype_range, head_reason, head_signature, range_reason
 from llm_adapt.accuracy.measure import measure_floor, measure_target
 from llm_adapt.accuracy.options import CompareOptions, Progress
 from llm_adapt.accuracy.reference import activation_peaks, layer_contraction, measure_reference
@@ -34,7 +34,7 @@ from llm_adapt.models.quant import QuantInfo, transformers_problem, with_measure
 from llm_adapt.models.source import ModelSource
 from llm_adapt.models.spec import load_spec
 from llm_adapt.prompts import load_prompts
-from llm_adapt.status import OUT_OF_LINE
+from llm_adapt.status import OUT_OF_LINE, Status
 
 
 @dataclass
@@ -195,6 +195,10 @@ def judged(out: RunnerReport, floor: RunnerReport | None, ref: RunnerSpec, ckpt_
     if at_range:
         out.verdict = {**out.verdict, "reasons": [*out.verdict["reasons"], range_reason(at_range)],
                        "causes": [at_range]}
+    head = head_signature(out.layers, out.first_local_excess, exact, (out.logits or {}).get("kl_mean")) \
+        if out.verdict["status"] == Status.FAIL and not at_range else None  # a WARN of flat logits names no place
+    if head is not None:  # the layers are right and the logits are not: the place is after the final norm
+        out.verdict = {**out.verdict, "reasons": [head_reason(head), *out.verdict["reasons"]]}
     return out
 
 

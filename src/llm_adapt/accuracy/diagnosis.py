@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
 from llm_adapt.accuracy.result import Candidate, Diagnosis, ModeFigures
+from llm_adapt.accuracy.verdict.checks import allowance
 from llm_adapt.status import OUT_OF_LINE, Status
 
 if TYPE_CHECKING:
@@ -184,6 +185,40 @@ def range_reason(found: RangeSignature) -> str:
     return (f"likely cause: {found['dtype']}'s range: the gold's {found['tensor']} reaches {found['max_abs']:.3g}, "
             f"{found['share']:.0%} of {found['dtype']}'s largest finite value ({found['limit']:.6g}); "
             f"{CAUSES['range'][0]}")
+
+
+# The final norm's output counts as in line against the gold where it is this close with no floor to judge by
+# (a target expected to match exactly: fp32 against fp32), or within its floor's allowance where one was measured.
+HEAD_EXACT_REL = 1e-4
+
+
+HEAD_KL = 1e-8  # the logits differ at all: a stop-token or sampling fault leaves them equal and the head alone
+
+
+def head_signature(layers: list[dict], located: dict | None, exact: bool, logits_kl: float | None) -> float | None:
+    """The output head as the place to look: every layer in line (nothing located) and the final norm's output
+    in line with the gold, while the verdict is out of line, so what differs is computed after it (the lm_head,
+    or the embeddings it is tied to, a logit scale, soft-capping). The final norm's error where it fires, else
+    None. Pure."""
+    if located is not None or not (_finite(logits_kl) and logits_kl > HEAD_KL):
+        return None
+    final = next((row for row in reversed(layers) if row.get("name") == "final norm"), None)
+    if final is None or not _finite(final.get("rel_l2")):
+        return None
+    if final.get("ratio") is not None:  # against its floor: within the allowance the layers are judged by
+        try:
+            allowed = allowance(final)
+        except KeyError:  # a floor with no spread measured for the row: not judged here
+            return None
+        return final["rel_l2"] if _finite(final["ratio"]) and final["ratio"] <= allowed else None
+    return final["rel_l2"] if exact and final["rel_l2"] <= HEAD_EXACT_REL else None
+
+
+def head_reason(final_error: float) -> str:
+    """One line for a verdict's reasons. Pure."""
+    return (f"likely cause, the output head: every layer and the final norm are in line (the final norm's error "
+            f"{final_error:.2g}) while the logits are not; look at the lm_head (or the embeddings it is tied to) and "
+            f"any logit scale or soft-capping the config declares")
 
 
 WARN_FACTOR = 3.0  # a graph mode that only WARNs must hold this many times the eager engine's KL
