@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import json
 from pathlib import Path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".index.json")
@@ -54,8 +55,6 @@ def _content(folder: Path) -> tuple:
     """What AutoTokenizer reads, by name and SHA-1: every file but the weights and the model's own configs;
     config.json too where tokenizer_config.json names no tokenizer_class (AutoTokenizer then picks the class from
     the model type). Two models of other families with one tokenizer share a build."""
-    import json
-
     try:
         named = bool(json.loads((folder / "tokenizer_config.json").read_text()).get("tokenizer_class"))
     except (OSError, ValueError, AttributeError):

@@ -72,10 +72,6 @@ def _context(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
                      reason("faq_context_fix", longest=f"{plan.longest_max_model_len:,}", positions=f"{positions:,}"))]
 
 
-# float16's largest finite value: a checkpoint trained in bf16 or fp32 may hold activations beyond it
-FP16_MAX = 65504
-
-
 def _dtype_range(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
     """Where the deployment serves float16 a checkpoint stored in bf16 or fp32: a narrower range than it was
     trained in. None otherwise."""
@@ -83,8 +79,11 @@ def _dtype_range(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
     served = str(plan.dtype).lower()
     if served not in ("fp16", "float16", "half") or stored not in ("bfloat16", "float32"):
         return []
+    from llm_adapt.accuracy.diagnosis import largest_finite  # torch's finfo: imported where an entry needs it
+
     return [FaqEntry(reason("faq_t_dtype"), reason("faq_dtype_seen"),
-                     reason("faq_dtype_cause", stored=stored, top=f"{FP16_MAX:,}"), reason("faq_dtype_fix"))]
+                     reason("faq_dtype_cause", stored=stored, top=f"{largest_finite('fp16'):,.0f}"),
+                     reason("faq_dtype_fix"))]
 
 
 def _from_caveat(caveat: CaveatRecord, facts: dict[str, int | None]) -> FaqEntry:

@@ -34,11 +34,7 @@ class Scenario:
     name: str  # as the template names it: "Long Context", "Low Latency", "High Throughput"
     plan: DeployPlan
     why: dict[str, Reason]  # per option (--max-model-len, --max-num-seqs, --max-num-batched-tokens): its reason
-
-    @property
-    def fit(self) -> int:
-        """Sequences of full length the KV cache holds."""
-        return int(self.plan.max_concurrency)
+    # the sequences of full length its KV cache holds: upstream/kv_figures.fit, the one place every file takes it
 
 
 def scenarios(inputs: PlanInputs) -> list[Scenario]:
