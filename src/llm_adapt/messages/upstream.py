@@ -84,6 +84,32 @@ REASONS: dict[str, dict[str, str]] = {
     "faq_dtype_fix": {"en": "Serve with `--dtype bfloat16`, which keeps float32's range.",
                       "zh": "改用 `--dtype bfloat16` 部署，它保有 float32 的数值范围。"},
     "faq_t_tp": {"en": "Which tensor-parallel sizes this model takes", "zh": "该模型可用的张量并行规模"},
+    "faq_t_custom_op": {"en": "A custom operator in the model's own code ({file})", "zh": "模型自带代码中的自定义算子（{file}）"},
+    "faq_custom_op_cause": {"en": "The model's own code needs a kernel that vLLM-Ascend does not ship: {evidence}.",
+                            "zh": "模型自带代码需要 vLLM-Ascend 未提供的算子：{evidence}。"},
+    "faq_cuda_seen": {"en": "With `--trust-remote-code`, the model fails to load on the NPU: an ImportError of a "
+                            "CUDA-only package, or a CUDA kernel that cannot run.",
+                      "zh": "使用 `--trust-remote-code` 时模型在 NPU 上加载失败：导入仅支持 CUDA 的包报 ImportError，"
+                            "或 CUDA 算子无法运行。"},
+    "faq_cuda_fix": {"en": "Serve the architecture with vLLM's own implementation where it has one; otherwise port "
+                           "the kernel as an Ascend custom operator (AscendC, registered through torch_npu) or write "
+                           "it in plain torch, and check its accuracy against the float32 reference.",
+                     "zh": "若 vLLM 自带该架构的实现，请使用之；否则请将该算子移植为 Ascend 自定义算子（AscendC，经 "
+                           "torch_npu 注册），或以纯 torch 实现，并对照 float32 参考检查其精度。"},
+    "faq_fallback_seen": {"en": "The model loads and answers, but slower than expected, or with outputs that differ "
+                                "slightly from a GPU's.",
+                          "zh": "模型可以加载并作答，但比预期慢，或输出与 GPU 上略有差异。"},
+    "faq_fallback_fix": {"en": "Nothing blocks: on Ascend the code takes its fallback path. Measure its speed, and "
+                               "write an Ascend custom operator only where the fallback is too slow.",
+                         "zh": "不阻塞部署：在昇腾上代码走其回退路径。请测量其速度，仅在回退路径过慢时编写昇腾自定义算子。"},
+    "faq_triton_seen": {"en": "The model fails at its first request while a Triton kernel compiles, or answers with "
+                              "wrong figures.",
+                        "zh": "模型在首个请求编译 Triton 算子时失败，或作答数值错误。"},
+    "faq_triton_fix": {"en": "Run the kernel through triton-ascend on the device and check its output against the "
+                             "float32 reference; where it does not compile or match, replace it with plain torch or "
+                             "an Ascend custom operator.",
+                       "zh": "请在设备上经 triton-ascend 运行该算子，并对照 float32 参考检查其输出；无法编译或结果不符时，"
+                             "改用纯 torch 或昇腾自定义算子。"},
     "faq_t_kv": {"en": "KV cache capacity at max-model-len {mml}", "zh": "max-model-len {mml} 时的 KV cache 容量"},
     "faq_t_warning": {"en": "Deployment setting", "zh": "部署设置"},
     "faq_quant_seen": {"en": "The service refuses to load the checkpoint, or loads it and answers wrongly.",

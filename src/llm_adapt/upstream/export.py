@@ -256,7 +256,7 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
             "deploy": deploy, "plan": deploy.plan, "gates": deploy.gates, "where": where, "model_id": model_id,
             "model": model, "paths": paths(model), "weights_reason": weights,
             "support_reason": support_reason(deploy.support), "samples": samples(run, _dummy_run(run)),
-            "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config),
+            "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config, inspect.operator_gate),
             "scenarios": deploy.scenarios, "setting_checks": checks, "feature_table": table,
             "feature_legend": [(w, feature_table.LEGEND[w]) for w in feature_table.used_words(table)],
             "settings_command": settings_command(run, model_id, deploy), **shown_commands(run, deploy, model_id, e2e)}

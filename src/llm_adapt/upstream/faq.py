@@ -1,7 +1,9 @@
 """§10 of the tutorial: model-specific FAQ entries, each a phenomenon, a cause and a solution, as
 vLLM-Ascend's template asks. They come from the model's own caveats for the NPU (inspect/caveats.py:
-soft-capping, head_dim, MLA, quantization, ...) and the plan's warnings and numbers (the memory it assumed,
-the memory left outside vLLM's share, the KV cache at the chosen max-model-len). The cause is the caveat's
+soft-capping, head_dim, MLA, quantization, ...), the operators of its own code that need a custom op on Ascend
+(inspect/operator_gate.py: a CUDA kernel, with or without a fallback, or a Triton kernel) and the plan's warnings
+and numbers (the memory it assumed, the memory left outside vLLM's share, the KV cache at the chosen
+max-model-len). The cause is the caveat's
 own sentence or the plan's figures; the phenomenon and the solution are written per kind
 (messages/upstream.py). Pure.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llm_adapt.inspect.operator_gate import CUDA, CUDA_FALLBACK, TRITON, OperatorGate
 from llm_adapt.inspect.operators import CaveatRecord
 from llm_adapt.inspect.plan import DeployPlan, allowed_tp
 from llm_adapt.inspect.stage import ConfigSummary
@@ -37,11 +40,13 @@ class FaqEntry:
     solution: Reason
 
 
-def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
-    """The FAQ of one model's NPU deployment: its caveats, then the plan's memory and KV cache entries, then
-    any other plan warning. `config`: inspect.json's config summary (head_dim, num_kv_heads)."""
+def faq_entries(caveats: list[CaveatRecord], plan: DeployPlan, config: ConfigSummary,
+                operators: OperatorGate | None = None) -> list[FaqEntry]:
+    """The FAQ of one model's NPU deployment: its caveats and the custom ops its own code needs, then the plan's
+    memory and KV cache entries, then any other plan warning. `config`: inspect.json's config summary (head_dim,
+    num_kv_heads); `operators`: the operator gate over the model's own code (None or {}: not read)."""
     facts = {"head_dim": config.get("head_dim"), "kv_heads": config.get("num_kv_heads")}
-    entries = _tensor_parallel(config) + [_from_caveat(c, facts) for c in caveats]
+    entries = _tensor_parallel(config) + [_from_caveat(c, facts) for c in caveats] + _custom_ops(operators)
     entries += _context(plan, config) + _dtype_range(plan, config)
     entries += _memory(plan) + [_kv_capacity(plan)]
     entries += [FaqEntry(reason("faq_t_warning"), reason("faq_warning_seen"), w, reason("faq_warning_fix"))
@@ -84,6 +89,26 @@ def _dtype_range(plan: DeployPlan, config: ConfigSummary) -> list[FaqEntry]:
     return [FaqEntry(reason("faq_t_dtype"), reason("faq_dtype_seen"),
                      reason("faq_dtype_cause", stored=stored, top=f"{largest_finite('fp16'):,.0f}"),
                      reason("faq_dtype_fix"))]
+
+
+# operator kind -> (phenomenon key, solution key): what each kind of the model's own kernels does on Ascend
+CUSTOM_OP = {CUDA: ("faq_cuda_seen", "faq_cuda_fix"), CUDA_FALLBACK: ("faq_fallback_seen", "faq_fallback_fix"),
+             TRITON: ("faq_triton_seen", "faq_triton_fix")}
+
+
+def _custom_ops(gate: OperatorGate | None) -> list[FaqEntry]:
+    """One entry per file of the model's own code whose operators need a custom op on Ascend (a CUDA kernel, with
+    or without a fallback, or a Triton kernel), its evidence the lines that show it. None where the model ships
+    no code, or only plain torch."""
+    out = []
+    for found in (gate or {}).get("files", []):
+        keys = CUSTOM_OP.get(found.get("kind", ""))
+        if keys:
+            evidence = "; ".join(found.get("evidence", [])[:3])
+            out.append(FaqEntry(reason("faq_t_custom_op", file=found.get("file", "")), reason(keys[0]),
+                                reason("faq_custom_op_cause", file=found.get("file", ""), evidence=evidence),
+                                reason(keys[1])))
+    return out
 
 
 def _from_caveat(caveat: CaveatRecord, facts: dict[str, int | None]) -> FaqEntry:
