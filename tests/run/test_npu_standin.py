@@ -49,3 +49,9 @@ def test_an_npu_run_against_a_stand_in_server_reports_and_exports_as_npu(npu_hos
     tutorial = next(p for p in files if "tutorials" in p.parts and not p.stem.endswith(("-adaptation-report", "-runbook")))
     body = tutorial.read_text()
     assert f"vllm serve {HUB_ID}" in body
+    # the adaptation report's layer-by-layer matrix: the skill's template and a row per decoder layer
+    from llm_adapt.upstream.template_rules import layer_matrix_rule
+
+    report = next(p for p in files if p.name.endswith("-adaptation-report.md"))
+    layers = json.loads((out / "inspect.json").read_text())["config"]["num_layers"]
+    assert layer_matrix_rule(report.read_text(), layers) == []

@@ -7,6 +7,7 @@ import yaml
 
 from llm_adapt.cli import main
 from llm_adapt.upstream import formats
+from llm_adapt.upstream.template_rules import layer_matrix_rule
 
 from .test_export import npu_run
 
@@ -47,3 +48,7 @@ def test_an_aisbench_eval_exports_the_nightly_form_and_no_e2e_config(tmp_path, t
     (case,) = yaml.safe_load(text)["test_cases"]
     assert case["benchmarks"]["acc"]["baseline"] == 41.67 and "$SERVER_PORT" in case["server_cmd"]
     assert not (dest / "tests/e2e/models/configs/tiny-llama.yaml").exists()
+    # the same export's adaptation report holds the skill's layer-by-layer matrix, a row per decoder layer
+    (report,) = dest.rglob("*-adaptation-report.md")
+    layers = json.loads((tiny_llama / "config.json").read_text())["num_hidden_layers"]
+    assert layer_matrix_rule(report.read_text(), layers) == []

@@ -214,9 +214,12 @@ def head_signature(layers: list[dict], located: dict | None, exact: bool, logits
     return final["rel_l2"] if exact and final["rel_l2"] <= HEAD_EXACT_REL else None
 
 
+HEAD_REASON = "likely cause, the output head"  # how a verdict's reasons name the head (head_reason's start)
+
+
 def head_reason(final_error: float) -> str:
     """One line for a verdict's reasons. Pure."""
-    return (f"likely cause, the output head: every layer and the final norm are in line (the final norm's error "
+    return (f"{HEAD_REASON}: every layer and the final norm are in line (the final norm's error "
             f"{final_error:.2g}) while the logits are not; look at the lm_head (or the embeddings it is tied to) and "
             f"any logit scale or soft-capping the config declares")
 

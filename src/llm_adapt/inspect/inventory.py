@@ -11,7 +11,7 @@ from typing import Any
 
 from llm_adapt.messages import reason
 from llm_adapt.models.config_json import ConfigJson
-from llm_adapt.models.spec import ModelSpec
+from llm_adapt.models.spec import ModelSpec, moe_layer_indexes
 
 FROM_MODEL = "model code"
 FROM_CONFIG = "config only"
@@ -61,6 +61,7 @@ class ModelFacts:
     trace_note: str = ""  # the notes and the evidence are Reasons where they have words in other languages
     architecture: str = ""  # config.json's architectures[0], the class vLLM serves it with
     scalings: dict[str, float] = field(default_factory=dict)  # config_scalings: what the config multiplies by
+    moe_layer_indexes: tuple[int, ...] = ()  # the decoder layers whose MLP is a mixture of experts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,6 +111,7 @@ def facts_from_spec(spec: ModelSpec, why: str) -> ModelFacts:
         experts=spec.num_experts, experts_per_token=spec.experts_per_token,
         shared_experts=f"intermediate {shared}" + (", sigmoid-gated" if spec.shared_expert_gate else "") if shared else None,
         router="linear top-k" if spec.num_experts else None, moe_layers=spec.moe_layers,
+        moe_layer_indexes=moe_layer_indexes(spec.raw, spec.num_layers) if spec.moe_layers else (),
         embed_scale=spec.embed_scale, tied=spec.tie_word_embeddings, quantization=quantization_method(spec.raw),
         kv_lora_rank=spec.mla.kv_lora_rank if spec.mla else None, scalings=config_scalings(spec.raw),
         evidence={"all": reason("inv_ev_config", family=spec.model_type or "unknown")},

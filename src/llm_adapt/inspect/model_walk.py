@@ -289,7 +289,8 @@ def _layer_types(layers, cfg, spec: ModelSpec) -> tuple[tuple[str, ...], int | N
 def _moe_facts(layers, cfg) -> dict[str, Any]:
     blocks = [(i, b) for i, layer in enumerate(layers) for _, b in layer.named_modules() if hasattr(b, "experts")
               and not isinstance(b.experts, (int, float))]
-    none = {"experts": None, "experts_per_token": None, "shared_experts": None, "router": None, "moe_layers": 0}
+    none = {"experts": None, "experts_per_token": None, "shared_experts": None, "router": None, "moe_layers": 0,
+            "moe_layer_indexes": ()}
     if not blocks:
         return {"facts": none, "evidence": reason("inv_ev_no_moe")}
     _, block = blocks[0]
@@ -303,7 +304,8 @@ def _moe_facts(layers, cfg) -> dict[str, Any]:
         shared_text = (f"intermediate {width}" if width else type(shared).__name__) + (
             ", sigmoid-gated" if hasattr(block, "shared_expert_gate") else "")
     facts = {"experts": experts, "experts_per_token": int(top_k) if top_k else None, "shared_experts": shared_text,
-             "router": type(gate).__name__ if gate is not None else "unknown", "moe_layers": len({i for i, _ in blocks})}
+             "router": type(gate).__name__ if gate is not None else "unknown", "moe_layers": len({i for i, _ in blocks}),
+             "moe_layer_indexes": tuple(sorted({i for i, _ in blocks}))}
     return {"facts": facts, "evidence": reason("inv_ev_moe", cls=type(block).__name__, moe_layers=facts["moe_layers"],
                                                layers=len(layers))}
 

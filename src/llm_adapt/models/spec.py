@@ -216,15 +216,20 @@ def _mla(cfg: ConfigJson) -> MlaSpec | None:
                    v_head_dim=_int(cfg, "v_head_dim"))
 
 
-def _moe_layer_count(cfg: ConfigJson, layers: int) -> int:
-    """DeepSeek: dense below first_k_dense_replace, then every moe_layer_freq-th; Qwen2-MoE: decoder_sparse_step
-    and mlp_only_layers; Mixtral: every layer."""
+def moe_layer_indexes(cfg: ConfigJson, layers: int) -> tuple[int, ...]:
+    """The decoder layers whose MLP is a mixture of experts, by the config's rules: DeepSeek, dense below
+    first_k_dense_replace, then every moe_layer_freq-th; Qwen2-MoE, decoder_sparse_step and mlp_only_layers;
+    Mixtral, every layer. Pure."""
     first_dense = _int(cfg, "first_k_dense_replace", default=0)
     step = _int(cfg, "moe_layer_freq", "decoder_sparse_step", default=1) or 1
     dense_only = set(cfg.get("mlp_only_layers") or [])
     if "first_k_dense_replace" in cfg:
-        return sum(1 for i in range(layers) if i >= first_dense and i % step == 0)
-    return sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+        return tuple(i for i in range(layers) if i >= first_dense and i % step == 0)
+    return tuple(i for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+
+
+def _moe_layer_count(cfg: ConfigJson, layers: int) -> int:
+    return len(moe_layer_indexes(cfg, layers))
 
 
 def _shared_width(cfg: ConfigJson) -> int:

@@ -35,7 +35,7 @@ from llm_adapt.report.data import RunData, load_run
 from llm_adapt.results import write_text_atomic
 from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
-from llm_adapt.upstream import feature_table, formats, kv_figures, nav, origin
+from llm_adapt.upstream import feature_table, formats, kv_figures, layer_matrix, nav, origin
 from llm_adapt.upstream.deployment import Deployment, ModeCommand, from_npu_run, planned_for_npu
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ class ExportContext(ShownCommands):
     support_reason: Reason
     samples: list[Sample]
     faq: list[FaqEntry]
+    layer_matrix: layer_matrix.LayerMatrix
     scenarios: list[Scenario]
     setting_checks: dict[str, SettingCheck]
     settings_command: str
@@ -257,6 +258,8 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
             "model": model, "paths": paths(model), "weights_reason": weights,
             "support_reason": support_reason(deploy.support), "samples": samples(run, _dummy_run(run)),
             "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config, inspect.operator_gate),
+            "layer_matrix": layer_matrix.matrix(inspect, run.layers, run.accuracy, main_target(run.accuracy),
+                                                deploy.caveats, served=started and not deploy.planned),
             "scenarios": deploy.scenarios, "setting_checks": checks, "feature_table": table,
             "feature_legend": [(w, feature_table.LEGEND[w]) for w in feature_table.used_words(table)],
             "settings_command": settings_command(run, model_id, deploy), **shown_commands(run, deploy, model_id, e2e)}
@@ -349,7 +352,7 @@ def environment() -> jinja2.Environment:
                              keep_trailing_newline=True)
     # in a language: a message (in_lang), a list of them (in_lang_all), a stage's reason (stage_reason), a
     # verdict's reasons (reasons_in)
-    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, in_lang=message, in_lang_all=messages,
+    env.filters.update(cell=cell, num=num, pct=pct, gib=gib, in_lang=message, in_lang_all=messages, words=layer_matrix.words,
                        stage_reason=lambda body, lang: message(body.get("reason") or "", lang),
                        reasons_in=verdict_reasons, probe_in=probe_words)
     return env

@@ -332,6 +332,42 @@ RULES: dict[str, Callable[[str, list[Token]], list[str]]] = {
     "versions": versions_rule, "tabs": tabs_rule, "tool words": tool_words_rule, "rendering": rendering_rule}
 
 
+# The adaptation report's rule, from vLLM-Ascend's model-adapter skill (PR #9065's rework,
+# references/model-layer-baseline.md): a "Layer-by-Layer Compatibility Matrix" in its dense or MoE template, the
+# template's five columns and its rows in order; and, as this run measures every layer, one row per decoder layer.
+MATRIX_HEADING = "Layer-by-Layer Compatibility Matrix"
+
+
+def layer_matrix_rule(text: str, decoder_layers: int) -> list[str]:
+    """The adaptation report's matrix: the heading, the skill's columns and the dense or MoE template's rows in
+    their order, then one row per decoder layer (0 .. decoder_layers - 1). [] when it follows them."""
+    from llm_adapt.upstream.layer_matrix import COLUMNS, DENSE, MOE
+
+    tokens = parse(text)
+    found = [h for h in headings(tokens) if h.text == MATRIX_HEADING]
+    if not found:
+        return [f"layer matrix: no '## {MATRIX_HEADING}' section"]
+    start = next(i for i, t in enumerate(tokens) if t.map and t.map[0] + 1 == found[0].line)
+    end = next((i for i, t in enumerate(tokens) if i > start + 2 and t.type == "heading_open" and t.tag == "h2"),
+               len(tokens))
+    found_tables = tables(tokens[start:end])
+    if len(found_tables) < 2:
+        return ["layer matrix: needs the template's table and a table of the decoder layers"]
+    components, layers = found_tables[0], found_tables[1]
+    problems = []
+    if tuple(components[0]) != COLUMNS:
+        problems.append(f"layer matrix: columns {components[0]}, not the skill's {list(COLUMNS)}")
+    names = tuple(r[0] for r in components[1:])
+    if names not in (DENSE, MOE):
+        problems.append(f"layer matrix: rows {list(names)} follow neither the dense nor the MoE template")
+    if any(not cell for r in components[1:] for cell in r):
+        problems.append("layer matrix: every cell of the template's table is filled")
+    indexes = [r[0] for r in layers[1:]]
+    if indexes != [str(i) for i in range(decoder_layers)]:
+        problems.append(f"layer matrix: {len(indexes)} decoder-layer rows, not one for each of {decoder_layers}")
+    return problems
+
+
 def check(text: str) -> list[str]:
     """Every miss of the template's rules in a tutorial, one line each; [] when it follows them all."""
     tokens = parse(text)
