@@ -11,6 +11,7 @@ EPILOG_EXPORT = """examples:
   llm-adapt export runs/Llama-3.2-3B-Instruct-npu-20261201-120000 --to vllm-ascend --out upstream/
   llm-adapt export runs/x --to vllm-ascend --out upstream/ --lang en     # the report and runbook in English too
   llm-adapt export runs/x-cpu-... --to vllm-ascend --out upstream/ --plan-for npu --model-id meta-llama/Llama-3.2-3B-Instruct
+  llm-adapt export runs/x --to vllm-ascend --out upstream/ --baseline-file published.yaml   # the published score beside it
 """
 
 
@@ -33,6 +34,10 @@ def add_export_parser(sub) -> None:
                         "labelled planned, not run on an NPU (the run's figures keep the platform they were measured on)")
     p.add_argument("--model-id", metavar="ORG/NAME",
                    help="the model's hub id, for a run of a local model directory or file (upstream files name hub ids)")
+    p.add_argument("--baseline-file", type=Path, metavar="FILE",
+                   help="the published accuracy of the same model and size (gsm8k preferred; another dataset is named "
+                        "as the fallback): a JSON or YAML file with model, dataset, metric, score (points, 0-100) and "
+                        "source; the report and the e2e config say where it came from")
     p.set_defaults(handler=cmd_export)
 
 
@@ -43,7 +48,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from llm_adapt.upstream.export import export
 
     ensure_writable(args.out)
-    done = export(args.run_dir, args.to, args.out, report_lang=args.lang, plan_for=args.plan_for, model_id=args.model_id)
+    done = export(args.run_dir, args.to, args.out, report_lang=args.lang, plan_for=args.plan_for, model_id=args.model_id,
+                  baseline_file=args.baseline_file)
     for path in done.written:
         print(path)
     for note in done.notes:

@@ -36,6 +36,7 @@ from llm_adapt.results import write_text_atomic
 from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream import feature_table, formats, kv_figures, layer_matrix, nav, origin
+from llm_adapt.upstream.baseline import BesideMeasured, PublishedBaseline, beside_measured, read_baseline
 from llm_adapt.upstream.deployment import Deployment, ModeCommand, from_npu_run, planned_for_npu
 
 if TYPE_CHECKING:
@@ -134,6 +135,8 @@ class ExportContext(ShownCommands):
     samples: list[Sample]
     faq: list[FaqEntry]
     layer_matrix: layer_matrix.LayerMatrix
+    baseline: PublishedBaseline | None  # export --baseline-file: the published score of the same model and size
+    baseline_beside: BesideMeasured | None
     scenarios: list[Scenario]
     setting_checks: dict[str, SettingCheck]
     settings_command: str
@@ -226,7 +229,8 @@ def e2e_files(run: RunData, deploy: Deployment, model_id: str, where: dict[str, 
     return {"config": config, "rows": rows, "left": left, "fields": fields}
 
 
-def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
+def context(run: RunData, deploy: Deployment, model_id: str,
+            published: PublishedBaseline | None = None) -> ExportContext:
     """Everything the templates show: the run's measurements (each with where it was measured), what weights
     they were measured on, and the NPU deployment (its own, or the plan) with its commands as data."""
     inspect, serve, status = run.inspect, run.serve, run.stages
@@ -258,6 +262,8 @@ def context(run: RunData, deploy: Deployment, model_id: str) -> ExportContext:
             "model": model, "paths": paths(model), "weights_reason": weights,
             "support_reason": support_reason(deploy.support), "samples": samples(run, _dummy_run(run)),
             "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config, inspect.operator_gate),
+            "baseline": published,
+            "baseline_beside": beside_measured(published, list(run.eval.scores)) if published and run.eval else None,
             "layer_matrix": layer_matrix.matrix(inspect, run.layers, run.accuracy, main_target(run.accuracy),
                                                 deploy.caveats, served=started and not deploy.planned),
             "scenarios": deploy.scenarios, "setting_checks": checks, "feature_table": table,
@@ -385,11 +391,14 @@ def template_functions(ctx: ExportContext, lang: str) -> TemplateFunctions:
             "kv_holds": lambda shown: kv_figures.kv_holds(shown, kv_plans, lang)}
 
 
-def render_config(e2e: E2EFiles, where: dict[str, str], deploy: Deployment, weights: Any = None) -> str:
+def render_config(e2e: E2EFiles, where: dict[str, str], deploy: Deployment, weights: Any = None,
+                  published: PublishedBaseline | None = None) -> str:
     import yaml
 
     head = [f"# Written by llm-adapt from one run: the metric values are the served model's scores measured on "
             f"{where['en']}."]
+    head += [f"# Published baseline: {published.words()}." if published else
+             "# Published baseline: not given (export --baseline-file names the published score of this model)."]
     if weights:
         head.append(f"# Weights: {weights}.")
     if deploy.planned:
@@ -467,7 +476,8 @@ def render_all(ctx: ExportContext, report_lang: str) -> dict[str, str]:
              "runbook": env.get_template(f"runbook.{report_lang}.md.j2").render(**ctx, **template_functions(ctx, report_lang)),
              "nav": nav.nav_patch(Path(ctx["paths"]["tutorial"]).name)}
     if ctx["e2e"]["config"]:
-        files["config"] = render_config(ctx["e2e"], ctx["where"], ctx["deploy"], ctx["weights_reason"])
+        files["config"] = render_config(ctx["e2e"], ctx["where"], ctx["deploy"], ctx["weights_reason"],
+                                        ctx["baseline"])
         files["accuracy"] = accuracy_report(ctx["e2e"]["fields"], ctx["where"], ctx["deploy"], ctx["weights_reason"])
     if ctx["ev"] and ctx["ev"].aisbench and not ctx["deploy"].planned:  # a baseline measured on an NPU only
         files["nightly"] = render_nightly(ctx)
@@ -490,6 +500,8 @@ def render_nightly(ctx: ExportContext) -> str:
             f"{ctx['where']['en']} over {items} items of {ais['data'] if ais['data'] != 'given' else 'a local copy of the dataset'}"
             f" (greedy: {ais['generation_kwargs']}).",
             f"# threshold {ais['threshold']:g} points: tools/aisbench.py passes baseline - threshold <= acc <= baseline + threshold."]
+    if ctx["baseline"]:
+        head.append(f"# Published baseline, beside it: {ctx['baseline'].words()}.")
     if deploy.planned:
         head.append(f"# The NPU deployment is {deploy.label}: upstream's nightly has not run this case on an NPU.")
     if ctx.get("weights_reason"):
@@ -521,7 +533,7 @@ def refuse_interrupted(run) -> None:
 
 
 def export(run_dir: Path, to: str, out: Path, report_lang: str = "zh", *, plan_for: str | None = None,
-           model_id: str | None = None) -> Exported:
+           model_id: str | None = None, baseline_file: Path | None = None) -> Exported:
     """Write the files under `out` at their upstream paths. The tutorial is in English, as upstream keeps
     its tutorials; the report and runbook in `report_lang`. Refuses (exit 2, one line) a run not on an
     NPU without `plan_for`, and a model without a hub id without `model_id`."""
@@ -536,8 +548,9 @@ def export(run_dir: Path, to: str, out: Path, report_lang: str = "zh", *, plan_f
                          "(this version writes both) and export its directory")
     refuse_without_npu(run, plan_for)
     hub = origin.hub_id(run.inspect.model, model_id)
+    published = read_baseline(baseline_file, hub) if baseline_file else None
     deploy = deployment_for(run, hub)
-    ctx = context(run, deploy, hub)
+    ctx = context(run, deploy, hub, published)
     files = render_all(ctx, report_lang)
     known = origin.known_local_paths(Path(run_dir), run)
     for kind, text in files.items():
