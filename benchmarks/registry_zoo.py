@@ -60,7 +60,8 @@ def table(rows: list, served: dict[str, dict]) -> str:
 
 
 def main() -> int:
-    from llm_adapt.models.registry_zoo import installed_families, judge_in_process
+    from llm_adapt.accuracy.registry_judge import judge_in_process
+    from llm_adapt.models.registry_zoo import installed_families
     from llm_adapt.models.source import resolve_model
     from tests.conftest import write_two_prompts
 

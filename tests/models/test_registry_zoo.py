@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from llm_adapt.models.registry_zoo import (FAULT_LAYER, SMALL, Family, InProcessRow, depth_for, installed_families,
-                                           judge_in_process, shared_families, small_values)
+from llm_adapt.accuracy.registry_judge import FAULT_LAYER, InProcessRow, judge_in_process
+from llm_adapt.models.registry_zoo import SMALL, Family, depth_for, installed_families, shared_families, small_values
 from tests.conftest import scratch, write_two_prompts
 
 # Families of the installed registries (79) not judged today, each with its reason in its row (docs/models.md
