@@ -13,7 +13,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
-from llm_adapt.report.data import MODELS, RunData
+from llm_adapt.judged.data import MODELS, RunData
 from llm_adapt.results import StageResult
 
 
@@ -24,7 +24,7 @@ def record(model: type[StageResult], /, **fields: Any) -> StageResult:
 
 def run_data(dir: Path | None = None, unreadable: dict[str, str] | None = None, bench: dict[str, Any] | None = None,
              **parts: dict[str, Any] | None) -> RunData:
-    """A RunData of results by name (report.data.MODELS), each given as the fields a test names (None: absent)."""
+    """A RunData of results by name (judged.data.MODELS), each given as the fields a test names (None: absent)."""
     from llm_adapt.bench.modes import BenchResult
 
     return RunData(dir=dir, parts={name: _as(MODELS[name], value) for name, value in parts.items() if value is not None},

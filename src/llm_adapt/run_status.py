@@ -59,7 +59,7 @@ class RunWorkload(TypedDict, total=False):
 
 @with_config(ConfigDict(extra="allow"))
 class RunVerdict(TypedDict):
-    """The run's one verdict (report.findings.overall_verdict; interrupted_verdict for a run a signal stopped)."""
+    """The run's one verdict (judged.verdict.overall_verdict; interrupted_verdict for a run a signal stopped)."""
 
     status: Status
     reasons: list[Said]

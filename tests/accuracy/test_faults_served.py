@@ -134,7 +134,7 @@ def test_served_fault_is_caught(name, default_model, measured, tmp_path):
     result, probes, code = judge_served(build(default_model.path, tmp_path / name), measured, tmp_path,
                                         chat_probe=name == "qk-permutation")
     if probes is not None:  # the server starts and answers 200, with wrong output: false-ready
-        from llm_adapt.report.findings import false_ready
+        from llm_adapt.judged.verdict import false_ready
 
         verdict = false_ready(probes, result)
         assert verdict["answered"] and verdict["false_ready"], verdict

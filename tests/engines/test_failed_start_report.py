@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from llm_adapt.report.findings import notes, overall_verdict
+from llm_adapt.judged.verdict import overall_verdict
+from llm_adapt.report.findings import notes
 from tests.records import run_data
 
 CAUSE = ("vllm exited with code 1 during start-up: ValueError: To serve at least one request with the model's max "

@@ -142,7 +142,7 @@ def test_render_fills_the_data_dir(tmp_path):
 
 def test_eval_reasons_keep_their_english_and_render_in_chinese():
     from llm_adapt.messages import loaded, message, stored
-    from llm_adapt.report.findings import _task_detail
+    from llm_adapt.judged.verdict import _task_detail
 
     gold = {"acc": {i: True for i in range(40)}}
     served = {"acc": {i: i >= 15 for i in range(40)}}  # 15 items lost: a significant drop

@@ -5,8 +5,8 @@ import re
 from pathlib import Path
 
 from llm_adapt.commands.run_cmds import run_exit_code
-from llm_adapt.report.data import load_run
-from llm_adapt.report.findings import main_target, overall_verdict
+from llm_adapt.judged.data import load_run
+from llm_adapt.judged.verdict import main_target, overall_verdict
 
 VERDICT_LINE = re.compile(r"^\*\*Verdict: (PASS|WARN|FAIL|interrupted: not judged)\*\*", re.M)
 BANNER = re.compile(r'class="banner (pass|warn|fail|interrupted)"')

@@ -112,7 +112,7 @@ def test_diff_of_two_run_directories_writes_json_markdown_and_html(tmp_path):
 
 
 def test_a_result_of_another_schema_version_is_named_not_misread(tmp_path):
-    from llm_adapt.report.data import load_run
+    from llm_adapt.judged.data import load_run
 
     run = _run_dir(tmp_path / "a", 300.0, 100.0)
     (run / "probes.json").write_text(json.dumps({"schema_version": 0, "rows": []}))

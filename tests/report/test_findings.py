@@ -6,7 +6,8 @@ import pytest
 
 from llm_adapt.run_status import RunStatus
 from tests.records import record, run_data
-from llm_adapt.report.findings import findings, notes, overall_verdict, recommendation
+from llm_adapt.judged.verdict import overall_verdict
+from llm_adapt.report.findings import findings, notes, recommendation
 from llm_adapt.report.first_screen import deciding_checks, first_screen, key_figures
 from llm_adapt.report.page import collapse_long_tables, header_html, section_ids
 
@@ -171,7 +172,7 @@ def test_metrics_that_were_not_measured_do_not_break_the_report():
 def test_a_server_that_answers_wrongly_is_false_ready():
     from llm_adapt.accuracy.result import EndpointAccuracyResult
     from llm_adapt.probes.run import ProbesResult
-    from llm_adapt.report.findings import false_ready, overall_verdict
+    from llm_adapt.judged.verdict import false_ready, overall_verdict
 
     probes = {"rows": [{"name": "chat completion", "status": "supported", "evidence": "answer: 'gibberish'"},
                        {"name": "streaming", "status": "supported", "evidence": ""}]}
@@ -208,7 +209,7 @@ def test_the_stages_an_engine_that_did_not_start_blocked_are_known_by_their_reas
 def test_an_interrupted_run_is_not_judged_whatever_finished():
     """status.json's stopped_by (or, written before it existed, a stage marked interrupted) makes the verdict
     INTERRUPTED, shown "interrupted: not judged", even beside a failed or a passed endpoint."""
-    from llm_adapt.report.findings import interrupted_by
+    from llm_adapt.judged.verdict import interrupted_by
     from llm_adapt.report.first_screen import verdict_shown
 
     for stopped_by, shown in (("SIGINT", "Ctrl-C"), ("SIGTERM", "SIGTERM")):
@@ -232,7 +233,7 @@ def test_a_clean_setting_beside_an_out_of_line_baseline_is_said_in_the_verdict()
     """The run's own setting FAILs and graph mode is clean: the run stays FAIL, and its reasons say which
     setting was clean and where the fault lies; with every setting out of line the sentence is said too."""
     from llm_adapt.accuracy.setting_cause import SettingsResult, setting_cause
-    from llm_adapt.report.findings import settings_parts
+    from llm_adapt.judged.verdict import settings_parts
 
     def settings(*statuses):
         rows = [{"label": label, "features": features, "status": status}

@@ -184,7 +184,7 @@ def test_the_runs_own_interrupted_verdict_is_the_reports_without_importing_it():
     """A signal inside a module's first import can leave it half made (numpy then refuses a second import: a run
     stopped so exited 1 with a traceback when it imported the report for its verdict); the run's verdict needs
     only the signal, and the report gives the same one."""
-    from llm_adapt.report.findings import overall_verdict
+    from llm_adapt.judged.verdict import overall_verdict
     from llm_adapt.run_status import interrupted_verdict, signal_words
     from tests.records import run_data
 

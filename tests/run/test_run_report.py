@@ -192,8 +192,8 @@ def test_html_in_a_real_browser(quick_run, tmp_path):
         index = page.locator("nav.index li").count()
         page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
         browser.close()
-    from llm_adapt.report.data import load_run
-    from llm_adapt.report.findings import overall_verdict
+    from llm_adapt.judged.data import load_run
+    from llm_adapt.judged.verdict import overall_verdict
 
     assert banner.strip() == overall_verdict(load_run(out))["status"]  # the verdict is what the reader sees first
     headings = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("## ")]

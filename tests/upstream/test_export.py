@@ -20,7 +20,7 @@ from llm_adapt.inspect.plan import PlanOptions
 from llm_adapt.inspect.stage import run_inspect
 from llm_adapt.models.source import resolve_model
 from llm_adapt.probes.run import ProbesResult
-from llm_adapt.report.data import load_run
+from llm_adapt.judged.data import load_run
 from llm_adapt.run_status import RunStatus
 from llm_adapt.upstream import origin
 from llm_adapt.upstream.adaptation import build

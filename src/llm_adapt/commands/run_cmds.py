@@ -140,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llm_adapt.models.source import resolve_model
     from llm_adapt.platforms import detect_platform
     from llm_adapt.progress import progress_bar
+    from llm_adapt.report.render import render_report
     from llm_adapt.run.config import QUICK, RunConfig, RunSizes
     from llm_adapt.run.pipeline import run_pipeline
     from llm_adapt.run.table import ENGINE_STAGE
@@ -198,7 +199,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     graph=args.graph, settings=settings, startup_timeout_s=args.startup_timeout, sizes=sizes, lang=args.lang,
                     skip=frozenset(args.skip), resume=args.resume, dummy=dummy, offline=args.offline,
                     tasks=tuple(args.tasks), eval_limit=args.eval_limit, gsm8k_data=args.gsm8k_data,
-                    layers=layers_mode(args), dummy_first=two_stage, log=lambda m: print(m, file=sys.stderr))
+                    layers=layers_mode(args), dummy_first=two_stage, log=lambda m: print(m, file=sys.stderr),
+                    render_report=render_report)
     state = planned_run(cfg, source)  # what the plan knows is refused here, before the run directory exists
     out = open_run_dir(args.out, source.name, args.platform or detect_platform())
     print(f"run directory: {out}", file=sys.stderr)

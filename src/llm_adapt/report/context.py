@@ -12,6 +12,8 @@ from llm_adapt.accuracy.result import AccuracyResult, Check, LayerRow, LocatedFa
 from llm_adapt.accuracy.verdict import allowance, target_basis
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.engines.troubleshoot import Diagnosis
+from llm_adapt.judged.data import RunData
+from llm_adapt.judged.verdict import main_target, overall_verdict, quant_targets
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
 from llm_adapt.messages import (
     FLOOR_LABEL,
@@ -23,15 +25,11 @@ from llm_adapt.messages import (
     rendered_check,
     verdict_reasons,
 )
-from llm_adapt.report.data import RunData
 from llm_adapt.report.findings import (
     Recommendation,
     findings,
-    main_target,
     notes,
-    overall_verdict,
     part_name,
-    quant_targets,
     recommendation,
     stage_status,
     troubleshooting,

@@ -18,8 +18,8 @@ from llm_adapt.accuracy.result import EndpointAccuracyResult, RunnerReport, Verd
 from llm_adapt.accuracy.setting_cause import SettingCause
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.bench.stats import Figure  # NaN (a figure that is not finite) reads back as None
-from llm_adapt.report.data import RunData, load_run
-from llm_adapt.report.findings import main_target
+from llm_adapt.judged.data import RunData, load_run
+from llm_adapt.judged.verdict import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt.status import Status, worst
 from llm_adapt.status import worse as status_worse
@@ -221,7 +221,7 @@ def diff_verdict(metrics: list[MetricChange], features: list[FeatureChange], ver
 
 
 def diff_runs(dir_a: Path, dir_b: Path) -> DiffResult:
-    from llm_adapt.report.findings import overall_verdict
+    from llm_adapt.judged.verdict import overall_verdict
 
     run_a, run_b = load_run(dir_a), load_run(dir_b)
     ma, mb = metrics_of(run_a), metrics_of(run_b)
@@ -257,7 +257,7 @@ def settings_moved(run_a: RunData, run_b: RunData) -> SettingsMoved | None:
 
 
 def diff_markdown(result: DiffResult) -> str:
-    from llm_adapt.report.render import cell, num
+    from llm_adapt.cells import cell, num
 
     lines = ["# llm-adapt diff", "", f"A: `{result.run_a}`  ", f"B: `{result.run_b}`", "",
              f"**Regression verdict: {result.verdict['status']}**"

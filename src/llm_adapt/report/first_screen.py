@@ -14,12 +14,12 @@ from llm_adapt.accuracy.result import Check as JudgedCheck
 from llm_adapt.accuracy.result import LogitStats, Verdict
 from llm_adapt.bench.modes import BenchResult, BenchRun
 from llm_adapt.environment import EnvironmentResult
+from llm_adapt.judged.data import RunData
+from llm_adapt.judged.verdict import main_target, other_served_model, overall_verdict, quant_targets
 from llm_adapt.messages import FIRST_SCREEN as WORDS
 from llm_adapt.messages import FIRST_SCREEN_MODES as MODES
 from llm_adapt.messages import LIST_SEP, message, probe_words, rendered_check, verdict_shown
 from llm_adapt.probes.context import CORE_BASE, core_broken, core_features
-from llm_adapt.report.data import RunData
-from llm_adapt.report.findings import main_target, other_served_model, overall_verdict, quant_targets
 from llm_adapt.status import Status, listing_rank
 
 MAX_CHECKS = 8

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from llm_adapt import rundir
 from llm_adapt.accuracy.result import AccuracyResult  # noqa: E402
-from llm_adapt.report.data import RunData  # noqa: E402
+from llm_adapt.judged.data import RunData  # noqa: E402
 
 
 def error_growth(acc: AccuracyResult | None, out: Path) -> Path | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -13,10 +12,11 @@ from typing import Callable
 import jinja2
 
 from llm_adapt import rundir
+from llm_adapt.cells import cell, gib, num, pct
 from llm_adapt.errors import UsageError
+from llm_adapt.judged.data import load_run
 from llm_adapt.messages import message, messages
 from llm_adapt.report.context import report_context
-from llm_adapt.report.data import load_run
 from llm_adapt.report.first_screen import FirstScreen
 from llm_adapt.report.page import collapse_long_tables, header_html, nav_html, section_ids
 from llm_adapt.report.plots import draw_all
@@ -25,36 +25,9 @@ from llm_adapt.results import write_text_atomic
 LANGS = ("en", "zh")
 
 
-def cell(value) -> str:
-    """Text safe inside a Markdown table cell and, once converted, inside HTML: model output stays inert."""
-    text = str(value if value is not None else "-").replace("&", "&amp;").replace("<", "&lt;")
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
-
-
 def quoted(text: str, lang: str) -> str:
     """Words of a model or a server, marked as a quotation where the report's own words are not English. Pure."""
     return text if lang == "en" or text in ("", "-") else f"「{text}」"
-
-
-def num(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float) and math.isinf(value):
-        return "inf"
-    if isinstance(value, (int,)) and not isinstance(value, bool):
-        return f"{value:,}"
-    value = float(value)
-    if value != 0 and (abs(value) < 10 ** -digits or abs(value) >= 1e6):
-        return f"{value:.{digits}e}"
-    return f"{value:.{digits}f}"
-
-
-def pct(value, digits: int = 2) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value * 100:.{digits}f}%"
-
-
-def gib(value) -> str:
-    return "-" if value is None else f"{value / 1024**3:.2f} GiB"
 
 
 def environment(lang: str) -> jinja2.Environment:

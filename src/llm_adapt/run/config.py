@@ -67,3 +67,6 @@ class RunConfig:
     # where progress and one-line messages go (I/O hooks, not settings)
     progress: Callable[[str, int, int], None] = lambda what, done, total: None
     log: Callable[[str], None] = print
+    # the report stage's renderer (report/render.render_report, given by the command that starts the run, so the
+    # run never imports the report); None: the report is drawn by `llm-adapt report` in a child process
+    render_report: Callable[[Path, str], list[Path]] | None = None

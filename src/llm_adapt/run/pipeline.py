@@ -67,8 +67,8 @@ def _dummy_stage(cfg: RunConfig, state: RunState | None) -> RunStatus:
 
 def run_verdict(out) -> RunVerdict:
     """The run's verdict from its JSON files, exactly as the report and the page show it."""
-    from llm_adapt.report.data import load_run
-    from llm_adapt.report.findings import overall_verdict
+    from llm_adapt.judged.data import load_run
+    from llm_adapt.judged.verdict import overall_verdict
 
     verdict = overall_verdict(load_run(out))
     return {"status": verdict["status"], "reasons": [str(r) for r in verdict["reasons"]]}

@@ -327,9 +327,10 @@ def adaptation(cfg: RunConfig, state: RunState) -> None:
 
 
 def report(cfg: RunConfig, state: RunState) -> None:
-    from llm_adapt.report.render import render_report
-
-    for path in render_report(cfg.out, cfg.lang):
+    if cfg.render_report is None:
+        report_in_a_fresh_process(cfg, state)
+        return
+    for path in cfg.render_report(cfg.out, cfg.lang):
         cfg.log(f"report: {path}")
 
 

@@ -17,8 +17,8 @@ from llm_adapt.inspect.gates import (  # declared beside the gates, where the re
     StageFacts,
 )
 from llm_adapt.inspect.stage import InspectResult
+from llm_adapt.judged.data import RunData
 from llm_adapt.probes.run import JUDGE_CONTENT
-from llm_adapt.report.data import RunData
 from llm_adapt.run_status import StageStatus
 
 
@@ -79,10 +79,10 @@ def build(run_dir: Path, model_dir: Path | None) -> AdaptationResult:
     gates come from inspect/gates.py, the owner `inspect` shares, with what this run served."""
     from llm_adapt.inspect.gates import planning_gates
     from llm_adapt.inspect.operator_gate import gate_of_model
+    from llm_adapt.judged.data import load_run
+    from llm_adapt.judged.verdict import false_ready
     from llm_adapt.models.spec import load_config
     from llm_adapt.models.weights import tensor_shapes
-    from llm_adapt.report.data import load_run
-    from llm_adapt.report.findings import false_ready
     from llm_adapt.upstream.setting_checks import setting_checks, with_checks
 
     run = load_run(run_dir)

@@ -21,8 +21,8 @@ from llm_adapt.inspect.operators import CaveatRecord
 from llm_adapt.inspect.plan import DeployPlan
 from llm_adapt.inspect.stage import PlatformReport
 from llm_adapt.inspect.support import SupportAnswer
+from llm_adapt.judged.data import RunData
 from llm_adapt.models.source import ModelRef
-from llm_adapt.report.data import RunData
 from llm_adapt.upstream import commands as cmd
 from llm_adapt.upstream.origin import npu_series as series_of
 

@@ -31,7 +31,7 @@ import jinja2
 from llm_adapt.engines.session import ServeResult
 from llm_adapt.errors import AdaptError, UsageError
 from llm_adapt.inspect.plan import DeployPlan
-from llm_adapt.report.data import RunData, load_run
+from llm_adapt.judged.data import RunData, load_run
 from llm_adapt.results import write_text_atomic
 from llm_adapt.run_status import StageStatus
 from llm_adapt.upstream import commands as cmd
@@ -237,9 +237,9 @@ def context(run: RunData, deploy: Deployment, model_id: str,
     where = measured_on(run)
     e2e = e2e_files(run, deploy, model_id, where) if not deploy.planned else {"config": None, "rows": [], "left": [],
                                                                                "fields": None}
+    from llm_adapt.judged.verdict import main_target, overall_verdict
     from llm_adapt.messages import message
     from llm_adapt.models.provenance import describe
-    from llm_adapt.report.findings import main_target, overall_verdict
     from llm_adapt.upstream.faq import faq_entries
     from llm_adapt.upstream.samples import samples
 
@@ -350,8 +350,8 @@ def remark(row: FeatureRow):
 
 
 def environment() -> jinja2.Environment:
+    from llm_adapt.cells import cell, gib, num, pct
     from llm_adapt.messages import message, messages, probe_words, verdict_reasons
-    from llm_adapt.report.render import cell, gib, num, pct
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("llm_adapt.upstream", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
@@ -522,7 +522,7 @@ def accuracy_report(fields: formats.ReportFields, where: dict[str, str], deploy:
 
 def refuse_interrupted(run) -> None:
     """An interrupted run is not judged: nothing of it goes upstream until `--resume` has finished it."""
-    from llm_adapt.report.findings import interrupted_by
+    from llm_adapt.judged.verdict import interrupted_by
 
     stopped = interrupted_by(run.status)
     if stopped:

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from llm_adapt.errors import UsageError
+from llm_adapt.judged.data import RunData
 from llm_adapt.models.source import ModelRef
 from llm_adapt.platforms.base import DeviceRecord
 from llm_adapt.platforms.npu import atlas_series
-from llm_adapt.report.data import RunData
 
 NPU = "npu"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # ORG/NAME, as Hugging Face and ModelScope spell them

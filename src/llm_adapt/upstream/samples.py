@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_adapt.accuracy.result import EndpointAccuracyResult
+from llm_adapt.judged.data import RunData
 from llm_adapt.probes.context import ProbeDetail, ProbeRow, SentRequest
-from llm_adapt.report.data import RunData
 
 CHAT = "chat completion"
 FEATURES = ("legacy completions", "Chinese prompt answered in Chinese")
