@@ -13,8 +13,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
-from llm_adapt.judged.data import MODELS, RunData
-from llm_adapt.results import StageResult
+from llm_adapt.judged.data import RunData
+from llm_adapt.results import RUN_FILES, StageResult
 
 
 def record(model: type[StageResult], /, **fields: Any) -> StageResult:
@@ -24,10 +24,10 @@ def record(model: type[StageResult], /, **fields: Any) -> StageResult:
 
 def run_data(dir: Path | None = None, unreadable: dict[str, str] | None = None, bench: dict[str, Any] | None = None,
              **parts: dict[str, Any] | None) -> RunData:
-    """A RunData of results by name (judged.data.MODELS), each given as the fields a test names (None: absent)."""
+    """A RunData of results by name (results.RUN_FILES), each given as the fields a test names (None: absent)."""
     from llm_adapt.bench.modes import BenchResult
 
-    return RunData(dir=dir, parts={name: _as(MODELS[name], value) for name, value in parts.items() if value is not None},
+    return RunData(dir=dir, parts={name: _as(RUN_FILES[name], value) for name, value in parts.items() if value is not None},
                    bench={mode: _as(BenchResult, value) for mode, value in (bench or {}).items()},
                    unreadable=unreadable or {})
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt import __version__, platforms
+from llm_adapt import __version__, platforms, rundir
 from llm_adapt.platforms.base import DeviceRecord
 from llm_adapt.results import StageResult
 
@@ -41,6 +41,7 @@ class CpuFacts(TypedDict, total=False):
 
 class EnvironmentResult(StageResult):
     KIND: ClassVar[str] = "environment"
+    FILE: ClassVar[str | None] = rundir.ENVIRONMENT
 
     llm_adapt: str
     python: str

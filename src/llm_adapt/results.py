@@ -25,6 +25,9 @@ READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 is read through messages.core.from_
 T = TypeVar("T", bound="StageResult")
 
 KINDS: dict[str, type["StageResult"]] = {}  # every stage's result model by its `kind`, filled as each is defined
+# every result a run directory holds, by its `kind`: the models that declare a FILE, filled as each is defined. The
+# run directory's list of files (run/identity), the run's data (judged/data.RunData) and KINDS all come from it.
+RUN_FILES: dict[str, type["StageResult"]] = {}
 
 
 class StageResult(BaseModel):
@@ -32,6 +35,7 @@ class StageResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     KIND: ClassVar[str] = "stage"
+    FILE: ClassVar[str | None] = None  # its file inside a run directory; None: not one of a run's results
 
     kind: str = ""
     schema_version: int = SCHEMA_VERSION
@@ -41,6 +45,8 @@ class StageResult(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         if "KIND" in cls.__dict__:
             KINDS[cls.KIND] = cls
+        if cls.__dict__.get("FILE"):
+            RUN_FILES[cls.KIND] = cls
 
     def model_post_init(self, __context: Any) -> None:
         if not self.kind:

@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.messages import Said, reason
 from llm_adapt.results import StageResult
 from llm_adapt.status import Status
@@ -69,6 +70,7 @@ class RunVerdict(TypedDict):
 
 class RunStatus(StageResult):
     KIND: ClassVar[str] = "status"
+    FILE: ClassVar[str | None] = rundir.STATUS
 
     model: str
     platform: str

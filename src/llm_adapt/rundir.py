@@ -35,10 +35,6 @@ DUMMY_DIR = "dummy"  # the dummy-weight stage's own run directory (`run --stages
 PLOTS = "plots"
 AISBENCH_DIR = "aisbench"  # eval --backend aisbench: its config files and its --work-dir
 
-# result name -> file, for every stage the report reads
-RESULTS = {"status": STATUS, "environment": ENVIRONMENT, "inspect": INSPECT, "accuracy": ACCURACY, "serve": SERVE,
-           "probes": PROBES, "endpoint_accuracy": ENDPOINT_ACCURACY, "tune": TUNE, "hardware": HARDWARE, "eval": EVAL,
-           "layers": LAYERS, "adaptation": ADAPTATION, "settings": SETTINGS}
 BENCH_MODES = ("latency", "throughput", "sweep", "serve", "sla")
 
 

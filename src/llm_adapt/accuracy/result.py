@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.engines.endpoint import EndpointRecord
 from llm_adapt.messages import Said
 from llm_adapt.models.source import ModelRef
@@ -426,6 +427,7 @@ class AccuracySettings(TypedDict, total=False):
 
 class AccuracyResult(StageResult):
     KIND: ClassVar[str] = "accuracy"
+    FILE: ClassVar[str | None] = rundir.ACCURACY
 
     model: ModelRef
     reference: RunnerReport  # the reference's own generations and timing (errors all zero)
@@ -494,6 +496,7 @@ class GraphModes(TypedDict):
 
 class EndpointAccuracyResult(StageResult):
     KIND: ClassVar[str] = "endpoint_accuracy"
+    FILE: ClassVar[str | None] = rundir.ENDPOINT_ACCURACY
 
     endpoint: EndpointRecord
     model: str  # the model id the server answers as
@@ -543,6 +546,7 @@ class LayersPrompts(TypedDict, total=False):
 
 class LayersResult(StageResult):
     KIND: ClassVar[str] = "layers"
+    FILE: ClassVar[str | None] = rundir.LAYERS
 
     model: ModelRef
     endpoint: EndpointRecord

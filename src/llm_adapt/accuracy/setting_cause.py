@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.deploy_settings import SettingRecord
 from llm_adapt.messages import Said, reason
 from llm_adapt.results import StageResult
@@ -103,6 +104,7 @@ class SettingsResult(StageResult):
     it, which is why it lives here, below both)."""
 
     KIND: ClassVar[str] = "settings"
+    FILE: ClassVar[str | None] = rundir.SETTINGS
 
     rows: list[SettingRow]  # one per setting, the run's own first (run/differential.setting_row)
     cause: SettingCause | None = None  # setting_cause() over the rows, once every setting ran

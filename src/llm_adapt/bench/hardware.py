@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from llm_adapt import rundir
 from llm_adapt.bench.hostload import HostLoad
 from llm_adapt.platforms.host_perf import GB, Bandwidth, MatmulRate
 from llm_adapt.results import StageResult
@@ -121,6 +122,7 @@ class HardwareResult(StageResult):
     """The run's distance to the hardware limit: measured bandwidth and the decode roofline."""
 
     KIND: ClassVar[str] = "hardware"
+    FILE: ClassVar[str | None] = rundir.HARDWARE
 
     platform: str
     bandwidth: Bandwidth

@@ -48,6 +48,7 @@ class KvPrediction(BaseModel):
 
 class ServeResult(StageResult):
     KIND: ClassVar[str] = "serve"
+    FILE: ClassVar[str | None] = rundir.SERVE
 
     engine: str
     endpoint: EndpointRecord

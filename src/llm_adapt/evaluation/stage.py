@@ -88,6 +88,7 @@ class AisbenchRun(TypedDict, total=False):
 
 class EvalResult(StageResult):
     KIND: ClassVar[str] = "eval"
+    FILE: ClassVar[str | None] = rundir.EVAL
 
     model: str  # the gold's model name
     backend: str = "lm-eval"  # lm-eval | aisbench: the harness that ran both sides

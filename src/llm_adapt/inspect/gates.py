@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
+from llm_adapt import rundir
 from llm_adapt.inspect.ascend_features import FeatureRow, feature_rows, version_label
 from llm_adapt.inspect.capacity import NOT_APPLICABLE, Capacity, PlanFigures, capacity_baseline
 from llm_adapt.inspect.operator_gate import OperatorGate
@@ -138,6 +139,7 @@ class AdaptationResult(StageResult):
     """adaptation.json: the run held against the adapter workflow (upstream/adaptation.build writes it)."""
 
     KIND: ClassVar[str] = "adaptation"
+    FILE: ClassVar[str | None] = rundir.ADAPTATION
 
     model: str
     platform: str

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict from Python 3.12 only
 
-from llm_adapt import platforms
+from llm_adapt import platforms, rundir
 from llm_adapt.errors import UsageError
 from llm_adapt.inspect import memory as mem
 from llm_adapt.inspect.accounting import AccountingRecord, expected_groups, reconcile, weight_groups
@@ -82,6 +82,7 @@ class ConfigSummary(TypedDict, total=False):
 
 class InspectResult(StageResult):
     KIND: ClassVar[str] = "inspect"
+    FILE: ClassVar[str | None] = rundir.INSPECT
 
     model: ModelRef
     architecture: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from llm_adapt import rundir
 from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, LayersResult
@@ -19,16 +19,30 @@ from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.inspect.gates import AdaptationResult
 from llm_adapt.inspect.stage import InspectResult
 from llm_adapt.probes.run import ProbesResult
-from llm_adapt.results import StageResult, UnreadableResult, read_checked
+from llm_adapt.results import RUN_FILES, StageResult, UnreadableResult, read_checked
 from llm_adapt.run_status import RunStatus, StageRecord, StageStatus
 from llm_adapt.tune.run import TuneResult
 
-# result name (rundir.RESULTS) -> the record its file is read as
-MODELS: dict[str, type[StageResult]] = {
-    "status": RunStatus, "environment": EnvironmentResult, "inspect": InspectResult, "accuracy": AccuracyResult,
-    "serve": ServeResult, "probes": ProbesResult, "endpoint_accuracy": EndpointAccuracyResult, "tune": TuneResult,
-    "hardware": HardwareResult, "eval": EvalResult, "layers": LayersResult, "adaptation": AdaptationResult,
-    "settings": SettingsResult}
+T = TypeVar("T", bound=StageResult)
+
+
+class Result(Generic[T]):
+    """A RunData attribute that is one result, typed as its record: RunData.parts under the record's kind."""
+
+    def __init__(self, model: type[T]) -> None:
+        self.model = model
+
+    def __get__(self, run: RunData | None, owner: type | None = None) -> T | None:
+        if run is None:
+            return None
+        found = run.parts.get(self.model.KIND)
+        return found if isinstance(found, self.model) else None
+
+
+def result_files() -> dict[str, str]:
+    """Every result a run directory holds, kind -> file name, from the records that declare a FILE
+    (results.RUN_FILES: the ones imported above and any other defined since). Pure."""
+    return {kind: model.FILE for kind, model in RUN_FILES.items() if model.FILE}
 
 
 @dataclass
@@ -45,57 +59,20 @@ class RunData:
     def get(self, name: str) -> Any:
         return self.parts.get(name)
 
-    @property
-    def status(self) -> RunStatus | None:
-        return self.parts.get("status")  # type: ignore[return-value]
-
-    @property
-    def environment(self) -> EnvironmentResult | None:
-        return self.parts.get("environment")  # type: ignore[return-value]
-
-    @property
-    def inspect(self) -> InspectResult | None:
-        return self.parts.get("inspect")  # type: ignore[return-value]
-
-    @property
-    def accuracy(self) -> AccuracyResult | None:
-        return self.parts.get("accuracy")  # type: ignore[return-value]
-
-    @property
-    def serve(self) -> ServeResult | None:
-        return self.parts.get("serve")  # type: ignore[return-value]
-
-    @property
-    def probes(self) -> ProbesResult | None:
-        return self.parts.get("probes")  # type: ignore[return-value]
-
-    @property
-    def endpoint_accuracy(self) -> EndpointAccuracyResult | None:
-        return self.parts.get("endpoint_accuracy")  # type: ignore[return-value]
-
-    @property
-    def tune(self) -> TuneResult | None:
-        return self.parts.get("tune")  # type: ignore[return-value]
-
-    @property
-    def hardware(self) -> HardwareResult | None:
-        return self.parts.get("hardware")  # type: ignore[return-value]
-
-    @property
-    def eval(self) -> EvalResult | None:
-        return self.parts.get("eval")  # type: ignore[return-value]
-
-    @property
-    def layers(self) -> LayersResult | None:
-        return self.parts.get("layers")  # type: ignore[return-value]
-
-    @property
-    def adaptation(self) -> AdaptationResult | None:
-        return self.parts.get("adaptation")  # type: ignore[return-value]
-
-    @property
-    def settings(self) -> SettingsResult | None:
-        return self.parts.get("settings")  # type: ignore[return-value]
+    # each result as its record, None where the run has no such file or it could not be read
+    status = Result(RunStatus)
+    environment = Result(EnvironmentResult)
+    inspect = Result(InspectResult)
+    accuracy = Result(AccuracyResult)
+    serve = Result(ServeResult)
+    probes = Result(ProbesResult)
+    endpoint_accuracy = Result(EndpointAccuracyResult)
+    tune = Result(TuneResult)
+    hardware = Result(HardwareResult)
+    eval = Result(EvalResult)
+    layers = Result(LayersResult)
+    adaptation = Result(AdaptationResult)
+    settings = Result(SettingsResult)
 
     @property
     def stages(self) -> dict[str, StageRecord]:
@@ -108,8 +85,8 @@ def load_run(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
     data = RunData(run_dir)
-    for name, file in rundir.RESULTS.items():
-        _read(data, name, run_dir / file, data.parts, MODELS[name])
+    for name, model in list(RUN_FILES.items()):
+        _read(data, name, run_dir / str(model.FILE), data.parts, model)
     for mode in rundir.BENCH_MODES:
         _read(data, mode, run_dir / rundir.bench(mode), data.bench, BenchResult)
     if "bench" not in data.bench and (run_dir / rundir.bench()).exists():

@@ -31,6 +31,7 @@ from llm_adapt.results import StageResult
 
 class ProbesResult(StageResult):
     KIND: ClassVar[str] = "probes"
+    FILE: ClassVar[str | None] = rundir.PROBES
 
     endpoint: EndpointRecord
     model: str

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from llm_adapt import rundir
+from llm_adapt.judged.data import result_files
 
 
 class RunModel(TypedDict, total=False):
@@ -46,7 +47,7 @@ def earlier_results(run_dir: Path) -> list[str]:
     directory."""
     if not run_dir.is_dir():
         return []
-    names = set(rundir.RESULTS.values()) | {rundir.bench(mode) for mode in rundir.BENCH_MODES} | {rundir.bench()}
+    names = set(result_files().values()) | {rundir.bench(mode) for mode in rundir.BENCH_MODES} | {rundir.bench()}
     found = sorted(p.name for p in run_dir.iterdir() if p.name in names)
     return sorted(found, key=lambda name: name != rundir.STATUS)
 

@@ -111,6 +111,7 @@ class Recommendation(Gain, total=False):
 
 class TuneResult(StageResult):
     KIND: ClassVar[str] = "tune"
+    FILE: ClassVar[str | None] = rundir.TUNE
 
     platform: str
     objective: str
