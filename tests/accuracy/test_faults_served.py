@@ -305,3 +305,24 @@ def test_a_fault_on_a_few_requests_fails_naming_them(fault, fault_engine, measur
     assert 0 < prompts["args"]["count"] < len(rows), prompts["value"]  # a few requests, named, not all of them
     if fault.startswith("long-prompt"):  # exactly the prompts past 72 tokens
         assert set(prompts["args"]["ids"]) == {r["id"] for r in rows if r["tokens"] > 72}
+
+
+def test_a_fault_on_block_aligned_lengths_fails_and_names_the_shape(fault_engine, measured, default_model, tmp_path):
+    """Layer 5's MLP output 1.3x on the prompts a multiple of 16 tokens long, as a kernel that breaks on block-aligned
+    lengths (vLLM-Ascend #8908): the shape probes cut the suite's prompts one below, on and one above multiples of
+    the (stated) block size, and the requests out of line are exactly those on a multiple, named as the likely
+    cause. The same engine without the fault is PASS (test_the_clean_model_passes_3_of_3_...)."""
+    from dataclasses import replace
+
+    opts, gold, floor, floor_data = measured
+    with engine_fault(fault_engine, "block-aligned:5:1.3:16"):
+        result = compare_endpoint(default_model, fault_engine.endpoint, replace(opts, block_size=16), floor, tmp_path,
+                                  gold=gold, floor_data=floor_data)
+    prompts = next(c for c in result.verdict["checks"] if c["key"].startswith("served_prompts"))
+    rows = {r["id"]: r for r in result.sections["teacher_forced"]["by_prompt"]}
+    assert result.verdict["status"] == "FAIL" and prompts["status"] == "fail", result.verdict["reasons"]
+    assert prompts["args"]["ids"] and all(rows[i]["tokens"] % 16 == 0 for i in prompts["args"]["ids"]), prompts["value"]
+    assert prompts["args"]["shape"] == "shape_block_aligned", prompts["value"]
+    assert "only block-aligned lengths" in prompts["value"]
+    ran = result.sections["teacher_forced"]["shapes"]["ran"]
+    assert ran["on a block multiple"] >= 2 and ran["one below a multiple"] >= 2 and ran["one above a multiple"] >= 2

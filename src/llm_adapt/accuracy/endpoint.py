@@ -10,6 +10,7 @@ the served dtype) is put through the same top-k view, so the server is judged ag
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ import torch
 from llm_adapt import rundir
 from llm_adapt.accuracy import endpoint_metrics as em
 from llm_adapt.accuracy import metrics as m
+from llm_adapt.accuracy import shapes
 from llm_adapt.accuracy.diagnosis import diagnose
 from llm_adapt.accuracy.endpoint_requests import (
     IN_FLIGHT,
@@ -85,7 +87,7 @@ def compare_endpoint(source: ModelSource, endpoint: Endpoint, opts: CompareOptio
 
     steps = {"tokenization": lambda: _tokenization(client, gold, tokenizer, tick("tokenization")),
              "teacher_forced": lambda: _teacher_forced(client, gold, fl, opts.top_k, served_len, tick("teacher-forced"),
-                                                       opts.in_flight),
+                                                       opts.in_flight, opts.block_size, opts.chunk_budget),
              "perplexity": lambda: _perplexity(client, gold, fl, served_len, tick("perplexity"), opts.in_flight),
              "greedy": lambda: _greedy(client, gold, tokenizer, opts, fl, served_len, tick("greedy"))}
     for i, name in enumerate(SECTIONS):
@@ -163,7 +165,12 @@ def _fits(ref, tokens: int, served_len: int | None) -> Any:
 
 
 def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len: int | None,
-                    progress=None, in_flight: int = IN_FLIGHT) -> EndpointSection:
+                    progress=None, in_flight: int = IN_FLIGHT, block: int | None = None,
+                    budget: int | None = None) -> EndpointSection:
+    """Every suite prompt's teacher-forced log-probs against the gold's (and the floor's), `in_flight` at once; then
+    the shape probes (accuracy/shapes.py), one at a time: a few prompts again (prefix-cache hits) and cuts of the
+    suite's prompts one below, on and one above block multiples. Each request is one row of the per-prompt judge,
+    tagged with its shape; the suite's summary figures are the first pass's alone."""
     rows, floor_rows, variant_rows, skipped, nonfinite = [], [], [], [], 0
     per_prompt: list[list[tuple[float, float, float]]] = []  # (server, floor, variant) KL of each position the floor has
     by_prompt: list[PromptKL] = []  # each request's KL sums, for the per-prompt check
@@ -173,6 +180,7 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
     if gone := first_gone(replies):
         return _gone(gone)
     answers = dict(zip(map(id, fitting), replies))
+    batch = shapes.BATCHED if in_flight > 1 and len(fitting) > 1 else shapes.ALONE
     for n, ref in enumerate(gold.prompts):
         why = _fits(ref, len(ref.sequence) + 1, served_len)
         if why:
@@ -188,34 +196,86 @@ def _teacher_forced(client, gold: Gold, fl: FloorData | None, k: int, served_len
         server = prompt_logprobs_of(reply.body) if reply.ok else None
         if server is None:
             return _unsupported(reply.detail or reason("es_ignored_prompt_logprobs"))
-        ref_lp = m.log_softmax64(ref.logits)
-        pairs: list[tuple[float, float, float]] = []
-        served: list[float] = []  # this prompt's server KL at each position compared
-        for p in range(1, len(ref.sequence)):
-            known = {t: v["logprob"] for t, v in server[p].items()}
-            if not all(math.isfinite(v) for v in known.values()):
-                nonfinite += 1
-                continue
-            top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
-            row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k) | {"position": p}
-            rows.append(row)
-            served.append(row["kl_lb"])
-            if fl is not None and fl.logprobs[n] is not None:
-                frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
-                vrow = _floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k)
-                floor_rows.append(frow)
-                variant_rows.append(vrow)
-                pairs.append((row["kl_lb"], frow["kl_lb"], vrow["kl_lb"]))
-        per_prompt.append(pairs)
-        if served:
-            by_prompt.append(prompt_kl(ref.prompt.id, len(ref.sequence), served, pairs))
+        seen = _positions(ref, n, server, fl, k, len(ref.sequence))
+        rows += seen.rows
+        floor_rows += seen.floor_rows
+        variant_rows += seen.variant_rows
+        nonfinite += seen.nonfinite
+        per_prompt.append(seen.pairs)
+        if seen.served:
+            by_prompt.append(prompt_kl(ref.prompt.id, len(ref.sequence), seen.served, seen.pairs)
+                             | {"shape": shapes.shape_of(len(ref.sequence), block, budget, batch, shapes.AS_SERVED)})
     if not rows and not nonfinite:
         return _none_fits(skipped)
+    probed, probe_skipped = _shape_probes(client, gold, fl, k, [r for r in fitting if id(r) in answers], block,
+                                          budget)
+    by_prompt += probed
     return {"status": "done", "server": em.summarize(rows), "floor": em.summarize(floor_rows) if floor_rows else None,
             "by_position": em.position_profile(rows),
             "spread": _spread(per_prompt, floor_rows, variant_rows) if floor_rows else None,
             "by_prompt": by_prompt, "nonfinite_positions": nonfinite, "skipped": skipped,
+            "shapes": {"block_size": block, "chunk_budget": budget,
+                       "ran": shapes.coverage([r["shape"] for r in by_prompt if "shape" in r]),
+                       "longest": max((len(r.sequence) for r in fitting), default=0), "not_sent": probe_skipped},
             "kl_note": "KL on the top-k support (coarse-grained): a lower bound on full-vocabulary KL"}
+
+
+@dataclass
+class Seen:
+    """One request's positions against the gold (and the floor and its variant where measured)."""
+    rows: list[dict] = field(default_factory=list)
+    floor_rows: list[dict] = field(default_factory=list)
+    variant_rows: list[dict] = field(default_factory=list)
+    served: list[float] = field(default_factory=list)  # the server's KL at each position compared
+    pairs: list[tuple[float, float, float]] = field(default_factory=list)  # (server, floor, variant) KL
+    nonfinite: int = 0
+
+
+def _positions(ref, n: int, server: list[dict[int, dict]], fl: FloorData | None, k: int, length: int) -> Seen:
+    """Positions 1 .. length - 1 of gold prompt `n` (`ref`) as the server scored them: a request of the prompt's
+    first `length` tokens has the gold's first logits (a causal model's), so a cut needs no gold of its own."""
+    ref_lp = m.log_softmax64(ref.logits)
+    seen = Seen()
+    for p in range(1, min(length, len(server))):
+        known = {t: v["logprob"] for t, v in server[p].items()}
+        if not all(math.isfinite(v) for v in known.values()):
+            seen.nonfinite += 1
+            continue
+        top1 = min(server[p], key=lambda t: server[p][t].get("rank", 10**9))
+        row = em.position_stats(ref_lp[p - 1], ref.sequence[p], known, top1, k) | {"position": p}
+        seen.rows.append(row)
+        seen.served.append(row["kl_lb"])
+        if fl is not None and fl.logprobs[n] is not None:
+            frow = _floor_view(ref_lp[p - 1], fl.logprobs[n][p - 1], ref.sequence[p], k)
+            vrow = _floor_view(ref_lp[p - 1], fl.variant_logprobs[n][p - 1], ref.sequence[p], k)
+            seen.floor_rows.append(frow)
+            seen.variant_rows.append(vrow)
+            seen.pairs.append((row["kl_lb"], frow["kl_lb"], vrow["kl_lb"]))
+    return seen
+
+
+def _shape_probes(client, gold: Gold, fl: FloorData | None, k: int, fitting: list, block: int | None,
+                  budget: int | None) -> tuple[list[PromptKL], list[str]]:
+    """The requests sent on purpose after the suite, one at a time: REPEATS prompts again (each a prefix-cache hit
+    where the cache is on) and cuts at block multiples (shapes.length_probes), each with a cache salt of its own
+    so that no earlier request's blocks serve it. Their rows, and the probes not sent or not answered, with why."""
+    index = {id(ref): n for n, ref in enumerate(gold.prompts)}
+    plans = [(ref, len(ref.sequence), shapes.REPEAT, None) for ref in fitting[:shapes.REPEATS]]
+    cuts = shapes.length_probes([len(ref.sequence) for ref in fitting], block)
+    plans += [(fitting[i], length, shapes.COLD, f"llm-adapt-shape-{length}") for i, length in cuts]
+    requests = [prompt_logprobs_request(ref.sequence[:length], k, salt) for ref, length, _, salt in plans]
+    out, not_sent = [], []
+    for (ref, length, cache, _), reply in zip(plans, send_all(client, requests, 1)):
+        server = prompt_logprobs_of(reply.body) if reply.ok else None
+        if server is None:
+            not_sent.append(f"{ref.prompt.id}@{length}: {reply.detail or reply.kind}")
+            continue
+        seen = _positions(ref, index[id(ref)], server, fl, k, length)
+        if seen.served:
+            name = f"{ref.prompt.id} again" if cache == shapes.REPEAT else f"{ref.prompt.id}[:{length}]"
+            out.append(prompt_kl(name, length, seen.served, seen.pairs)
+                       | {"shape": shapes.shape_of(length, block, budget, shapes.ALONE, cache)})
+    return out, not_sent
 
 
 def _floor_view(ref_lp: torch.Tensor, lp: torch.Tensor, actual: int, k: int) -> dict:

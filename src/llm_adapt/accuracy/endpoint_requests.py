@@ -45,9 +45,12 @@ def tokenize_request(text: str | None, messages: list[dict[str, str]] | None) ->
     return Request("/tokenize", payload, reason("rq_tokenize"))
 
 
-def prompt_logprobs_request(ids: list[int], k: int) -> Request:
-    """Teacher-forced log-probs of every prompt position, the top k of each (vLLM's prompt_logprobs). Pure."""
-    return Request("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k},
+def prompt_logprobs_request(ids: list[int], k: int, cache_salt: str | None = None) -> Request:
+    """Teacher-forced log-probs of every prompt position, the top k of each (vLLM's prompt_logprobs); with
+    `cache_salt`, no cached block of a request without the same salt serves it (vLLM's prefix-cache isolation).
+    Pure."""
+    salt = {"cache_salt": cache_salt} if cache_salt else {}
+    return Request("completions", {"prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k, **salt},
                    reason("rq_prompt_logprobs"))
 
 

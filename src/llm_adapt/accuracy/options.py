@@ -26,6 +26,8 @@ class CompareOptions:
     reference_streaming: bool | None = None  # None: stream when the fp32 model would not fit in RAM
     reference_why: dict | None = None  # `--reference auto`: where the gold was placed and why ({en, zh}, gold_placement.py)
     in_flight: int = 4  # served requests at once (endpoint_requests.IN_FLIGHT, the same 4); 1: a `serial` setting
+    block_size: int | None = None  # the served engine's KV block size, for the shape probes (None: not known)
+    chunk_budget: int | None = None  # its prefill budget a step (--max-num-batched-tokens; None: not known)
 
 
 

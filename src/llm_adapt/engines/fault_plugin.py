@@ -15,6 +15,8 @@ Faults:
                        only (a length class, as a kernel's tiling that breaks past a size)
   nth-request:L:S:N    the same on the prompt tokens of every Nth request the engine starts (its 1st,
                        N+1th, ...: a fault that hits a few requests whatever they hold)
+  block-aligned:L:S:B  the same on the prompt tokens of requests whose prompt is a multiple of B tokens long
+                       (as vLLM-Ascend #8908: lengths on a block multiple)
   rope-beyond:P        every position past P rotated as if 16 positions further on (all layers)
   foreign-kv:L:M       layer L's attention writes and reads layer M's KV cache instead of its own,
                        as layers that share another's KV cache did in vLLM-Ascend's Gemma4 bug
@@ -60,8 +62,9 @@ from dataclasses import dataclass
 ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
 KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only",
-         "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16", "long-prompt", "nth-request")
-SPARSE = ("long-prompt", "nth-request")  # the faults that hit some requests' prompts only (their third number)
+         "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16", "long-prompt", "nth-request",
+         "block-aligned")
+SPARSE = ("long-prompt", "nth-request", "block-aligned")  # the faults that hit some requests' prompts only
 SCALED = ("scaled", "decode-only", "prefill-only", "graph-only", *SPARSE)  # the faults that scale the MLP's output
 ROUTING = ("moe-top-k", "moe-no-renorm", "moe-router-bf16")  # the faults in a MoE layer's router
 ONLY = ("tp", "ep", "graph")  # the settings a fault may be confined to (its "@" suffix)
@@ -75,7 +78,7 @@ class EngineFault:
     layer: int | None
     value: float
     only: str | None = None  # "tp", "ep" or "graph": the setting it acts in (None: every setting)
-    every: int = 0  # long-prompt: the length past which a request is hit; nth-request: N
+    every: int = 0  # long-prompt: the length past which a request is hit; nth-request: N; block-aligned: B
 
     @property
     def label(self) -> str:
@@ -88,7 +91,8 @@ class EngineFault:
 
 
 FORMS = {"rope-beyond": "rope-beyond:POSITION", "long-prompt": "long-prompt:LAYER:FACTOR:TOKENS",
-         "nth-request": "nth-request:LAYER:FACTOR:N", "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
+         "nth-request": "nth-request:LAYER:FACTOR:N", "block-aligned": "block-aligned:LAYER:FACTOR:BLOCK",
+         "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
          "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K",
          "moe-router-bf16": "moe-router-bf16:LAYER"}
 LAYER_ONLY = ("double-reduce", "moe-no-renorm", "moe-router-bf16")  # faults named by their layer alone
@@ -199,7 +203,8 @@ def prompt_runs(positions) -> list[tuple[int, int]]:
 
 def sparse_rows(fault: EngineFault, positions, counter: dict):
     """The tokens a sparse fault hits in this batch: the prompt chunks of requests longer than fault.every tokens
-    (long-prompt), or of every fault.every-th request started (nth-request: a chunk from position 0 starts one;
+    (long-prompt), of requests a multiple of fault.every tokens long (block-aligned), or of every fault.every-th
+    request started (nth-request: a chunk from position 0 starts one;
     `counter` keeps the count across forwards)."""
     import torch
 
@@ -207,6 +212,8 @@ def sparse_rows(fault: EngineFault, positions, counter: dict):
     for start, end in prompt_runs(positions):
         if fault.kind == "long-prompt":
             hit = int(positions[end - 1]) + 1 > fault.every
+        elif fault.kind == "block-aligned":  # the chunk that ends the prompt ends at its length
+            hit = (int(positions[end - 1]) + 1) % fault.every == 0
         else:
             if int(positions[start]) == 0:
                 counter["requests"] = counter.get("requests", 0) + 1

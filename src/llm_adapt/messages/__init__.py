@@ -14,6 +14,7 @@ from llm_adapt.messages.accuracy import (
     CHECKS,
     LOCATED,
     PARTS,
+    SHAPE_WORDS,
     VALUE_BUILDERS,
     basis_text,
     check_text,
@@ -65,7 +66,7 @@ def _merged(owners) -> dict[str, dict[str, str]]:
 
 REASONS.update(_merged(OWNERS))
 
-__all__ = ["ARG_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL", "LIST_SEP",
+__all__ = ["ARG_WORDS", "SHAPE_WORDS", "CHECKS", "CHECK_FIELDS", "FIRST_SCREEN", "FIRST_SCREEN_MODES", "FLOOR_LABEL", "LIST_SEP",
            "LOCATED", "OWNERS", "PAGE_LABELS", "PARTS", "PROBE_WORDS", "REASONS", "REPORT_NOTES", "REPORT_TEXT", "Reason", "SECTION_WORDS", "Said", "StoredMessage",
            "VALUE_BUILDERS", "basis_text", "check_text", "from_keyed", "from_schema_1", "head_list", "loaded",
            "located_value", "message", "messages", "operator_name", "probe_words", "reason", "rendered_check",

@@ -308,24 +308,32 @@ CHECKS: dict[str, dict[str, dict[str, Any]]] = {
                "source": "把 msprobe 的基准比值用于 llama.cpp 的 KL（top-k 下界），对比进程内噪声基线"}},
     "served_prompts": {
         "en": {"name": "every prompt's top-k KL / its floor", "value": {"none": "{n} prompts, none out of line",
-                                                                        "some": "{count} of {n} out of line: {listed}"},
+                                                                        "some": "{count} of {n} out of line: {listed}",
+                                                                        "shaped": "{count} of {n} out of line, likely "
+                                                                                  "cause {shape}: {listed}"},
                "threshold": "a prompt fails above {effect:g} x the allowed {allowed:.3f} when Holm's rule over the "
                             "prompts (alpha {alpha:g}) calls it more than the floor's spread by prompt "
                             "({sigma:.3f} in ln) explains",
                "source": "the floor's kernel variant against the floor, prompt by prompt (never the server's own "
                          "spread); Holm's family-wise step-down"},
         "zh": {"name": "逐条提示词的 top-k KL / 其噪声基线", "value": {"none": "{n} 条提示词，均在范围内",
-                                                                  "some": "{n} 条中 {count} 条超出范围：{listed}"},
+                                                                  "some": "{n} 条中 {count} 条超出范围：{listed}",
+                                                                  "shaped": "{n} 条中 {count} 条超出范围，可能原因"
+                                                                            "{shape}：{listed}"},
                "threshold": "当 Holm 规则（各提示词间，alpha {alpha:g}）判定某条提示词超出噪声基线逐条波动"
                             "（ln 尺度 {sigma:.3f}）所能解释的范围，且比值高于允许值 {allowed:.3f} 的 {effect:g} 倍时，判为失败",
                "source": "噪声基线的另一内核路径相对噪声基线的逐条偏差（从不使用服务端自身的波动）；Holm 族错误率逐步检验"}},
     "served_prompts_same_dtype": {
         "en": {"name": "every prompt's top-k KL at the gold's dtype", "value": {"none": "{n} prompts, none above it",
-                                                                               "some": "{count} of {n} above it: {listed}"},
+                                                                               "some": "{count} of {n} above it: {listed}",
+                                                                               "shaped": "{count} of {n} above it, likely "
+                                                                                         "cause {shape}: {listed}"},
                "threshold": "each prompt's mean <= {fail_at:g}",
                "source": "served at the gold's dtype: equal to rounding on every request, not only on the mean"},
         "zh": {"name": "与金标准同精度下逐条提示词的 top-k KL", "value": {"none": "{n} 条提示词，均未超出",
-                                                                    "some": "{n} 条中 {count} 条超出：{listed}"},
+                                                                    "some": "{n} 条中 {count} 条超出：{listed}",
+                                                                    "shaped": "{n} 条中 {count} 条超出，可能原因"
+                                                                              "{shape}：{listed}"},
                "threshold": "每条提示词的均值 <= {fail_at:g}",
                "source": "以金标准的精度部署：每个请求都应与舍入误差一致，而不仅是均值"}},
     "served_top1": {
@@ -388,8 +396,22 @@ UNJUDGED_VALUE = {
            "undefined": "无法计算（本工具的算式没有得到有限值；输出中的 NaN/Inf 由其专门的检查判为 FAIL）；结论依据其余检查"},
 }
 # words a check's arguments carry (what a ratio is against), in the other languages
-ARG_WORDS = {"zh": {"the in-process floor": "进程内噪声基线", "the gold itself (same dtype)": "金标准本身（同精度）",
-                    "n/a": "无"}}
+# the shape the out-of-line requests share (accuracy/shapes.shared_shape), as the likely cause names it
+SHAPE_WORDS = {
+    "shape_block_aligned": {"en": "only block-aligned lengths (prompts on a KV block multiple)",
+                            "zh": "仅块对齐长度（提示词长度为 KV 块大小的整数倍）"},
+    "shape_chunked": {"en": "only in chunked prefills (prompts split over several prefill chunks)",
+                      "zh": "仅分块预填充（提示词被拆成多个预填充块）"},
+    "shape_prefix_cache": {"en": "only after a prefix-cache hit (a prompt served again)",
+                           "zh": "仅在前缀缓存命中之后（同一提示词再次请求）"},
+    "shape_batched": {"en": "only in batches (requests served alone are in line)",
+                      "zh": "仅在批处理中（单独请求均正常）"},
+}
+
+# a check's string arguments in each language (check_text looks each one up); a shape's key in its words
+ARG_WORDS = {"en": {key: words["en"] for key, words in SHAPE_WORDS.items()},
+             "zh": {"the in-process floor": "进程内噪声基线", "the gold itself (same dtype)": "金标准本身（同精度）",
+                    "n/a": "无", **{key: words["zh"] for key, words in SHAPE_WORDS.items()}}}
 
 
 PARTS = {"zh": {"input norm": "输入归一化", "attention": "注意力", "post-attention norm": "注意力后归一化",
@@ -503,3 +525,4 @@ def basis_text(row: dict[str, Any], lang: str) -> str:
     by the record itself, rounding_basis.RoundingBasis); a basis of another form as stored. Pure."""
     basis = RoundingBasis.of(row)
     return basis.words(lang) if basis else (row.get("basis") or "")
+

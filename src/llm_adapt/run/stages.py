@@ -236,11 +236,21 @@ def check_endpoint(cfg: RunConfig, state: RunState, out: Path, in_flight: int | 
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.options import served_floor
 
-    options = compare_options(cfg)
+    plan = state.inspect.plan
+    options = replace(compare_options(cfg), block_size=plan.block_size, chunk_budget=chunk_budget(plan))
     if in_flight:
         options = replace(options, in_flight=in_flight)
-    floor = served_floor(options.reference, state.inspect.plan.dtype)
+    floor = served_floor(options.reference, plan.dtype)
     return compare_endpoint(state.source, endpoint_of(cfg, state), options, floor, out, cfg.progress, gold=state.gold)
+
+
+def chunk_budget(plan) -> int:
+    """The prefill budget a step the plan's engine runs with: its --max-num-batched-tokens, else the platform's
+    default (what vLLM takes without the flag)."""
+    from llm_adapt.platforms import get_platform
+
+    given = plan.command("eager").get("--max-num-batched-tokens")
+    return int(given) if given else get_platform(plan.platform).default_max_num_batched_tokens
 
 
 def endpoint_accuracy(cfg: RunConfig, state: RunState) -> None:

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from llm_adapt.accuracy.result import Check, EndpointSection, SkippedPrompt, TopkView, Verdict, ViewSpread
+from llm_adapt.accuracy.shapes import shared_shape
 from llm_adapt.accuracy.verdict.checks import (
     GREEDY_ARGS,
     K_SPREAD,
@@ -118,7 +119,8 @@ def prompts_check(rows: list[PromptKL], allowed: float) -> Check:
                        for j in flagged)
     return check("served_prompts", Status.FAIL.check if flagged else Status.PASS.check, count=len(flagged),
                  n=len(with_ratio), listed=listed, ids=[j["id"] for j in flagged], out_of_line=flagged,
-                 form="some" if flagged else "none", **args)
+                 **shaped([(r["shape"], j["out_of_line"]) for r, j in zip(rows, judged) if "shape" in r],
+                          bool(flagged)), **args)
 
 
 def same_dtype_prompts_check(rows: list[PromptKL]) -> Check:
@@ -131,8 +133,17 @@ def same_dtype_prompts_check(rows: list[PromptKL]) -> Check:
     over = prompts_over(judged, SAME_DTYPE_KL[1])
     listed = "; ".join(f"{r['id']} ({r['tokens']} tokens, positions {r['first']}-{r['last']}, mean KL "
                        f"{r['server'] / r['positions']:.3g})" for r in over)
+    named = {id(r) for r in over}
     return check("served_prompts_same_dtype", Status.FAIL.check if over else Status.PASS.check, count=len(over),
-                 n=len(judged), listed=listed, ids=[r["id"] for r in over], form="some" if over else "none", **args)
+                 n=len(judged), listed=listed, ids=[r["id"] for r in over],
+                 **shaped([(r["shape"], id(r) in named) for r in judged if "shape" in r], bool(over)), **args)
+
+
+def shaped(rows: list[tuple[Any, bool]], flagged: bool) -> dict[str, Any]:
+    """A per-prompt check's form, with the likely cause where the requests out of line share a shape the in-line ones
+    lack (shapes.shared_shape). Pure."""
+    shape = shared_shape(rows)  # its key: check_text words it in each language (messages' ARG_WORDS)
+    return {"form": ("shaped" if shape else "some") if flagged else "none", "shape": shape}
 
 
 def same_dtype_checks(s: TopkView) -> list[Check]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
+from llm_adapt.accuracy.shapes import Shape
 from llm_adapt.multiple_tests import holm, upper_tail
 
 ALPHA = 0.01  # family-wise over the prompts: a clean suite of 20 prompts is flagged about once in a hundred runs
@@ -36,6 +37,7 @@ class PromptKL(TypedDict):
     server: float  # sum of the server's top-k KL over the positions
     floor: float | None  # the floor's, on the same positions (None: served at the gold's dtype, no floor)
     variant: float | None  # the floor rerun on another kernel path (None: not measured)
+    shape: NotRequired[Shape]  # the request's shape (accuracy/shapes.py; absent in an earlier version's file)
 
 
 class JudgedPrompt(TypedDict):
