@@ -72,7 +72,8 @@ def serve_setting(cfg: "RunConfig", state: "RunState", setting: "Setting") -> st
         return getattr(exc, "cause", None) or str(exc)
     try:
         try:
-            result = stages.check_endpoint(cfg, state, out, in_flight=1 if setting.serial else None)
+            result = stages.check_endpoint(cfg, state, out, in_flight=1 if setting.serial else None,
+                                           plan=inspected.plan)
         except AdaptError as exc:  # the check could not finish: the engine's own cause where it died
             return died(state, out, wait_s=15.0) or str(exc)
         gone = any(v.get("status") != "done" for v in result.sections.values())

@@ -228,15 +228,16 @@ def probes(cfg: RunConfig, state: RunState) -> None:
         raise AdaptError("the server stopped answering during the probes; finished rows are in probes.json")
 
 
-def check_endpoint(cfg: RunConfig, state: RunState, out: Path, in_flight: int | None = None):
+def check_endpoint(cfg: RunConfig, state: RunState, out: Path, in_flight: int | None = None, plan=None):
     """The served model against the gold (the accuracy stage's, where it ran) and the in-process floor at
-    the plan's dtype, written into `out`; `in_flight` requests at once (None: the default)."""
+    the plan's dtype, written into `out`; `in_flight` requests at once (None: the default); `plan`: the served
+    deployment's, where it is not the run's (a differential setting: its block size and prefill budget)."""
     from dataclasses import replace
 
     from llm_adapt.accuracy.endpoint import compare_endpoint
     from llm_adapt.accuracy.options import served_floor
 
-    plan = state.inspect.plan
+    plan = plan or state.inspect.plan
     options = replace(compare_options(cfg), block_size=plan.block_size, chunk_budget=chunk_budget(plan))
     if in_flight:
         options = replace(options, in_flight=in_flight)
