@@ -74,6 +74,7 @@ test-fast: setup lint
 # ruff (pyproject.toml's [tool.ruff]: pyflakes, pycodestyle, bugbear, import order) on the package, before the tests.
 lint: setup
 	$(VENV)/bin/ruff check src
+	$(VENV)/bin/mypy src/llm_adapt
 
 clean:
 	rm -rf $(VENV)
