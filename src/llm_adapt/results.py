@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -98,15 +98,15 @@ def _validated(path: Path, data: dict[str, Any], model: type[T] | None) -> T:
     """`data` as `model` (or the model of its kind); one line naming the first field that does not fit. A field
     this llm-adapt does not know (one an earlier version wrote and this one dropped) is left out, as a reader
     of the dictionaries did: it is never shown, and never misread as another."""
-    model = model or KINDS.get(data.get("kind", ""))  # type: ignore[assignment]
-    if model is None:
+    chosen = model or KINDS.get(data.get("kind", ""))
+    if chosen is None:
         raise UnreadableResult(f"{path}: a result of kind {data.get('kind')!r} is not one this llm-adapt reads")
     try:
-        return model.model_validate(data)
+        return cast(T, chosen.model_validate(data))  # a file read by its kind is the record that kind names
     except ValidationError as exc:
         errors = exc.errors()
         if all(e["type"] == "extra_forbidden" for e in errors):
-            return _validated(path, _without(data, [e["loc"] for e in errors]), model)
+            return cast(T, _validated(path, _without(data, [e["loc"] for e in errors]), chosen))
         where = ".".join(str(p) for p in errors[0]["loc"])
         raise UnreadableResult(f"{path}: {where}: {errors[0]['msg']}; rerun the stage") from None
 
