@@ -326,3 +326,18 @@ def test_a_fault_on_block_aligned_lengths_fails_and_names_the_shape(fault_engine
     assert "only block-aligned lengths" in prompts["value"]
     ran = result.sections["teacher_forced"]["shapes"]["ran"]
     assert ran["on a block multiple"] >= 2 and ran["one below a multiple"] >= 2 and ran["one above a multiple"] >= 2
+
+
+def test_a_fault_only_in_batches_fails_and_names_the_shape(fault_engine, measured, default_model, tmp_path):
+    """Layer 5's MLP output 1.3x on the prompts of a step that prefills two or more at once (a batch-variant kernel):
+    the suite's requests go 4 at a time, the shape probes one at a time. Every request out of line was batched,
+    none sent alone is, and the likely cause is "only in batches"."""
+    opts, gold, floor, floor_data = measured
+    with engine_fault(fault_engine, "batched:5:1.3:2"):
+        result = compare_endpoint(default_model, fault_engine.endpoint, opts, floor, tmp_path, gold=gold,
+                                  floor_data=floor_data)
+    prompts = next(c for c in result.verdict["checks"] if c["key"].startswith("served_prompts"))
+    rows = {r["id"]: r for r in result.sections["teacher_forced"]["by_prompt"]}
+    assert result.verdict["status"] == "FAIL" and prompts["status"] == "fail", result.verdict["reasons"]
+    assert all(rows[i]["shape"]["batch"] == "batched" for i in prompts["args"]["ids"]), prompts["value"]
+    assert prompts["args"]["shape"] == "shape_batched", prompts["value"]

@@ -8,6 +8,7 @@ from llm_adapt.engines.fault_plugin import (
     decode_mask,
     parse_fault,
     register,
+    sparse_rows,
 )
 
 
@@ -18,6 +19,22 @@ def test_fault_syntax():
     assert parse_fault("foreign-kv:5:3") == EngineFault("foreign-kv", 5, 3.0)
     assert parse_fault("graph-only:1:3") == EngineFault("graph-only", 1, 3.0)
     for bad in ("decode-only:5", "rope-beyond:x", "sideways:1:2", "scaled:one:2", "foreign-kv:5:x", "foreign-kv:5"):
+        with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
+            parse_fault(bad)
+
+
+def test_the_sparse_faults_hit_the_prompts_of_their_shape_only():
+    # two prompts from 0 (4 and 5 tokens) in one step, then a decode token
+    two = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3, 4, 17])
+    alone = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7])
+    batched = parse_fault("batched:5:1.3:2")
+    assert batched.label == "batched:5:1.3:2"
+    assert sparse_rows(batched, two, {}).tolist() == [True] * 9 + [False]  # both prompts, never the decode token
+    assert sparse_rows(batched, alone, {}).tolist() == [False] * 8  # a prompt prefilled alone is never hit
+    aligned = parse_fault("block-aligned:5:1.3:4")
+    assert sparse_rows(aligned, two, {}).tolist() == [True] * 4 + [False] * 6  # the 4-token prompt, not the 5
+    assert sparse_rows(aligned, alone, {}).tolist() == [True] * 8
+    for bad in ("batched:5:1.3", "block-aligned:5:1.3:0"):
         with pytest.raises(ValueError, match="LLM_ADAPT_ENGINE_FAULT"):
             parse_fault(bad)
 

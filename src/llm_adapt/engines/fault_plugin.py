@@ -17,6 +17,8 @@ Faults:
                        N+1th, ...: a fault that hits a few requests whatever they hold)
   block-aligned:L:S:B  the same on the prompt tokens of requests whose prompt is a multiple of B tokens long
                        (as vLLM-Ascend #8908: lengths on a block multiple)
+  batched:L:S:N        the same on the prompt tokens of a step that prefills N or more requests at once (a
+                       batch-variant kernel: a request prefilled alone is never hit)
   rope-beyond:P        every position past P rotated as if 16 positions further on (all layers)
   foreign-kv:L:M       layer L's attention writes and reads layer M's KV cache instead of its own,
                        as layers that share another's KV cache did in vLLM-Ascend's Gemma4 bug
@@ -63,8 +65,8 @@ ENV_FAULT = "LLM_ADAPT_ENGINE_FAULT"
 ENV_FAULT_FILE = "LLM_ADAPT_ENGINE_FAULT_FILE"  # a file naming the fault (empty: none), read as it changes
 KINDS = ("decode-only", "prefill-only", "scaled", "attention-scale", "rope-beyond", "foreign-kv", "graph-only",
          "double-reduce", "moe-top-k", "moe-no-renorm", "moe-router-bf16", "long-prompt", "nth-request",
-         "block-aligned")
-SPARSE = ("long-prompt", "nth-request", "block-aligned")  # the faults that hit some requests' prompts only
+         "block-aligned", "batched")
+SPARSE = ("long-prompt", "nth-request", "block-aligned", "batched")  # the faults that hit some requests' prompts only
 SCALED = ("scaled", "decode-only", "prefill-only", "graph-only", *SPARSE)  # the faults that scale the MLP's output
 ROUTING = ("moe-top-k", "moe-no-renorm", "moe-router-bf16")  # the faults in a MoE layer's router
 ONLY = ("tp", "ep", "graph")  # the settings a fault may be confined to (its "@" suffix)
@@ -78,7 +80,8 @@ class EngineFault:
     layer: int | None
     value: float
     only: str | None = None  # "tp", "ep" or "graph": the setting it acts in (None: every setting)
-    every: int = 0  # long-prompt: the length past which a request is hit; nth-request: N; block-aligned: B
+    every: int = 0  # long-prompt: the length past which a request is hit; nth-request: N; block-aligned: B;
+    # batched: the prompts prefilled in one step from which they are hit
 
     @property
     def label(self) -> str:
@@ -92,6 +95,7 @@ class EngineFault:
 
 FORMS = {"rope-beyond": "rope-beyond:POSITION", "long-prompt": "long-prompt:LAYER:FACTOR:TOKENS",
          "nth-request": "nth-request:LAYER:FACTOR:N", "block-aligned": "block-aligned:LAYER:FACTOR:BLOCK",
+         "batched": "batched:LAYER:FACTOR:REQUESTS",
          "foreign-kv": "foreign-kv:LAYER:OTHER_LAYER",
          "double-reduce": "double-reduce:LAYER", "moe-no-renorm": "moe-no-renorm:LAYER", "moe-top-k": "moe-top-k:LAYER:K",
          "moe-router-bf16": "moe-router-bf16:LAYER"}
@@ -203,13 +207,18 @@ def prompt_runs(positions) -> list[tuple[int, int]]:
 
 def sparse_rows(fault: EngineFault, positions, counter: dict):
     """The tokens a sparse fault hits in this batch: the prompt chunks of requests longer than fault.every tokens
-    (long-prompt), of requests a multiple of fault.every tokens long (block-aligned), or of every fault.every-th
-    request started (nth-request: a chunk from position 0 starts one;
+    (long-prompt), of requests a multiple of fault.every tokens long (block-aligned), of steps that prefill
+    fault.every requests or more at once (batched), or of every fault.every-th request started (nth-request: a chunk from position 0 starts one;
     `counter` keeps the count across forwards)."""
     import torch
 
     rows = torch.zeros(positions.shape[0], dtype=torch.bool, device=positions.device)
-    for start, end in prompt_runs(positions):
+    runs = prompt_runs(positions)
+    if fault.kind == "batched":  # every prompt of a step that prefills that many at once, none of a lone one
+        for start, end in runs if len(runs) >= fault.every else ():
+            rows[start:end] = True
+        return rows
+    for start, end in runs:
         if fault.kind == "long-prompt":
             hit = int(positions[end - 1]) + 1 > fault.every
         elif fault.kind == "block-aligned":  # the chunk that ends the prompt ends at its length
