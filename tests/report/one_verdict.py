@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llm_adapt.commands.run_cmds import run_exit_code
 from llm_adapt.judged.data import load_run
-from llm_adapt.judged.verdict import main_target, overall_verdict
+from llm_adapt.judged.verdict import overall_verdict
 
 VERDICT_LINE = re.compile(r"^\*\*Verdict: (PASS|WARN|FAIL|interrupted: not judged)\*\*", re.M)
 BANNER = re.compile(r'class="banner (pass|warn|fail|interrupted)"')
@@ -30,6 +30,6 @@ def assert_one_verdict(out: Path, code: int, expected: str) -> None:
     failed = [s for s, b in json.loads((out / "status.json").read_text())["stages"].items() if b["status"] == "failed"]
     assert code == run_exit_code(expected, failed), (code, expected)
     run = load_run(out)
-    target = main_target(run.accuracy)
+    target = run.main_target
     if target:  # accuracy.json's own verdict is its judged target's, as the report states it
         assert run.accuracy.verdict["status"] == target.verdict["status"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from llm_adapt import rundir
-from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, LayersResult
+from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, LayersResult, RunnerReport
 from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.bench.hardware import HardwareResult
 from llm_adapt.bench.modes import BenchResult
@@ -73,6 +73,20 @@ class RunData:
     layers = Result(LayersResult)
     adaptation = Result(AdaptationResult)
     settings = Result(SettingsResult)
+
+    @property
+    def main_target(self) -> RunnerReport | None:
+        """The in-process target the verdict judges: the first one at its own weights (not an emulated
+        quantization), else the first; None without accuracy.json or a target in it."""
+        acc = self.accuracy
+        if not acc or not acc.targets:
+            return None
+        return next((t for t in acc.targets if not t.quant), acc.targets[0])
+
+    @property
+    def quant_targets(self) -> list[RunnerReport]:
+        """The emulated weight quantizations measured beside it (informational)."""
+        return [t for t in self.accuracy.targets if t.quant] if self.accuracy else []
 
     @property
     def stages(self) -> dict[str, StageRecord]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, RunnerReport, Verdict
+from llm_adapt.accuracy.result import EndpointAccuracyResult, Verdict
 from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.judged.data import RunData
 from llm_adapt.messages import reason
@@ -24,16 +24,6 @@ from llm_adapt.run_status import (
 from llm_adapt.status import JUDGED, Status, worst
 
 JUDGED_KEYS = ("served_verdict", "in_process_verdict", "task_verdict", "settings_verdict")  # the verdicts the run's verdict is made of
-
-
-def main_target(acc: AccuracyResult | None) -> RunnerReport | None:
-    if not acc or not acc.targets:
-        return None
-    return next((t for t in acc.targets if not t.quant), acc.targets[0])
-
-
-def quant_targets(acc: AccuracyResult | None) -> list[RunnerReport]:
-    return [t for t in acc.targets if t.quant] if acc else []
 
 
 class FalseReady(TypedDict):
@@ -104,7 +94,7 @@ def overall_verdict(run: RunData) -> RunVerdict:
         errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
         if errors:  # the server misbehaved (a timeout, a crash, a wrong answer to a request it accepted)
             parts.append((Status.WARN, reason("probes_misbehaving", names=", ".join(errors))))
-    target = main_target(run.accuracy)
+    target = run.main_target
     if target:
         parts.append((target.verdict["status"], reason("in_process_verdict", label=target.label,
                                                        status=target.verdict["status"])))

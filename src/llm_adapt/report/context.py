@@ -13,7 +13,7 @@ from llm_adapt.accuracy.verdict import allowance, target_basis
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.engines.troubleshoot import Diagnosis
 from llm_adapt.judged.data import RunData
-from llm_adapt.judged.verdict import main_target, overall_verdict, quant_targets
+from llm_adapt.judged.verdict import overall_verdict
 from llm_adapt.messages import FIRST_SCREEN as FIRST_WORDS
 from llm_adapt.messages import (
     FLOOR_LABEL,
@@ -148,7 +148,7 @@ def report_context(run: RunData, plots: dict[str, str], lang: str) -> ReportCont
         first_words=FIRST_WORDS[lang], sections=SECTIONS, verdict=verdict,
         screen=first_screen(run, lang, SECTION, verdict), weights_clause=weights_clause(run, lang),
         findings=findings(run, lang), notes=notes(run, lang), troubleshooting=troubleshooting(run, lang),
-        main_target=main_target(run.accuracy), quant_targets=quant_targets(run.accuracy),
+        main_target=run.main_target, quant_targets=run.quant_targets,
         logit_rows=logit_rows(run.accuracy, lang), stages={k: v for k, v in run.stages.items() if k != "report"},
         peak_server=peak_server(run), commands=recommendation(run))
 

@@ -19,7 +19,6 @@ from llm_adapt.accuracy.setting_cause import SettingCause
 from llm_adapt.bench.modes import BenchResult
 from llm_adapt.bench.stats import Figure  # NaN (a figure that is not finite) reads back as None
 from llm_adapt.judged.data import RunData, load_run
-from llm_adapt.judged.verdict import main_target
 from llm_adapt.results import StageResult, write_text_atomic
 from llm_adapt.status import Status, worst
 from llm_adapt.status import worse as status_worse
@@ -87,7 +86,7 @@ def metrics_of(run: RunData) -> dict[str, Metric]:
     """Every comparable figure of a run, keyed by name."""
     found: list[Metric] = []
     found += _endpoint_metrics(run.endpoint_accuracy)
-    found += _inprocess_metrics(main_target(run.accuracy))
+    found += _inprocess_metrics(run.main_target)
     found += _bench_metrics(run.bench)
     found += _resource_metrics(run)
     return {m.name: m for m in found if isinstance(m.value, (int, float))}  # a figure not measured is not compared

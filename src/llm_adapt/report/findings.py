@@ -10,7 +10,6 @@ from llm_adapt.accuracy.verdict import target_basis
 from llm_adapt.command import Command
 from llm_adapt.engines.troubleshoot import Diagnosis, Seen, diagnose
 from llm_adapt.judged.data import RunData
-from llm_adapt.judged.verdict import main_target, quant_targets
 from llm_adapt.messages import REPORT_NOTES, REPORT_TEXT, Reason, message, probe_words
 from llm_adapt.run_status import (
     INCOMPLETE,
@@ -56,7 +55,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
     """Up to five sentences a reader needs first, each built from a measurement; problems first."""
     T = REPORT_TEXT[lang]
     out: list[tuple[int, str]] = []
-    insp, serve, ep, acc = run.inspect, run.serve, run.endpoint_accuracy, run.accuracy
+    insp, serve, ep = run.inspect, run.serve, run.endpoint_accuracy
     if insp:
         sup = insp.support
         out.append((3, T["support"].format(arch=insp.architecture, support=sup["vllm"],
@@ -79,7 +78,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
         floor = T["floor"].format(label=ep.floor, kl=f["kl_lb_mean"]) if f else ""
         out.append((1 if ep.verdict["status"] != Status.PASS else 2,
                     T["served"].format(kl=s["kl_lb_mean"], floor=floor, top1=s["same_top1"], div=div)))
-    target = main_target(acc)
+    target = run.main_target
     if target:
         where = target.first_local_excess
         basis = T["floor_basis"] if target.floor else target_basis(target).words(lang)
@@ -87,7 +86,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
         out.append((1 if target.verdict["status"] != Status.PASS else 3,
                     T["inproc"].format(label=target.label, rel=target.layers[-1]["rel_l2"],
                                        kl=target.logits["kl_mean"], loc=loc)))
-    for q in quant_targets(acc):
+    for q in run.quant_targets:
         ratio = next((c["value"] for c in q.verdict["checks"] if c.get("key") in ("kl_ratio", "kl_absolute")), None)
         ratio_text = T["ratio"].format(ratio=ratio, floor=q.floor) if isinstance(ratio, (int, float)) else ""
         where = T["where"].format(name=_located(q.first_local_excess, T)) if q.first_local_excess else ""
@@ -105,7 +104,7 @@ def findings(run: RunData, lang: str = "en") -> list[str]:
 def _stop_findings(run: RunData, T: dict[str, str]) -> list[str]:
     """"Answers end early/late" wherever a stop divergence was genuine; skipped prompts."""
     out = []
-    ep, target = run.endpoint_accuracy, main_target(run.accuracy)
+    ep, target = run.endpoint_accuracy, run.main_target
     sources = []
     if ep and ep.sections["greedy"].get("status") == "done":
         sources.append(("served", ep.sections["greedy"]["rows"]))

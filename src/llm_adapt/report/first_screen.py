@@ -15,7 +15,7 @@ from llm_adapt.accuracy.result import LogitStats, Verdict
 from llm_adapt.bench.modes import BenchResult, BenchRun
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.judged.data import RunData
-from llm_adapt.judged.verdict import main_target, other_served_model, overall_verdict, quant_targets
+from llm_adapt.judged.verdict import other_served_model, overall_verdict
 from llm_adapt.messages import FIRST_SCREEN as WORDS
 from llm_adapt.messages import FIRST_SCREEN_MODES as MODES
 from llm_adapt.messages import LIST_SEP, message, probe_words, rendered_check, verdict_shown
@@ -166,7 +166,7 @@ def _verified(run: RunData, W: dict[str, str]) -> list[str]:
     rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
     if rows and core_features(rows) == CORE_BASE:  # no chat template: said, as what the chat probes' n/a means
         out.append(W["base_model"])
-    target = main_target(run.accuracy)
+    target = run.main_target
     if target:
         out.append(W["in_process"].format(label=target.label, reference=run.accuracy.settings.get("reference", "fp32")))
     return out or [W["served_none"]]
@@ -224,7 +224,7 @@ def _accuracy_figure(run: RunData, W: dict[str, str], numbers: dict[str, int]) -
         source = W["from_served"].format(prompts=prompts, reference=reference, floor=ep.floor or "-",
                                          section=numbers.get("accuracy", "?"))
         return Figure(W["served_accuracy"], value, source, "accuracy", ep.verdict["status"])
-    target = main_target(acc)
+    target = run.main_target
     if not target:
         return None
     ratio = target.vs_floor["kl_ratio"] if target.vs_floor else None
@@ -314,7 +314,7 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
     out-of-line ones first; never an informational target's."""
     W = WORDS[lang]
     found = _checks_of(run.endpoint_accuracy.verdict if run.endpoint_accuracy else None, W["served"], lang)
-    target = main_target(run.accuracy)
+    target = run.main_target
     if target:
         found += _checks_of(target.verdict, W["in_process_at"].format(label=target.label), lang)
     rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
@@ -330,7 +330,7 @@ def informational_checks(run: RunData, lang: str = "en") -> list[Check]:
     """Informational targets (accuracy.json's verdict "informational"): one row each, never judged."""
     acc = run.accuracy
     shown = acc.verdict.get("informational") if acc else None
-    targets = [t for t in quant_targets(acc) if shown is None or t.label in shown]
+    targets = [t for t in run.quant_targets if shown is None or t.label in shown]
     W = WORDS[lang]
     return [Check(W["in_process_at"].format(label=t.label), t.quant or "", f"KL {t.logits['kl_mean']:.2e}",
                   "-", t.verdict["status"]) for t in targets if t.verdict]

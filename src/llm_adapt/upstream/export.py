@@ -237,7 +237,7 @@ def context(run: RunData, deploy: Deployment, model_id: str,
     where = measured_on(run)
     e2e = e2e_files(run, deploy, model_id, where) if not deploy.planned else {"config": None, "rows": [], "left": [],
                                                                                "fields": None}
-    from llm_adapt.judged.verdict import main_target, overall_verdict
+    from llm_adapt.judged.verdict import overall_verdict
     from llm_adapt.messages import message
     from llm_adapt.models.provenance import describe
     from llm_adapt.upstream.faq import faq_entries
@@ -256,7 +256,7 @@ def context(run: RunData, deploy: Deployment, model_id: str,
                                 tp_checked=message(checks["tp"]["words"], "en") if checks.get("tp") else None)
     return {"run": run, "insp": inspect, "ad": run.adaptation, "serve": serve, "status": status,
             "probes": run.probes, "ep": run.endpoint_accuracy, "acc": run.accuracy,
-            "main": main_target(run.accuracy), "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),
+            "main": run.main_target, "ev": run.eval, "e2e": e2e, "verdict": overall_verdict(run),
             "started": started, "served_mode": serve.mode if serve else None,
             "deploy": deploy, "plan": deploy.plan, "gates": deploy.gates, "where": where, "model_id": model_id,
             "model": model, "paths": paths(model), "weights_reason": weights,
@@ -264,7 +264,7 @@ def context(run: RunData, deploy: Deployment, model_id: str,
             "faq": faq_entries(deploy.caveats, deploy.plan, inspect.config, inspect.operator_gate),
             "baseline": published,
             "baseline_beside": beside_measured(published, list(run.eval.scores)) if published and run.eval else None,
-            "layer_matrix": layer_matrix.matrix(inspect, run.layers, run.accuracy, main_target(run.accuracy),
+            "layer_matrix": layer_matrix.matrix(inspect, run.layers, run.accuracy, run.main_target,
                                                 deploy.caveats, served=started and not deploy.planned),
             "scenarios": deploy.scenarios, "setting_checks": checks, "feature_table": table,
             "feature_legend": [(w, feature_table.LEGEND[w]) for w in feature_table.used_words(table)],
