@@ -98,3 +98,11 @@ def _empty(tp: Any) -> Any:
     if isinstance(tp, type) and issubclass(tp, Enum):  # a status: its first member
         return next(iter(tp))
     return {str: "", int: 0, float: 0.0, bool: False, list: [], dict: {}, tuple: ()}.get(origin)
+
+
+def screen_of(run: RunData, lang: str = "en", numbers: dict | None = None):
+    """The first screen of a RunData, its verdict judged as the report judges it (once, by judged/verdict)."""
+    from llm_adapt.judged.verdict import overall_verdict
+    from llm_adapt.report.first_screen import first_screen
+
+    return first_screen(run, overall_verdict(run), lang, numbers)

@@ -4,8 +4,7 @@ without the network; and the first screen's task lines (what the items could see
 from llm_adapt.evaluation.judge import paired_rows
 from llm_adapt.evaluation.tasks import datasets_cache, default_run_tasks, gate_cached
 from llm_adapt.messages import reason
-from llm_adapt.report.first_screen import first_screen
-from tests.records import run_data
+from tests.records import run_data, screen_of
 
 
 def test_the_cache_is_found_as_datasets_finds_it(tmp_path):
@@ -30,12 +29,12 @@ def _run(**parts):
 def test_first_screen_says_what_the_items_could_see_and_what_did_not_run():
     rows = paired_rows("builtin-mc", {"acc,none": {i: i >= 2 for i in range(60)}}, {"acc,none": {i: True for i in range(60)}})
     ev = {"paired": rows, "skipped": [], "verdict": {"status": "PASS", "reasons": []}}
-    screen = first_screen(_run(eval=ev))
+    screen = screen_of(_run(eval=ev))
     (line,) = [v for v in screen.verified if v.startswith("task accuracy:")]
     assert "with 60 items, a drop smaller than" in line and "would go unseen" in line
-    zh = first_screen(_run(eval=ev), "zh")
+    zh = screen_of(_run(eval=ev), "zh")
     assert any(v.startswith("任务精度：") and "看不出来" in v for v in zh.verified)
 
     status = {"stages": {"eval": {"status": "skipped", "reason": reason("eval_opt_in")}}}
-    (missing,) = [p for p in first_screen(_run(status=status)).planned if p.startswith("task accuracy:")]
+    (missing,) = [p for p in screen_of(_run(status=status)).planned if p.startswith("task accuracy:")]
     assert "upstream's gate, gsm8k" in missing and "load_dataset('openai/gsm8k', 'main')" in missing

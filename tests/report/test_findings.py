@@ -5,10 +5,10 @@ import json
 import pytest
 
 from llm_adapt.run_status import RunStatus
-from tests.records import record, run_data
+from tests.records import record, run_data, screen_of
 from llm_adapt.judged.verdict import overall_verdict
 from llm_adapt.report.findings import findings, notes, recommendation
-from llm_adapt.report.first_screen import deciding_checks, first_screen, key_figures
+from llm_adapt.report.first_screen import deciding_checks, key_figures
 from llm_adapt.report.page import collapse_long_tables, header_html, section_ids
 
 PLAN = {"commands": {"eager": "vllm serve m --enforce-eager", "graph": "vllm serve m"}, "warnings": []}
@@ -115,7 +115,7 @@ def test_page_header_lists_failures_first_and_links_cards():
     assert [c.status for c in checks][:2] == ["FAIL", "WARN"]
     cards = key_figures(run)
     assert cards[0].status == "FAIL" and "19.80x" in cards[0].value and "endpoint accuracy" in cards[0].source
-    page = header_html(first_screen(run), "en", {9: "9-accuracy"})
+    page = header_html(screen_of(run), "en", {9: "9-accuracy"})
     assert 'class="banner fail"' in page and 'href="#9-accuracy"' in page
 
 
@@ -223,7 +223,7 @@ def test_an_interrupted_run_is_not_judged_whatever_finished():
     assert interrupted_by(record(RunStatus, stages={"bench": {"status": "failed"}})) is None
     assert verdict_shown("INTERRUPTED") == "interrupted: not judged" and verdict_shown("INTERRUPTED", "zh") == "已中断：未评判"
     assert verdict_shown("PASS", "zh") == "PASS"
-    screen = first_screen(run_with(status={"stopped_by": "SIGINT", "stages": {}}), "en")
+    screen = screen_of(run_with(status={"stopped_by": "SIGINT", "stages": {}}), "en")
     assert screen.status == "INTERRUPTED" and screen.shown == "interrupted: not judged"
     assert 'class="banner interrupted"' in header_html(screen, "en", {}) and "interrupted: not judged</span>" in header_html(
         screen, "en", {})
@@ -256,12 +256,12 @@ def test_a_server_answering_as_another_model_is_named_as_the_likely_cause_not_fa
     verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=wrong))
     assert verdict["status"] == "FAIL" and not verdict["false_ready"]
     assert "answers as 'Qwen2.5-0.5B-Instruct', not the gold's 'SmolLM2-135M-Instruct'" in verdict["reasons"][0]
-    screen = first_screen(run_with(probes=probes, endpoint_accuracy=wrong))
+    screen = screen_of(run_with(probes=probes, endpoint_accuracy=wrong))
     assert any("answers as 'Qwen2.5-0.5B-Instruct'" in c for c in screen.cautions)
     same = dict(wrong, model="/models/SmolLM2-135M-Instruct")
     verdict = overall_verdict(run_with(probes=probes, endpoint_accuracy=same))
     assert verdict["false_ready"] and verdict["reasons"][0].startswith("false-ready")
-    assert not first_screen(run_with(probes=probes, endpoint_accuracy=same)).cautions
+    assert not screen_of(run_with(probes=probes, endpoint_accuracy=same)).cautions
     renamed_pass = {**endpoint("PASS"), "model": "Qwen2.5-0.5B-Instruct", "gold_model": "SmolLM2-135M-Instruct"}
     assert not any("answers as" in r for r in overall_verdict(run_with(probes=probes, endpoint_accuracy=renamed_pass))["reasons"])
 
@@ -272,9 +272,9 @@ def test_a_base_model_is_named_as_judged_through_completions():
     rows = [{"name": "chat completion", "status": "not applicable", "evidence": reason("pe_no_chat_template")},
             {"name": "completions", "status": "supported", "evidence": ""},
             {"name": "streaming", "status": "supported", "evidence": ""}]
-    screen = first_screen(run_with(probes={"rows": rows}, endpoint_accuracy=endpoint("PASS")))
+    screen = screen_of(run_with(probes={"rows": rows}, endpoint_accuracy=endpoint("PASS")))
     assert any(v.startswith("base model (no chat template): judged through the completions API") for v in screen.verified)
-    chat = first_screen(run_with(probes={"rows": [dict(rows[0], status="supported", evidence="")] + rows[1:]},
+    chat = screen_of(run_with(probes={"rows": [dict(rows[0], status="supported", evidence="")] + rows[1:]},
                                  endpoint_accuracy=endpoint("PASS")))
     assert not any(v.startswith("base model") for v in chat.verified)
 

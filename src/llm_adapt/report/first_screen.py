@@ -15,11 +15,10 @@ from llm_adapt.accuracy.result import LogitStats, Verdict
 from llm_adapt.bench.modes import BenchResult, BenchRun
 from llm_adapt.environment import EnvironmentResult
 from llm_adapt.judged.data import RunData
-from llm_adapt.judged.verdict import other_served_model, overall_verdict
 from llm_adapt.messages import FIRST_SCREEN as WORDS
 from llm_adapt.messages import FIRST_SCREEN_MODES as MODES
 from llm_adapt.messages import LIST_SEP, message, probe_words, rendered_check, verdict_shown
-from llm_adapt.probes.context import CORE_BASE, core_broken, core_features
+from llm_adapt.probes.context import CORE_BASE
 from llm_adapt.status import Status, listing_rank
 
 MAX_CHECKS = 8
@@ -59,11 +58,10 @@ class FirstScreen:
     shown: str = ""  # the verdict as the report writes it: the status, or "interrupted: not judged"
 
 
-def first_screen(run: RunData, lang: str = "en", section_number: dict[str, int] | None = None,
-                 verdict: Verdict | None = None) -> FirstScreen:
-    """`verdict`: the run's overall_verdict where the caller has it already."""
+def first_screen(run: RunData, verdict: Verdict, lang: str = "en",
+                 section_number: dict[str, int] | None = None) -> FirstScreen:
+    """`verdict`: the run's overall_verdict (judged/verdict.py), judged once by the caller."""
     W, numbers = WORDS[lang], section_number or {}
-    verdict = verdict or overall_verdict(run)
     return FirstScreen(title=_title(run, W), facts=_facts(run, W), status=Status.of(verdict["status"]),
                        why=_why(run, verdict, lang), verified=_verified(run, W) + task_seen(run, lang),
                        planned=_planned(run, W, lang, numbers) + task_not_run(run, lang),
@@ -83,7 +81,7 @@ def gold_sharpness(run: RunData) -> LogitStats | None:
 def cautions(run: RunData, lang: str = "en") -> list[str]:
     """What weakens the checks the first screen shows: a server answering as another model's id than the gold's,
     flat logits (accuracy.flatness)."""
-    other = other_served_model(run.endpoint_accuracy)
+    other = run.other_served
     out = [WORDS[lang]["other_served"].format(**other)] if other else []
     sharp = gold_sharpness(run)
     if not is_flat(sharp):
@@ -138,10 +136,9 @@ def _why(run: RunData, verdict: Verdict, lang: str) -> str:
     if verdict["status"] != Status.PASS:
         return LIST_SEP[lang].join(str(message(r, lang)) for r in verdict["reasons"][:3])
     parts = [str(message(p, lang)) for p in verdict.get("judged", [])]
-    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
-    if rows:
+    if run.core_features:
         and_ = " and " if lang == "en" else "与"
-        parts.append(WORDS[lang]["core_ok"].format(names=and_.join(probe_words(n, lang) for n in core_features(rows))))
+        parts.append(WORDS[lang]["core_ok"].format(names=and_.join(probe_words(n, lang) for n in run.core_features)))
     return WORDS[lang]["why_pass"].format(parts=LIST_SEP[lang].join(parts))
 
 
@@ -163,8 +160,7 @@ def _verified(run: RunData, W: dict[str, str]) -> list[str]:
     elif ep and ep.endpoint:
         answering = W["answering_as"].format(model=ep.model) if ep.model else ""
         out.append(W["served_external"].format(url=ep.endpoint.get("base_url", "?")) + answering)
-    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
-    if rows and core_features(rows) == CORE_BASE:  # no chat template: said, as what the chat probes' n/a means
+    if run.core_features == CORE_BASE:  # no chat template: said, as what the chat probes' n/a means
         out.append(W["base_model"])
     target = run.main_target
     if target:
@@ -317,9 +313,8 @@ def deciding_checks(run: RunData, lang: str = "en") -> list[Check]:
     target = run.main_target
     if target:
         found += _checks_of(target.verdict, W["in_process_at"].format(label=target.label), lang)
-    rows = {r["name"]: r for r in run.probes.rows} if run.probes else {}
-    if rows:
-        core, broken = core_features(rows), core_broken(rows)
+    if run.core_features:
+        core, broken = run.core_features, run.core_broken
         names = [probe_words(n, lang) for n in core]
         value = W["broken"] + ": " + W["and"].join(probe_words(n, lang) for n in broken) if broken else W["works"]
         found.append(Check(W["probes"], W["and"].join(names), value, "-", Status.FAIL if broken else Status.PASS))
