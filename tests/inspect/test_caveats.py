@@ -107,3 +107,24 @@ def test_granites_scalings_and_coheres_ignored_head_are_named(default_model, tmp
 
     rows = {r.name: r.value for r in inventory_rows(ModelFacts.from_dict(granite.inventory))}
     assert rows["embedding scale"].startswith("x 12") and "residual_multiplier 0.22" in rows["scalings"]
+
+
+def test_every_class_that_always_ties_its_head_has_the_untied_head_caveat():
+    """Cohere, Cohere2 and Cohere2-MoE compute their logits from the embedding in vLLM 0.32 (Cohere2-MoE maps
+    "lm_head." to nothing): an untied checkpoint of each is served with another head; a tied one is not."""
+    from dataclasses import fields, replace
+
+    from llm_adapt.inspect.caveats import platform_caveats
+    from llm_adapt.inspect.inventory import ModelFacts
+
+    blank = {f.name: None for f in fields(ModelFacts)}
+    facts = ModelFacts(**{**blank, "norm": "rms", "activation": "silu", "layer_norms": (), "biased": (),
+                          "layer_types": (), "evidence": {}, "aten_ops": {}, "scalings": {}, "moe_layer_indexes": (),
+                          "num_heads": 4, "num_kv_heads": 4, "head_dim": 32, "moe_layers": 0, "tied": False,
+                          "trace_note": "", "source": "config", "source_note": ""})
+    for arch in ("CohereForCausalLM", "Cohere2ForCausalLM", "Cohere2MoeForCausalLM"):
+        ids = [c.id for c in platform_caveats(replace(facts, architecture=arch), "cpu")]
+        assert "untied-head-ignored" in ids, arch
+        tied = [c.id for c in platform_caveats(replace(facts, architecture=arch, tied=True), "cpu")]
+        assert "untied-head-ignored" not in tied, arch
+    assert "untied-head-ignored" not in [c.id for c in platform_caveats(replace(facts, architecture="LlamaForCausalLM"), "cpu")]

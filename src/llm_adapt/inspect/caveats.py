@@ -37,8 +37,10 @@ NEVER_TIED = frozenset({"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Deeps
 
 # vLLM 0.32's classes that always use the embeddings as their output head and never read a checkpoint's lm_head
 # (model_executor/models/commandr.py: CohereForCausalLM's logits come from the embedding whatever
-# tie_word_embeddings says): an untied checkpoint is served with another head than the one it was trained with.
-ALWAYS_TIED = frozenset({"CohereForCausalLM", "Cohere2ForCausalLM"})
+# tie_word_embeddings says; cohere2_moe.py maps "lm_head." to nothing and does the same): an untied checkpoint is
+# served with another head than the one it was trained with. The registry zoo served Cohere2-MoE's untied form
+# FAIL (false-ready) before its class was listed here.
+ALWAYS_TIED = frozenset({"CohereForCausalLM", "Cohere2ForCausalLM", "Cohere2MoeForCausalLM"})
 
 # The caveats of every platform, a registered one included; a platform's own are in its module (Platform.caveats).
 RULES: tuple[CaveatRule, ...] = (
