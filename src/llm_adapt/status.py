@@ -7,7 +7,7 @@ as the checks' JSON has always had it.
 
 A check may also be UNJUDGED: it had too little evidence to decide (one decisive position, two greedy
 prompts) or its figure could not be computed by our own arithmetic (a ratio of 0 to 0). It decides
-nothing: `worst` passes over it, and a verdict whose every check is unjudged is WARN (verdict.py)."""
+nothing: `worst` passes over it, and a verdict whose every check is unjudged is WARN (accuracy/verdict/checks.py)."""
 
 from __future__ import annotations
 

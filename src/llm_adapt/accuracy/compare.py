@@ -2,7 +2,7 @@
 
 One way through: measure (the reference, reference.py; then each floor and each target once,
 measure.py) -> locate against its floor (the layer, then the part of it, sublayer.py) -> judge
-(with the rules of verdict.py) -> result.
+(with the rules of accuracy/verdict/) -> result.
 """
 
 from __future__ import annotations

@@ -440,7 +440,7 @@ class AccuracyResult(StageResult):
 
 @with_config(ConfigDict(extra="allow"))
 class FloorSpread(TypedDict, total=False):
-    """How the served floor's spread was measured (accuracy/endpoint_floor.py)."""
+    """How the served floor's spread was measured (accuracy/measure.py, measure_floor)."""
 
     method: str
     variant: str

@@ -1,5 +1,5 @@
 """The accuracy room's words: endpoint accuracy's requests and sections, the judged checks of a verdict
-(accuracy/verdict.py, accuracy/endpoint.py) and a located fault's value."""
+(accuracy/verdict/, accuracy/endpoint.py) and a located fault's value."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ REASONS: dict[str, dict[str, str]] = {
 }
 
 
-# The judged checks of a verdict (accuracy/verdict.py, accuracy/endpoint.py), as keys with arguments:
+# The judged checks of a verdict (accuracy/verdict/, accuracy/endpoint.py), as keys with arguments:
 # each language gives a check's name, its threshold, its source and, where the value has words, its
 # value. A field given as {form: text} picks its text by the argument "form". A language that leaves a
 # field out shows the English one (a citation is shown as cited).

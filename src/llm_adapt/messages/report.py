@@ -8,7 +8,7 @@ from __future__ import annotations
 from llm_adapt.messages.accuracy import PARTS
 
 REASONS: dict[str, dict[str, str]] = {
-    # the overall verdict's reasons (report/findings.overall_verdict)
+    # the overall verdict's reasons (judged/verdict.overall_verdict)
     "engine_not_started": {"en": "the engine did not start: {cause}", "zh": "引擎未能启动：{cause}"},
     "core_broken": {"en": "core features not working: {names}", "zh": "核心功能不可用：{names}"},
     "interrupted_not_judged": {"en": "interrupted ({signal}) before the run finished: not judged; --resume finishes it",

@@ -60,7 +60,7 @@ class ReportContext:
     """Everything the report's templates read (templates/report.md.j2 and its sections)."""
 
     lang: str  # the report's language, "en" or "zh"
-    run: RunData  # the run's results as read (report/data.py)
+    run: RunData  # the run's results as read (judged/data.py)
     parts: dict[str, StageResult]  # `p`: each result by name (rundir.RESULTS), the record its stage wrote
     bench: dict[str, BenchResult]  # the benchmark results by mode
     plots: dict[str, str]  # figure name -> its path relative to the report (plots.draw_all)
@@ -68,7 +68,7 @@ class ReportContext:
     words: Words  # `S`: the sections' words in the report's language (messages/report.SECTION_WORDS)
     first_words: Words  # the first screen's words (messages/report.FIRST_SCREEN)
     sections: tuple[str, ...]  # the report's sections in order (page.SECTIONS)
-    verdict: RunVerdict  # the run's verdict: status, reasons, false_ready, judged (findings.overall_verdict)
+    verdict: RunVerdict  # the run's verdict: status, reasons, false_ready, judged (judged/verdict.overall_verdict)
     screen: FirstScreen  # `fs`: the first screen (report/first_screen.py)
     weights_clause: str | None  # what weights the figures were measured on, one clause (models/provenance.py)
     findings: list[str]  # up to four sentences a reader needs first, problems first
