@@ -73,8 +73,6 @@ class ManagedServer:
         self.proc: subprocess.Popen | None = None
         self.watchdog: subprocess.Popen | None = None
         self.startup_seconds: float | None = None
-        self.waited_seconds: float | None = None
-        self.launched_at = 0.0
         self.rpc_dir: str | None = None
 
     @property
@@ -84,9 +82,7 @@ class ManagedServer:
 
     def __enter__(self) -> "ManagedServer":
         try:
-            if self.proc is None:  # not launched ahead of time (launch)
-                self.launch()
-            self.wait()
+            self.start()
         except BaseException:
             self.stop()
             raise
@@ -96,31 +92,20 @@ class ManagedServer:
         self.stop()
 
     def start(self) -> None:
-        self.launch()
-        self.wait()
-
-    def launch(self) -> None:
-        """Start the engine's process and its watchdog, without waiting for it to answer (wait)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in self.spec.unset_env} | self.spec.env
         if self.spec.engine == "vllm" and RPC_ENV not in env:
             # vLLM's inter-process sockets go to the temp directory, and an engine stopped by a signal leaves
             # them there: a directory of this server's own, removed when it stops, keeps them from piling up.
             self.rpc_dir = env[RPC_ENV] = tempfile.mkdtemp(prefix="llm-adapt-rpc-")  # short: 107-byte socket paths
-        self.launched_at = time.monotonic()
+        started = time.monotonic()
         with open(self.log_path, "ab") as log:
             self.proc = self._forked_warm(env, log) or subprocess.Popen(
                 self.spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
         self.watchdog = start_watchdog(self.proc.pid, self.rpc_dir)
-
-    def wait(self) -> None:
-        """Until the launched engine answers on every ready path; startup_seconds counts from its launch, and
-        waited_seconds from this call (less where it was launched ahead of the work before it)."""
-        waiting = time.monotonic()
-        self._wait_ready(self.launched_at)
-        self.startup_seconds = round(time.monotonic() - self.launched_at, 2)
-        self.waited_seconds = round(time.monotonic() - waiting, 2)
+        self._wait_ready(started)
+        self.startup_seconds = round(time.monotonic() - started, 2)
 
     def _forked_warm(self, env: dict[str, str], log):
         """The tests' vLLM servers, forked from a process that has imported vLLM (engines/warm_start.py)."""

@@ -63,8 +63,6 @@ class ServeResult(StageResult):
     prediction_matches: bool | None
     dummy_weights: bool = False
     attempts: list[StartAttempt] = []  # one per start
-    # launched while the stage before ran (EngineSlot.launch_early): startup_seconds shared the CPU with it
-    launched_ahead: bool = False
 
 
 def choose_engine(requested: str | None) -> str:
@@ -101,38 +99,26 @@ def _stderr(message: str) -> None:
 def started_engine(inspect_result, engine: str, run_dir: Path, *, mode: str = "eager", port: int | None = None,
                    startup_timeout_s: float = 900.0, extra_args: list[str] | None = None,
                    dummy: bool = False, notify: Callable[[str], None] = _stderr,
-                   extra_env: dict[str, str] | None = None,
-                   early: ManagedServer | None = None) -> Iterator[tuple[ManagedServer, ServeResult]]:
+                   extra_env: dict[str, str] | None = None) -> Iterator[tuple[ManagedServer, ServeResult]]:
     """Start (once more at vLLM's own estimate if it refuses the plan's length), wait for readiness,
     write serve.json, yield; always stop on the way out. `extra_env` joins the plan's variables for this
-    start only (serve.json records them; the plan and its exported commands do not carry them). `early`: this
-    engine launched ahead of time (EngineSlot.launch_early), waited on here where it is the same engine."""
+    start only (serve.json records them; the plan and its exported commands do not carry them)."""
     plan = inspect_result.plan
-    port = port or (early.spec.port if early is not None else None) or free_port()
-    spec = engine_spec(inspect_result, engine, mode, port, startup_timeout_s, extra_args, dummy, extra_env)
-    if early is not None and early.spec != spec:  # launched for another start: not this one's engine
-        early.stop()
-        early = None
-    with contextlib.ExitStack() as stack:
-        server, attempts = _start(stack, spec, plan, Path(run_dir), notify, early)
-        result = serve_result(server, server.spec, plan, mode)
-        result.dummy_weights = dummy
-        result.attempts = attempts
-        result.launched_ahead = early is not None and server is early
-        result.save(Path(run_dir) / rundir.SERVE)
-        yield server, result
-
-
-def engine_spec(inspect_result, engine: str, mode: str, port: int, startup_timeout_s: float,
-                extra_args: list[str] | None, dummy: bool, extra_env: dict[str, str] | None) -> LaunchSpec:
-    """How started_engine launches the engine of `inspect_result`'s plan: its command, port and environment."""
     if dummy:
         if engine != "vllm":
             raise AdaptError("--dummy needs vLLM (--load-format dummy); transformers serve cannot start without weights")
         extra_args = [*(extra_args or []), *dummy_args(inspect_result)]
-    spec = launch_spec(engine, inspect_result.plan, Path(inspect_result.model["path"]), mode, port, startup_timeout_s,
+    spec = launch_spec(engine, plan, Path(inspect_result.model["path"]), mode, port or free_port(), startup_timeout_s,
                        extra_args)
-    return replace(spec, env=spec.env | extra_env) if extra_env else spec
+    if extra_env:
+        spec = replace(spec, env=spec.env | extra_env)
+    with contextlib.ExitStack() as stack:
+        server, attempts = _start(stack, spec, plan, Path(run_dir), notify)
+        result = serve_result(server, server.spec, plan, mode)
+        result.dummy_weights = dummy
+        result.attempts = attempts
+        result.save(Path(run_dir) / rundir.SERVE)
+        yield server, result
 
 
 def retry_length(cause: str | None, plan: DeployPlan, refused: int | None) -> int | None:
@@ -153,13 +139,12 @@ def attempt_record(spec: LaunchSpec, outcome: str, cause: str | None, log: Path)
 
 
 def _start(stack: contextlib.ExitStack, spec: LaunchSpec, plan: DeployPlan, run_dir: Path,
-           notify: Callable[[str], None], early: ManagedServer | None = None) -> tuple[ManagedServer, list[StartAttempt]]:
+           notify: Callable[[str], None]) -> tuple[ManagedServer, list[StartAttempt]]:
     from llm_adapt.engines.vllm import argv_max_model_len, with_max_model_len
 
     log = run_dir / rundir.ENGINE_LOG
     try:
-        launched = early if early is not None and early.log_path == log else ManagedServer(spec, log)
-        return stack.enter_context(launched), [attempt_record(spec, "started", None, log)]
+        return stack.enter_context(ManagedServer(spec, log)), [attempt_record(spec, "started", None, log)]
     except EngineStartError as error:
         refused = argv_max_model_len(spec.argv) if spec.engine == "vllm" else None
         retry = retry_length(error.cause, plan, refused)
@@ -229,30 +214,12 @@ class EngineSlot:
         self.server: ManagedServer | None = None
         self.started: ServeResult | None = None  # how it started (serve.json)
         self._launch: tuple[str, Path, dict] | None = None  # the last start's engine, run directory and options
-        self.early: ManagedServer | None = None  # launched ahead of its start (launch_early), not yet waited on
-
-    def launch_early(self, inspect_result, engine: str, run_dir: Path, **options) -> None:
-        """Launch the engine the next start() with the same arguments waits on, without waiting for it: its load
-        then overlaps the work before that start (vLLM's processes import for about half a minute on 2 cores).
-        The slot stops it if no start claims it."""
-        self.stop()
-        spec = engine_spec(inspect_result, engine, options.get("mode", "eager"), options.get("port") or free_port(),
-                           options.get("startup_timeout_s", 900.0), options.get("extra_args"),
-                           options.get("dummy", False), options.get("extra_env"))
-        early = ManagedServer(spec, Path(run_dir) / rundir.ENGINE_LOG)
-        self.stack.callback(early.stop)  # stopping twice is harmless: a start that claims it stops it too
-        early.launch()
-        self.early = early
 
     def start(self, inspect_result, engine: str, run_dir: Path, **options) -> ManagedServer:
-        """Start the engine of `inspect_result`'s plan (started_engine's options), or wait on the one launched
-        early for it; stop any other running one first."""
-        early, self.early = self.early, None
-        if early is None:
-            self.stop()
+        """Start the engine of `inspect_result`'s plan (started_engine's options); stop any running one first."""
+        self.stop()
         self._launch = (engine, run_dir, options)
-        self.server, self.started = self.stack.enter_context(
-            started_engine(inspect_result, engine, run_dir, **options, early=early))
+        self.server, self.started = self.stack.enter_context(started_engine(inspect_result, engine, run_dir, **options))
         return self.server
 
     def restart(self, inspect_result, **changed) -> ManagedServer:
@@ -265,7 +232,7 @@ class EngineSlot:
         return self.start(inspect_result, engine, run_dir, **{**options, **changed})
 
     def stop(self) -> None:
-        self.server = self.started = self.early = None
+        self.server = self.started = None
         self.stack.close()
         self.stack = contextlib.ExitStack()
 

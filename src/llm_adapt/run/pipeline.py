@@ -33,9 +33,8 @@ def run_pipeline(cfg: RunConfig, state: RunState | None = None) -> RunStatus:
     collect().save(cfg.out / rundir.ENVIRONMENT)
     try:
         with state.engine:  # stopped before the report: nothing of ours outlives its use
-            for index, stage in enumerate(TABLE):
+            for stage in TABLE:
                 if not stage.after_engine:
-                    launch_next_ahead(cfg, state, index)
                     run_stage(cfg, state, stage)
     except BaseException as exc:  # Ctrl-C, SIGTERM, a failed inspect: the report of what finished, then the stop
         _report_after_stop(cfg, state, exc)
@@ -144,22 +143,6 @@ def run_stage(cfg: RunConfig, state: RunState, stage: Stage) -> None:
     if blocked is not None:
         return _mark(cfg, state, stage.name, blocked[0], reason=blocked[1])
     _run(cfg, state, stage)
-
-
-def launch_next_ahead(cfg: RunConfig, state: RunState, index: int) -> None:
-    """The next stage's slow start begun before TABLE[index] runs (Stage.launch_ahead), where both will run: not
-    left out, and not kept from an earlier run by --resume. A launch that fails is left to the stage itself, which
-    starts again and says why."""
-    if index + 1 >= len(TABLE) or TABLE[index + 1].launch_ahead is None:
-        return
-    this, after = TABLE[index], TABLE[index + 1]
-    kept = cfg.resume and state.status.stages.get(this.name, {}).get("status") == StageStatus.DONE
-    if kept or _left_out(cfg, state, this) is not None or _left_out(cfg, state, after) is not None:
-        return
-    try:
-        after.launch_ahead(cfg, state)
-    except (AdaptError, OSError) as exc:
-        cfg.log(f"{after.name}: not launched ahead ({exc}); it starts in its turn")
 
 
 def _left_out(cfg: RunConfig, state: RunState, stage: Stage) -> tuple[StageStatus, Said] | None:

@@ -62,46 +62,14 @@ def accuracy(cfg: RunConfig, state: RunState) -> None:
 
 
 def start_engine(cfg: RunConfig, state: RunState) -> None:
-    """The engine of the plan, kept running in the state's slot until the measuring stages are done (waited on,
-    where launch_engine launched it ahead)."""
-    inspected, engine, options = _engine_start(cfg, state)
-    cfg.log(f"serve: starting {engine} (log: {cfg.out / rundir.ENGINE_LOG}) ..." if state.engine.early is None
-            else f"serve: waiting for {engine}, launched during the stage before (log: {cfg.out / rundir.ENGINE_LOG})")
-    state.engine.start(inspected, engine, cfg.out, **options)
-
-
-def launch_engine(cfg: RunConfig, state: RunState) -> None:
-    """The same engine, launched without waiting for it, so that its processes import and load while the stage
-    before the serve stage (the in-process accuracy) runs; the serve stage then waits on it. Not where the host's
-    free memory would not hold both (overlap_fits): the engine then starts in its turn, as before."""
-    import psutil
-
-    plan, params = state.inspect.plan, state.inspect.parameters.get("from_config") or 0
-    if not overlap_fits(plan.weight_bytes_per_device + plan.kv_pool_bytes, params, psutil.virtual_memory().available,
-                        host_memory=plan.kv_pool_exact):
-        return
-    inspected, engine, options = _engine_start(cfg, state)
-    state.engine.launch_early(inspected, engine, cfg.out, **options)
-
-
-OVERLAP_SHARE = 0.6  # of the host's free memory the engine and the in-process comparison may take together
-
-
-def overlap_fits(engine_bytes: int, params: int, available: int, host_memory: bool) -> bool:
-    """Whether a CPU engine (its weights and KV pool, in host memory) fits beside the in-process comparison (the
-    fp32 gold, a target and a floor: three float32 copies of the weights, at most) in OVERLAP_SHARE of the free
-    memory. Never an accelerator's engine: it takes its share of the device the in-process target runs on. Pure."""
-    return host_memory and engine_bytes + 3 * 4 * params <= OVERLAP_SHARE * available
-
-
-def _engine_start(cfg: RunConfig, state: RunState) -> tuple:
-    """(the inspect result the engine starts from, the engine, started_engine's options) of the serve stage."""
+    """The engine of the plan, kept running in the state's slot until the measuring stages are done."""
     from llm_adapt.engines.session import choose_engine
 
     engine = choose_engine(cfg.engine)
+    cfg.log(f"serve: starting {engine} (log: {cfg.out / rundir.ENGINE_LOG}) ...")
     capture = cfg.layers == "on" and engine == "vllm" and not cfg.graph
-    inspected = with_capture(cfg, state.inspect) if capture else state.inspect
-    return inspected, engine, engine_options(cfg, "graph" if cfg.graph else "eager")
+    state.engine.start(with_capture(cfg, state.inspect) if capture else state.inspect, engine, cfg.out,
+                       **engine_options(cfg, "graph" if cfg.graph else "eager"))
 
 
 def engine_options(cfg: RunConfig, mode: str) -> dict:

@@ -32,9 +32,6 @@ class Stage:
     redone_on_resume: bool = False  # `--resume` runs it again even when an earlier run finished it
     ends_the_run: bool = False  # a failure stops the run: nothing else can run without it
     after_engine: bool = False  # runs once the engine is stopped
-    # launched ahead: called before the stage ahead of this one runs, where both will, so that this stage's slow
-    # start (an engine's imports and load) overlaps that stage's work; the stage itself then finishes the start
-    launch_ahead: StageFn | None = None
 
 
 def _layers_gate(cfg: RunConfig, state: RunState) -> tuple[str, str] | None:
@@ -51,8 +48,7 @@ def _layers_gate(cfg: RunConfig, state: RunState) -> tuple[str, str] | None:
 TABLE: tuple[Stage, ...] = (
     Stage("inspect", stages.inspect, skippable=False, redone_on_resume=True, ends_the_run=True),
     Stage("accuracy", stages.accuracy, needs_real_weights=True),
-    Stage("serve", stages.start_engine, stood_in_by_endpoint=True, redone_on_resume=True,
-          launch_ahead=stages.launch_engine),
+    Stage("serve", stages.start_engine, stood_in_by_endpoint=True, redone_on_resume=True),
     Stage("probes", stages.probes, needs_endpoint=True),
     Stage("endpoint_accuracy", stages.endpoint_accuracy, needs_endpoint=True, needs_real_weights=True),
     Stage("eager_check", stages.eager_check, needs_real_weights=True, not_wanted=stages.eager_check_not_wanted,
