@@ -48,7 +48,7 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
 
 
 FULL_LOG = re.compile(r" \(full log: [^)]*\)")
-MACHINE_PATH = re.compile(r"(?<![\w:])/(?:[\w.+-]+/)+(?=[\w.+-])")  # an absolute path's folders: its file name stays
+MACHINE_PATH = re.compile(r"(?<![\w:/])/(?:[\w.+-]+/)+(?=[\w.+-])")  # an absolute path's folders: its file name stays
 HEAD_NAMED = "likely cause, the output head"  # the run's first reason where the served class ignores the head
 
 
