@@ -35,17 +35,24 @@ def served_row(family, root: Path, tokenizer: Path) -> dict:
         model = write_registry_model(family, root / f"{family.model_type}-sharp", tokenizer_from=tokenizer, sharp=True)
     except NotBuilt as why:
         return {"verdict": "not built", "ok": None, "note": str(why)}
-    return served_verdict(run_clean(model, root / "runs" / family.model_type))
+    from llm_adapt.engines.server import log_cause
+
+    out = root / "runs" / family.model_type
+    return served_verdict(run_clean(model, out), log_cause(out / "engine.log"))
 
 
-def served_verdict(row: dict) -> dict:
-    """A served run's row (zoo.run_clean) as the table shows it: not served where the engine refused it at start-up,
-    FAIL as it should where the engine's class reads another head than the checkpoint's, else its verdict against
-    the clean rule; the reasons without any folder of this machine. Pure."""
+def served_verdict(row: dict, engine_cause: str | None = None) -> dict:
+    """A served run's row (zoo.run_clean) as the table shows it: not served where the engine refused it at start-up
+    or died at the first request (`engine_cause`: the root cause its log gives), FAIL as it should where the engine's
+    class reads another head than the checkpoint's, else its verdict against the clean rule; the reasons without
+    any folder of this machine. Pure."""
     reasons = [MACHINE_PATH.sub("", FULL_LOG.sub("", r)) for r in row["reasons"]]  # no path of this machine
     refused = next((r for r in reasons if r.startswith(ENGINE_REFUSED)), None)
     if refused:  # vLLM-CPU cannot serve it: listed with the engine's own line, judged in process only
         return {"verdict": NOT_SERVED, "ok": None, "seconds": row["seconds"], "note": refused}
+    if engine_cause and any(r.startswith(CORE_BROKEN) for r in reasons):  # it started, then died at a request
+        return {"verdict": NOT_SERVED, "ok": None, "seconds": row["seconds"],
+                "note": "the engine died at the first request: " + MACHINE_PATH.sub("", engine_cause)}
     if row["verdict"] == "FAIL" and reasons and reasons[0].startswith(HEAD_NAMED):
         # the engine's class serves another head than the checkpoint's (inspect's caveat): FAIL is the right verdict
         return {"verdict": "FAIL", "ok": True, "seconds": row["seconds"], "note": "FAIL as it should: " + reasons[0]}
@@ -55,6 +62,7 @@ def served_verdict(row: dict) -> dict:
 
 FULL_LOG = re.compile(r" \(full log: [^)]*\)")
 MACHINE_PATH = re.compile(r"(?<![\w:/])/(?:[\w.+-]+/)+(?=[\w.+-])")  # an absolute path's folders: its file name stays
+CORE_BROKEN = "core features not working"  # the run's reason where the served engine failed its first requests
 HEAD_NAMED = "likely cause, the output head"  # the run's first reason where the served class ignores the head
 
 

@@ -23,3 +23,7 @@ def test_the_served_column_of_each_kind_of_run():
     assert zoo.served_verdict(row("PASS"))["ok"] is True
     assert zoo.served_verdict(row("WARN", "the gold's logits are flat", flat=True))["ok"] is True
     assert zoo.served_verdict(row("WARN", "in-process cpu:bf16: WARN"))["ok"] is False
+    died = zoo.served_verdict(row("FAIL", "core features not working: chat completion, streaming"),
+                              "RuntimeError: Unexpected head dim size, 32")
+    assert died["verdict"] == zoo.NOT_SERVED and died["note"].endswith("Unexpected head dim size, 32")
+    assert zoo.served_verdict(row("FAIL", "core features not working: chat completion"))["ok"] is False  # no cause
