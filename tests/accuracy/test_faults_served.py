@@ -303,6 +303,7 @@ def test_a_fault_on_a_few_requests_fails_naming_them(fault, fault_engine, measur
     rows = result.sections["teacher_forced"]["by_prompt"]
     assert result.verdict["status"] == "FAIL" and prompts["status"] == "fail", result.verdict["reasons"]
     assert 0 < prompts["args"]["count"] < len(rows), prompts["value"]  # a few requests, named, not all of them
+    assert prompts["args"].get("shape") is None, prompts["value"]  # neither fault follows a shape the probes vary
     if fault.startswith("long-prompt"):  # exactly the prompts past 72 tokens
         assert set(prompts["args"]["ids"]) == {r["id"] for r in rows if r["tokens"] > 72}
 
