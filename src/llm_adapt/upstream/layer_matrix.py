@@ -12,7 +12,7 @@ from typing import Any
 
 from llm_adapt.accuracy.result import LayerRow, LocatedFault
 from llm_adapt.accuracy.verdict.checks import allowance
-from llm_adapt.accuracy.verdict.roundoff import own_error_excess
+from llm_adapt.accuracy.verdict.roundoff import local_ruling, own_error_excess
 from llm_adapt.messages import Reason, message, reason
 
 # the skill's fixed templates (references/model-layer-baseline: "dense llm" and "moe llm"), in their order
@@ -85,20 +85,20 @@ def layer_index(name: str) -> int | None:
 
 def judge_row(row: LayerRow, m: Measured) -> tuple[float | None, float | None, bool]:
     """(ratio, allowed ratio, out of line) of one measured layer, by the rule its verdict used: in process, its own
-    error against its floor x the local factor, or against the rounding of its dtype (own_error_excess); served, its
-    full error's ratio to the floor against that ratio's allowance (layers.first_step_up). Pure."""
-    value = row.get("local_rel_l2", row["rel_l2"]) if m.local else row["rel_l2"]
-    if m.floored:
-        ratio = row.get("local_ratio") if m.local else row.get("ratio")
-        spread_field = "local_rel_spread" if m.local else "rel_spread"
-        try:
-            allowed = m.factor * allowance(row, spread_field)
-        except KeyError:  # a row never compared with a floor (the embeddings, say)
-            return ratio, None, not math.isfinite(value)
-        out = ratio is not None and ratio > allowed
-        return ratio, allowed, bool(out or not math.isfinite(value))
-    ratio, _, out = own_error_excess(value, None, 1.0, m.factor, False, m.dtype, m.contraction)
-    return ratio, 1.0, out
+    error against its floor x the local factor, or against the rounding of its dtype (roundoff.local_ruling);
+    served, its full error's ratio to the floor against that ratio's allowance (layers.first_step_up). Pure."""
+    if m.local:
+        ratio, allowed, _, out = local_ruling(row, m.factor, m.floored, m.dtype, m.contraction)
+        return ratio, allowed, out
+    value, ratio = row["rel_l2"], row.get("ratio")
+    if not m.floored:
+        ratio, _, out = own_error_excess(value, None, 1.0, m.factor, False, m.dtype, m.contraction)
+        return ratio, 1.0, out
+    try:
+        allowed = allowance(row)
+    except KeyError:  # a row never compared with a floor (the embeddings, say)
+        return ratio, None, not math.isfinite(value)
+    return ratio, allowed, bool((ratio is not None and ratio > allowed) or not math.isfinite(value))
 
 
 def decoder_rows(layer_types: list[str], moe_indexes: list[int], layers: int,

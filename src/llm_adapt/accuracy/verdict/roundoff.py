@@ -81,17 +81,26 @@ def own_error_excess(value: float, ratio: float | None, allowed: float, factor: 
     return ratio, fields, bool(ratio > 1 or not math.isfinite(value))
 
 
+def local_ruling(row: LayerRow, factor: float, have_floor: bool, dtype: str,
+                 contraction: int | None = None) -> tuple[float | None, float | None, dict[str, Any], bool]:
+    """One layer's own (local) error against its basis (own_error_excess): (its ratio, the ratio it may reach, the
+    basis's fields, out of line). The ratio it may reach: factor x its allowance against a floor, 1 against the
+    rounding of its dtype, None where a floor was measured but this row was never compared with it. Pure."""
+    floored = have_floor and row.get("local_ratio") is not None
+    allowed = allowance(row, "local_rel_spread") if floored else 1.0
+    ratio, basis, excess = own_error_excess(row["local_rel_l2"], row.get("local_ratio"), allowed, factor,
+                                            have_floor, dtype, contraction)
+    may_reach = factor * allowed if floored else None if have_floor else 1.0
+    return ratio, may_reach, basis, excess
+
+
 def find_first_local_excess(layers: list[LayerRow], factor: float, have_floor: bool, dtype: str,
                             contraction: int | None = None) -> LocatedFault | None:
-    """The first layer whose own (local) error is out of line (own_error_excess)."""
+    """The first layer whose own (local) error is out of line (local_ruling)."""
     for row in layers:
-        value = row["local_rel_l2"]
-        floored = have_floor and row.get("local_ratio") is not None
-        ratio, basis, excess = own_error_excess(value, row.get("local_ratio"),
-                                                allowance(row, "local_rel_spread") if floored else 1.0, factor,
-                                                have_floor, dtype, contraction)
+        ratio, _, basis, excess = local_ruling(row, factor, have_floor, dtype, contraction)
         if excess:
-            return {"name": row["name"], "local_rel_l2": value, "ratio": ratio, **basis}
+            return {"name": row["name"], "local_rel_l2": row["local_rel_l2"], "ratio": ratio, **basis}
     return None
 
 
