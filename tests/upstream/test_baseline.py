@@ -49,6 +49,7 @@ def test_the_served_score_of_the_same_dataset_is_held_beside_it():
     assert beside is not None and beside.served == 41.23 and beside.difference == pytest.approx(0.73)
     assert beside_measured(b, [{"task": "mmlu", "metric": "acc", "served": 0.3}]) is None
     assert beside_measured(b, [{"task": "gsm8k", "metric": "exact_match,strict-match", "served": None}]) is None
+    assert beside_measured(b, [{"task": "gsm8k", "metric": "exact_match,strict-match", "served": math.nan}]) is None
 
 
 def test_the_export_names_the_published_baseline_in_the_report_and_the_e2e_config(model, tmp_path, capsys):

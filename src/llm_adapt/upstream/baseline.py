@@ -99,10 +99,10 @@ def read_baseline(path: Path, model_id: str) -> PublishedBaseline:
 
 def beside_measured(baseline: PublishedBaseline, scores: list[dict[str, Any]]) -> BesideMeasured | None:
     """The served score of the baseline's dataset and metric, where the run's eval measured it (a score is a
-    fraction there; the baseline is in points). None where it did not. Pure."""
+    fraction there; the baseline is in points). None where it did not, or its score is not a finite number. Pure."""
     for s in scores:
         task, served = str(s.get("task", "")), s.get("served")
-        if task.lower() == baseline.dataset.lower() and served is not None and \
+        if task.lower() == baseline.dataset.lower() and isinstance(served, (int, float)) and math.isfinite(served) and \
                 str(s.get("metric", "")).split(",")[0] in (baseline.metric, "exact_match", "accuracy", "acc"):
             points = 100.0 * float(served)
             return BesideMeasured(task, round(points, 2), round(points - baseline.score, 2))
